@@ -1,0 +1,25 @@
+// Hashing: xxh3 everywhere a stable 64-bit hash is needed (digests, jitter, sharding).
+// Stable across runs and machines, so it may reach messages and reports.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include <xxhash.h>
+
+namespace caesium {
+
+inline uint64_t hash64(const void* data, size_t size, uint64_t seed = 0) {
+  return XXH3_64bits_withSeed(data, size, seed);
+}
+
+inline uint64_t hash64(std::string_view s, uint64_t seed = 0) {
+  return XXH3_64bits_withSeed(s.data(), s.size(), seed);
+}
+
+// Mixes a second value into a hash (order-sensitive).
+inline uint64_t hash_combine(uint64_t h, uint64_t v) {
+  return XXH3_64bits_withSeed(&v, sizeof v, h);
+}
+
+}  // namespace caesium

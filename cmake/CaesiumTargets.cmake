@@ -1,0 +1,32 @@
+# Helpers shared by every folder's CMakeLists.txt.
+#
+# Our own code is built with warnings as errors; generated code (Cap'n Proto) and
+# third-party headers are not ours and are included as SYSTEM.
+
+set(CAESIUM_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
+    -Wold-style-cast -Wcast-align -Woverloaded-virtual -Wimplicit-fallthrough
+    -Werror)
+
+function(caesium_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:${CAESIUM_WARNINGS}>)
+endfunction()
+
+# caesium_library(name DIR dir [DEPS ...])
+# One static library per folder; sources are globbed so that adding a file needs no
+# edit here.  Tests of the folder's files live in tests/unit.
+function(caesium_library name)
+  cmake_parse_arguments(ARG "" "DIR" "DEPS;EXTRA" ${ARGN})
+  file(GLOB _srcs CONFIGURE_DEPENDS ${ARG_DIR}/*.cpp)
+  if(NOT _srcs)
+    # A folder whose code is still all in headers.
+    add_library(${name} INTERFACE)
+    target_include_directories(${name} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${name} INTERFACE ${ARG_DEPS})
+    return()
+  endif()
+  add_library(${name} STATIC ${_srcs} ${ARG_EXTRA})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  caesium_warnings(${name})
+endfunction()

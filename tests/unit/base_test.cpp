@@ -1,0 +1,74 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <vector>
+
+#include "base/rng.h"
+#include "base/time.h"
+
+using namespace caesium;
+
+TEST_CASE("durations parse and format", "[base]") {
+  CHECK(parse_duration_ms("250ms").value() == 250);
+  CHECK(parse_duration_ms("10s").value() == 10'000);
+  CHECK(parse_duration_ms("1h30m").value() == 90 * kMsPerMinute);
+  CHECK(parse_duration_ms("1.5s").value() == 1500);
+  CHECK(parse_duration_ms("7d").value() == 7 * kMsPerDay);
+  CHECK(parse_duration_ms("0").value() == 0);
+  CHECK_FALSE(parse_duration_ms("").ok());
+  CHECK_FALSE(parse_duration_ms("10").ok());
+  CHECK_FALSE(parse_duration_ms("10x").ok());
+  CHECK_FALSE(parse_duration_ms("-5s").ok());
+  CHECK_FALSE(parse_duration_ms("1..5s").ok());
+  CHECK_FALSE(parse_duration_ms("99999999999999w").ok());
+  CHECK(parse_duration_ms("10x").error().message.find("unknown unit") != std::string::npos);
+  CHECK(format_duration_ms(90'000) == "1m30s");
+  CHECK(format_duration_ms(1'250) == "1s250ms");
+  CHECK(format_duration_ms(0) == "0s");
+}
+
+TEST_CASE("RFC 3339 round trips and rejects junk", "[base]") {
+  const int64_t t = parse_rfc3339_ms("2026-03-29T03:00:00+01:00").value();
+  CHECK(t == parse_rfc3339_ms("2026-03-29T02:00:00Z").value());
+  CHECK(format_rfc3339_utc(t) == "2026-03-29T02:00:00Z");
+  CHECK(format_rfc3339_offset(t, 3600) == "2026-03-29T03:00:00+01:00");
+  CHECK(format_rfc3339_offset(t, -(3 * 3600 + 30 * 60)) == "2026-03-28T22:30:00-03:30");
+  CHECK(format_rfc3339_utc(parse_rfc3339_ms("1969-12-31T23:59:59.5Z").value()) ==
+        "1969-12-31T23:59:59.500Z");
+  CHECK(parse_rfc3339_ms("1970-01-01T00:00:00Z").value() == 0);
+  for (const char* junk : {"", "2026", "2026-02-30T00:00:00Z", "2026-01-01T25:00:00Z",
+                           "2026-01-01T00:00:00", "2026-01-01T00:00:00Zjunk",
+                           "2026-01-01T00:00:00+1:00", "x026-01-01T00:00:00Z"}) {
+    INFO(junk);
+    CHECK_FALSE(parse_rfc3339_ms(junk).ok());
+  }
+}
+
+TEST_CASE("Rng is deterministic and in range", "[base]") {
+  Rng a(42), b(42), c(43);
+  std::vector<uint64_t> va, vb, vc;
+  for (int i = 0; i < 100; ++i) {
+    va.push_back(a.next_u64());
+    vb.push_back(b.next_u64());
+    vc.push_back(c.next_u64());
+  }
+  CHECK(va == vb);
+  CHECK(va != vc);
+  Rng r(7);
+  std::vector<int> counts(10, 0);
+  for (int i = 0; i < 100'000; ++i) {
+    const uint64_t x = r.below(10);
+    REQUIRE(x < 10);
+    ++counts[x];
+  }
+  for (int n : counts) CHECK((n > 9'000 && n < 11'000));
+  for (int i = 0; i < 1000; ++i) {
+    const int64_t x = r.between(-3, 3);
+    REQUIRE((x >= -3 && x <= 3));
+  }
+  std::vector<int> v{1, 2, 3, 4, 5, 6, 7, 8};
+  r.shuffle(v.begin(), v.end());
+  std::vector<int> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8});
+}
