@@ -1,12 +1,78 @@
-// caesium-bench: dispatches to one benchmark per subcommand.
+// caesium-bench: dispatches to one registered benchmark per subcommand.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
+#include "bench/registry.h"
+
+namespace caesium::bench {
+
+std::map<std::string, Entry>& registry() {
+  static std::map<std::string, Entry> r;
+  return r;
+}
+
+Registration::Registration(const char* name, const char* summary, BenchFn fn) {
+  registry()[name] = Entry{summary, std::move(fn)};
+}
+
+std::string Args::get(const std::string& name, const std::string& fallback) const {
+  const std::string flag = "--" + name;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == flag && i + 1 < argv.size()) return argv[i + 1];
+    if (argv[i].rfind(flag + "=", 0) == 0) return argv[i].substr(flag.size() + 1);
+  }
+  return fallback;
+}
+
+int64_t Args::get_int(const std::string& name, int64_t fallback) const {
+  const std::string v = get(name);
+  if (v.empty()) return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  if (end == v.c_str() || *end != '\0') {
+    std::fprintf(stderr, "caesium-bench: --%s wants a whole number, got '%s'\n", name.c_str(), v.c_str());
+    std::exit(2);
+  }
+  return n;
+}
+
+bool Args::has(const std::string& name) const {
+  const std::string flag = "--" + name;
+  for (const auto& a : argv) {
+    if (a == flag || a.rfind(flag + "=", 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace caesium::bench
+
 int main(int argc, char** argv) {
+  using namespace caesium::bench;
+  auto usage = [](FILE* out) {
+    std::fputs("usage: caesium-bench <benchmark> [options] [--json]\n\nbenchmarks:\n", out);
+    for (const auto& [name, e] : registry()) std::fprintf(out, "  %-10s %s\n", name.c_str(), e.summary.c_str());
+  };
   if (argc < 2) {
-    std::fputs("usage: caesium-bench <benchmark> [--json]\n", stderr);
+    usage(stderr);
     return 2;
   }
-  std::fprintf(stderr, "caesium-bench: unknown benchmark '%s'\n", argv[1]);
-  return 2;
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    usage(stdout);
+    return 0;
+  }
+  auto it = registry().find(name);
+  if (it == registry().end()) {
+    std::fprintf(stderr, "caesium-bench: unknown benchmark '%s'\n", name.c_str());
+    usage(stderr);
+    return 2;
+  }
+  Args args;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json") args.json = true;
+    args.argv.push_back(a);
+  }
+  return it->second.fn(args);
 }

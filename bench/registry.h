@@ -1,0 +1,44 @@
+// Benchmarks register themselves by name so that adding one is adding a file.
+//
+//   static int run_wheel(const caesium::bench::Args& args);
+//   CAESIUM_BENCH("wheel", "hierarchical timing wheel vs libuv vs std::priority_queue", run_wheel);
+//
+// Each benchmark prints a human table to stdout, or with --json exactly one JSON object.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace caesium::bench {
+
+struct Args {
+  std::vector<std::string> argv;  // arguments after the benchmark name
+  bool json = false;              // --json was given
+
+  // Returns the value after `--name` (or `--name=value`), or `fallback`.
+  std::string get(const std::string& name, const std::string& fallback = {}) const;
+  int64_t get_int(const std::string& name, int64_t fallback) const;
+  bool has(const std::string& name) const;
+};
+
+using BenchFn = std::function<int(const Args&)>;
+
+struct Registration {
+  Registration(const char* name, const char* summary, BenchFn fn);
+};
+
+struct Entry {
+  std::string summary;
+  BenchFn fn;
+};
+std::map<std::string, Entry>& registry();
+
+}  // namespace caesium::bench
+
+#define CAESIUM_BENCH_CAT2(a, b) a##b
+#define CAESIUM_BENCH_CAT(a, b) CAESIUM_BENCH_CAT2(a, b)
+#define CAESIUM_BENCH(name, summary, fn) \
+  static const ::caesium::bench::Registration CAESIUM_BENCH_CAT(bench_reg_, __LINE__)(name, summary, fn)
