@@ -1,0 +1,147 @@
+// The messages of the membership protocol (SWIM + Lifeguard), as plain values.
+//
+// These structs are the contract between gossip/membership (which produces and consumes
+// them) and node/wire (which encodes them with the one Cap'n Proto schema).  They carry
+// no sender identity: every frame on the wire is authenticated and names its sender
+// (node id + gossip address), and the receiver passes that in as a `Peer`.
+//
+// Datagram messages travel over UDP and must encode to <= 1400 bytes per packet
+// (including frame overhead); a Packet is one primary message plus piggybacked updates.
+// PushPull travels over the stream channel (TCP), so it has no size limit.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace caesium::gossip {
+
+enum class MemberState : uint8_t { kAlive = 0, kSuspect = 1, kDead = 2, kLeft = 3 };
+
+// Reachable = alive or suspect in the local view (DESIGN.md §3).
+inline bool is_reachable(MemberState s) { return s == MemberState::kAlive || s == MemberState::kSuspect; }
+
+// What a node is currently doing; gossiped, rate-limited (DESIGN.md §3).
+struct Load {
+  uint32_t running = 0;     // handlers running now
+  uint32_t queued = 0;      // invocations waiting for a slot
+  uint32_t cpu_milli = 0;   // 1-minute load average x 1000
+  bool operator==(const Load&) const = default;
+};
+
+// What a node can do; used for the default election priority and worker choice.
+struct Capacity {
+  uint32_t cores = 0;
+  uint32_t memory_mb = 0;
+  uint32_t max_running = 0;  // handler slots
+  bool operator==(const Capacity&) const = default;
+};
+
+// What a member advertises about itself.  Changing it needs a new incarnation.
+struct MemberMeta {
+  std::string stream_addr;        // TCP: anti-entropy, claims, dispatch
+  std::string api_addr;           // HTTP API (for forwarding); may be empty
+  int64_t priority = 0;           // master election priority (higher wins; id breaks ties)
+  std::vector<std::string> tags;  // sorted, unique
+  Capacity capacity;
+  Load load;
+  uint64_t config_epoch = 0;      // highest cluster-config epoch this node holds
+  uint32_t protocol_version = 1;
+  bool operator==(const MemberMeta&) const = default;
+};
+
+// --- Piggybacked updates (dissemination) ---------------------------------------------
+
+struct Alive {
+  std::string node;
+  uint64_t incarnation = 0;
+  std::string addr;  // gossip (UDP) address
+  MemberMeta meta;
+  bool operator==(const Alive&) const = default;
+};
+
+struct Suspect {
+  std::string node;
+  uint64_t incarnation = 0;
+  std::string from;  // the suspecting node (Lifeguard counts independent confirmations)
+  bool operator==(const Suspect&) const = default;
+};
+
+// Dead with from == node means the node left gracefully.
+struct Dead {
+  std::string node;
+  uint64_t incarnation = 0;
+  std::string from;
+  bool operator==(const Dead&) const = default;
+};
+
+using Update = std::variant<Alive, Suspect, Dead>;
+
+// --- Primary datagram messages (failure detection) -------------------------------------
+
+struct Ping {
+  uint32_t seq = 0;
+  std::string target;  // the node id the sender believes it is pinging (misdirection check)
+  bool operator==(const Ping&) const = default;
+};
+
+struct Ack {
+  uint32_t seq = 0;
+  bool operator==(const Ack&) const = default;
+};
+
+// Ask the receiver to ping `target` at `target_addr` on our behalf.
+struct PingReq {
+  uint32_t seq = 0;
+  std::string target;
+  std::string target_addr;
+  bool want_nack = true;  // Lifeguard: relay answers Nack if the target does not ack in time
+  bool operator==(const PingReq&) const = default;
+};
+
+struct Nack {
+  uint32_t seq = 0;
+  bool operator==(const Nack&) const = default;
+};
+
+// A packet carrying only piggybacked updates (the periodic gossip round).
+struct GossipOnly {
+  bool operator==(const GossipOnly&) const = default;
+};
+
+using Primary = std::variant<GossipOnly, Ping, Ack, PingReq, Nack>;
+
+struct Packet {
+  Primary primary;
+  std::vector<Update> updates;
+  bool operator==(const Packet&) const = default;
+};
+
+// --- Stream messages -------------------------------------------------------------------
+
+struct MemberRecord {
+  std::string node;
+  std::string addr;
+  uint64_t incarnation = 0;
+  MemberState state = MemberState::kAlive;
+  MemberMeta meta;
+  bool operator==(const MemberRecord&) const = default;
+};
+
+// Full-state exchange: on join (to a seed) and periodically with one random member.
+struct PushPull {
+  bool join = false;         // sent by a joining node
+  bool reply_wanted = true;  // false on the reply itself
+  std::vector<MemberRecord> members;  // sorted by node id
+  bool operator==(const PushPull&) const = default;
+};
+
+// The identity of the sender of a received message, taken from the authenticated frame.
+struct Peer {
+  std::string id;
+  std::string addr;  // its gossip (UDP) address
+};
+
+}  // namespace caesium::gossip
