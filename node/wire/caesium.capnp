@@ -1,6 +1,192 @@
 # The one schema for every message Caesium puts on the wire (DESIGN.md §8).
-@0xff2f2554b03d19cb;
+#
+# Every UDP datagram and every TCP frame carries, after authenticated decryption
+# (node/wire/frame.h), exactly one Envelope.  Datagrams carry gossip packets (<= 1400
+# bytes including the frame); stream frames carry push-pull state or a batch of core
+# messages (anti-entropy, replication, claims, dispatch).
+#
+# Evolution rules: never renumber or retype a field; add fields at the end with new
+# ordinals; add union members at the end.  `version` is the protocol version of the
+# sender; a receiver drops (and counts) envelopes whose version it cannot speak, and
+# bodies whose union member it does not know.
+@0xf69df80109a747ea;
 
-struct Placeholder {
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("caesium::wire::capnp");
+
+struct Envelope {
   version @0 :UInt16;
+  sender @1 :Text;          # node id
+  senderAddr @2 :Text;      # its gossip (UDP) address
+  sentUtcMs @3 :Int64;      # sender's realtime clock (replay window, skew estimate)
+  body :union {
+    unknown @4 :Void;       # what a newer sender's unknown member decodes as
+    packet @5 :GossipPacket;
+    pushPull @6 :PushPull;
+    batch @7 :List(CoreMessage);
+  }
+  seq @8 :UInt64;           # per (sender boot, receiver, channel) sequence: replay window
+  bootId @9 :UInt64;        # sender's boot id (also in the frame nonce)
+}
+
+# --- Membership (gossip/messages.h) ----------------------------------------------------
+
+enum MemberState { alive @0; suspect @1; dead @2; left @3; }
+
+struct Load { running @0 :UInt32; queued @1 :UInt32; cpuMilli @2 :UInt32; }
+struct Capacity { cores @0 :UInt32; memoryMb @1 :UInt32; maxRunning @2 :UInt32; }
+
+struct MemberMeta {
+  streamAddr @0 :Text;
+  apiAddr @1 :Text;
+  priority @2 :Int64;
+  tags @3 :List(Text);
+  capacity @4 :Capacity;
+  load @5 :Load;
+  configEpoch @6 :UInt64;
+  protocolVersion @7 :UInt32;
+}
+
+struct Alive { node @0 :Text; incarnation @1 :UInt64; addr @2 :Text; meta @3 :MemberMeta; }
+struct Suspect { node @0 :Text; incarnation @1 :UInt64; from @2 :Text; }
+struct Dead { node @0 :Text; incarnation @1 :UInt64; from @2 :Text; }
+
+struct Update {
+  union {
+    alive @0 :Alive;
+    suspect @1 :Suspect;
+    dead @2 :Dead;
+  }
+}
+
+struct GossipPacket {
+  primary :union {
+    gossipOnly @0 :Void;
+    ping @1 :Ping;
+    ack @2 :Ack;
+    pingReq @3 :PingReq;
+    nack @4 :Nack;
+  }
+  updates @5 :List(Update);
+}
+
+struct Ping { seq @0 :UInt32; target @1 :Text; }
+struct Ack { seq @0 :UInt32; }
+struct PingReq { seq @0 :UInt32; target @1 :Text; targetAddr @2 :Text; wantNack @3 :Bool; }
+struct Nack { seq @0 :UInt32; }
+
+struct MemberRecord {
+  node @0 :Text;
+  addr @1 :Text;
+  incarnation @2 :UInt64;
+  state @3 :MemberState;
+  meta @4 :MemberMeta;
+}
+
+struct PushPull {
+  join @0 :Bool;
+  replyWanted @1 :Bool;
+  members @2 :List(MemberRecord);
+}
+
+# --- Core messages (stream channel) ------------------------------------------------------
+
+struct CoreMessage {
+  union {
+    unknown @0 :Void;
+    storePush @1 :StorePush;
+    claim @2 :Claim;
+    claimReply @3 :ClaimReply;
+    release @4 :Release;
+    dispatch @5 :Dispatch;
+    dispatchReply @6 :DispatchReply;
+    revoke @7 :Revoke;
+    revokeReply @8 :RevokeReply;
+    configRequest @9 :ConfigRequest;
+    configDoc @10 :ConfigDoc;
+    sync @11 :SyncMessage;
+  }
+}
+
+# Volume store records (schedule/store.h).
+struct Version { physicalMs @0 :Int64; logical @1 :UInt32; origin @2 :Text; }
+
+struct Record {
+  key @0 :Data;
+  version @1 :Version;
+  value :union {
+    tombstone @2 :Void;
+    data @3 :Data;
+  }
+}
+
+# Replication push: records just written on the sender, for one volume.
+struct StorePush {
+  volume @0 :Text;
+  records @1 :List(Record);
+}
+
+# Firing (schedule/fire_messages.h).
+struct OccurrenceId { entryKey @0 :Text; scheduledUtcMs @1 :Int64; }
+struct ProcessId { node @0 :Text; boot @1 :UInt64; }
+
+struct Claim {
+  volume @0 :Text;
+  occ @1 :OccurrenceId;
+  claimant @2 :ProcessId;
+  worker @3 :Text;
+  fireUtcMs @4 :Int64;
+}
+
+enum ClaimOutcome { granted @0; held @1; notDue @2; abstain @3; }
+
+struct ClaimReply {
+  volume @0 :Text;
+  occ @1 :OccurrenceId;
+  outcome @2 :ClaimOutcome;
+  holder @3 :ProcessId;
+  retryAfterMs @4 :Int64;
+}
+
+struct Release { volume @0 :Text; occ @1 :OccurrenceId; claimant @2 :ProcessId; }
+
+struct Dispatch {
+  volume @0 :Text;
+  occ @1 :OccurrenceId;
+  owner @2 :ProcessId;
+  fireId @3 :Text;
+  attempt @4 :UInt32;
+  atMostOnce @5 :Bool;
+  possibleDuplicate @6 :Bool;
+  acceptByUtcMs @7 :Int64;
+  handler @8 :Text;
+  payload @9 :Data;
+  sequence @10 :UInt64;
+}
+
+enum DispatchOutcome { accepted @0; refused @1; }
+
+struct DispatchReply {
+  volume @0 :Text;
+  occ @1 :OccurrenceId;
+  fireId @2 :Text;
+  outcome @3 :DispatchOutcome;
+  reason @4 :Text;
+}
+
+struct Revoke { volume @0 :Text; occ @1 :OccurrenceId; fireId @2 :Text; }
+
+enum RevokeOutcome { revoked @0; accepted @1; completed @2; unknown @3; }
+
+struct RevokeReply { volume @0 :Text; occ @1 :OccurrenceId; fireId @2 :Text; outcome @3 :RevokeOutcome; }
+
+# Cluster configuration (DESIGN.md §4): a node that sees a higher epoch advertised in
+# gossip asks for the document.
+struct ConfigRequest { epoch @0 :UInt64; }
+struct ConfigDoc { epoch @0 :UInt64; document @1 :Data; }
+
+# Anti-entropy (gossip/sync_messages.h): filled in when the protocol lands.
+struct SyncMessage {
+  volume @0 :Text;
+  sessionId @1 :UInt64;
 }

@@ -1,0 +1,462 @@
+// Struct <-> Cap'n Proto conversion.  One `put_*` (build) and one `get_*` (read) per
+// message type, kept side by side so a field added to one is visibly missing from the
+// other.
+#include "node/wire/codec.h"
+
+#include <algorithm>
+
+#include <capnp/message.h>
+#include <capnp/serialize-packed.h>
+#include <kj/exception.h>
+#include <kj/io.h>
+
+#include "wire/caesium.capnp.h"
+
+namespace caesium::wire {
+namespace cp = caesium::wire::capnp;
+namespace {
+
+// --- helpers ---------------------------------------------------------------------------
+
+::capnp::Text::Reader text(const std::string& s) { return {s.data(), s.size()}; }
+::capnp::Data::Reader data(const std::string& s) {
+  return {reinterpret_cast<const kj::byte*>(s.data()), s.size()};
+}
+std::string str(::capnp::Text::Reader r) { return {r.cStr(), r.size()}; }
+std::string str(::capnp::Data::Reader r) {
+  return {reinterpret_cast<const char*>(r.begin()), r.size()};
+}
+
+class StringOutputStream final : public kj::OutputStream {
+ public:
+  explicit StringOutputStream(std::string& out) : out_(out) {}
+  void write(const void* buffer, size_t size) override {
+    out_.append(static_cast<const char*>(buffer), size);
+  }
+
+ private:
+  std::string& out_;
+};
+
+// --- membership ------------------------------------------------------------------------
+
+void put(cp::MemberMeta::Builder b, const gossip::MemberMeta& m) {
+  b.setStreamAddr(text(m.stream_addr));
+  b.setApiAddr(text(m.api_addr));
+  b.setPriority(m.priority);
+  auto tags = b.initTags(static_cast<unsigned>(m.tags.size()));
+  for (unsigned i = 0; i < m.tags.size(); ++i) tags.set(i, text(m.tags[i]));
+  auto cap = b.initCapacity();
+  cap.setCores(m.capacity.cores);
+  cap.setMemoryMb(m.capacity.memory_mb);
+  cap.setMaxRunning(m.capacity.max_running);
+  auto load = b.initLoad();
+  load.setRunning(m.load.running);
+  load.setQueued(m.load.queued);
+  load.setCpuMilli(m.load.cpu_milli);
+  b.setConfigEpoch(m.config_epoch);
+  b.setProtocolVersion(m.protocol_version);
+}
+
+gossip::MemberMeta get(cp::MemberMeta::Reader r) {
+  gossip::MemberMeta m;
+  m.stream_addr = str(r.getStreamAddr());
+  m.api_addr = str(r.getApiAddr());
+  m.priority = r.getPriority();
+  for (auto t : r.getTags()) m.tags.push_back(str(t));
+  m.capacity = {r.getCapacity().getCores(), r.getCapacity().getMemoryMb(),
+                r.getCapacity().getMaxRunning()};
+  m.load = {r.getLoad().getRunning(), r.getLoad().getQueued(), r.getLoad().getCpuMilli()};
+  m.config_epoch = r.getConfigEpoch();
+  m.protocol_version = r.getProtocolVersion();
+  return m;
+}
+
+cp::MemberState put_state(gossip::MemberState s) {
+  switch (s) {
+    case gossip::MemberState::kAlive: return cp::MemberState::ALIVE;
+    case gossip::MemberState::kSuspect: return cp::MemberState::SUSPECT;
+    case gossip::MemberState::kDead: return cp::MemberState::DEAD;
+    case gossip::MemberState::kLeft: return cp::MemberState::LEFT;
+  }
+  return cp::MemberState::DEAD;
+}
+
+Result<gossip::MemberState> get_state(cp::MemberState s) {
+  switch (s) {
+    case cp::MemberState::ALIVE: return gossip::MemberState::kAlive;
+    case cp::MemberState::SUSPECT: return gossip::MemberState::kSuspect;
+    case cp::MemberState::DEAD: return gossip::MemberState::kDead;
+    case cp::MemberState::LEFT: return gossip::MemberState::kLeft;
+  }
+  return Error("unknown member state " + std::to_string(static_cast<int>(s)));
+}
+
+void put(cp::Update::Builder b, const gossip::Update& u) {
+  if (const auto* a = std::get_if<gossip::Alive>(&u)) {
+    auto x = b.initAlive();
+    x.setNode(text(a->node));
+    x.setIncarnation(a->incarnation);
+    x.setAddr(text(a->addr));
+    put(x.initMeta(), a->meta);
+  } else if (const auto* s = std::get_if<gossip::Suspect>(&u)) {
+    auto x = b.initSuspect();
+    x.setNode(text(s->node));
+    x.setIncarnation(s->incarnation);
+    x.setFrom(text(s->from));
+  } else {
+    const auto& d = std::get<gossip::Dead>(u);
+    auto x = b.initDead();
+    x.setNode(text(d.node));
+    x.setIncarnation(d.incarnation);
+    x.setFrom(text(d.from));
+  }
+}
+
+Result<gossip::Update> get(cp::Update::Reader r) {
+  switch (r.which()) {
+    case cp::Update::ALIVE: {
+      auto x = r.getAlive();
+      return gossip::Update{gossip::Alive{str(x.getNode()), x.getIncarnation(), str(x.getAddr()),
+                                          get(x.getMeta())}};
+    }
+    case cp::Update::SUSPECT: {
+      auto x = r.getSuspect();
+      return gossip::Update{gossip::Suspect{str(x.getNode()), x.getIncarnation(), str(x.getFrom())}};
+    }
+    case cp::Update::DEAD: {
+      auto x = r.getDead();
+      return gossip::Update{gossip::Dead{str(x.getNode()), x.getIncarnation(), str(x.getFrom())}};
+    }
+  }
+  return Error("unknown membership update kind");
+}
+
+void put(cp::GossipPacket::Builder b, const gossip::Packet& p) {
+  std::visit(
+      [&](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, gossip::GossipOnly>) {
+          b.getPrimary().setGossipOnly();
+        } else if constexpr (std::is_same_v<T, gossip::Ping>) {
+          auto x = b.getPrimary().initPing();
+          x.setSeq(m.seq);
+          x.setTarget(text(m.target));
+        } else if constexpr (std::is_same_v<T, gossip::Ack>) {
+          b.getPrimary().initAck().setSeq(m.seq);
+        } else if constexpr (std::is_same_v<T, gossip::PingReq>) {
+          auto x = b.getPrimary().initPingReq();
+          x.setSeq(m.seq);
+          x.setTarget(text(m.target));
+          x.setTargetAddr(text(m.target_addr));
+          x.setWantNack(m.want_nack);
+        } else {
+          b.getPrimary().initNack().setSeq(m.seq);
+        }
+      },
+      p.primary);
+  auto updates = b.initUpdates(static_cast<unsigned>(p.updates.size()));
+  for (unsigned i = 0; i < p.updates.size(); ++i) put(updates[i], p.updates[i]);
+}
+
+Result<gossip::Packet> get(cp::GossipPacket::Reader r) {
+  gossip::Packet p;
+  auto prim = r.getPrimary();
+  switch (prim.which()) {
+    case cp::GossipPacket::Primary::GOSSIP_ONLY: p.primary = gossip::GossipOnly{}; break;
+    case cp::GossipPacket::Primary::PING:
+      p.primary = gossip::Ping{prim.getPing().getSeq(), str(prim.getPing().getTarget())};
+      break;
+    case cp::GossipPacket::Primary::ACK: p.primary = gossip::Ack{prim.getAck().getSeq()}; break;
+    case cp::GossipPacket::Primary::PING_REQ: {
+      auto x = prim.getPingReq();
+      p.primary = gossip::PingReq{x.getSeq(), str(x.getTarget()), str(x.getTargetAddr()), x.getWantNack()};
+      break;
+    }
+    case cp::GossipPacket::Primary::NACK: p.primary = gossip::Nack{prim.getNack().getSeq()}; break;
+    default: return Error("unknown gossip primary message");
+  }
+  for (auto u : r.getUpdates()) {
+    auto update = get(u);
+    if (!update) return update.error();
+    p.updates.push_back(std::move(*update));
+  }
+  return p;
+}
+
+void put(cp::PushPull::Builder b, const gossip::PushPull& pp) {
+  b.setJoin(pp.join);
+  b.setReplyWanted(pp.reply_wanted);
+  auto members = b.initMembers(static_cast<unsigned>(pp.members.size()));
+  for (unsigned i = 0; i < pp.members.size(); ++i) {
+    const auto& m = pp.members[i];
+    auto x = members[i];
+    x.setNode(text(m.node));
+    x.setAddr(text(m.addr));
+    x.setIncarnation(m.incarnation);
+    x.setState(put_state(m.state));
+    put(x.initMeta(), m.meta);
+  }
+}
+
+Result<gossip::PushPull> get(cp::PushPull::Reader r) {
+  gossip::PushPull pp;
+  pp.join = r.getJoin();
+  pp.reply_wanted = r.getReplyWanted();
+  for (auto x : r.getMembers()) {
+    auto state = get_state(x.getState());
+    if (!state) return state.error();
+    pp.members.push_back(gossip::MemberRecord{str(x.getNode()), str(x.getAddr()), x.getIncarnation(),
+                                              *state, get(x.getMeta())});
+  }
+  return pp;
+}
+
+// --- firing ----------------------------------------------------------------------------
+
+void put(cp::OccurrenceId::Builder b, const schedule::OccurrenceId& o) {
+  b.setEntryKey(text(o.entry_key));
+  b.setScheduledUtcMs(o.scheduled_utc_ms);
+}
+schedule::OccurrenceId get(cp::OccurrenceId::Reader r) {
+  return {str(r.getEntryKey()), r.getScheduledUtcMs()};
+}
+void put(cp::ProcessId::Builder b, const schedule::ProcessId& p) {
+  b.setNode(text(p.node));
+  b.setBoot(p.boot);
+}
+schedule::ProcessId get(cp::ProcessId::Reader r) { return {str(r.getNode()), r.getBoot()}; }
+
+void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
+  std::visit(
+      [&](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, UnknownMessage>) {
+          b.setUnknown();
+        } else if constexpr (std::is_same_v<T, schedule::Claim>) {
+          auto x = b.initClaim();
+          x.setVolume(text(m.volume));
+          put(x.initOcc(), m.occ);
+          put(x.initClaimant(), m.claimant);
+          x.setWorker(text(m.worker));
+          x.setFireUtcMs(m.fire_utc_ms);
+        } else if constexpr (std::is_same_v<T, schedule::ClaimReply>) {
+          auto x = b.initClaimReply();
+          x.setVolume(text(m.volume));
+          put(x.initOcc(), m.occ);
+          x.setOutcome(static_cast<cp::ClaimOutcome>(m.outcome));
+          put(x.initHolder(), m.holder);
+          x.setRetryAfterMs(m.retry_after_ms);
+        } else if constexpr (std::is_same_v<T, schedule::Release>) {
+          auto x = b.initRelease();
+          x.setVolume(text(m.volume));
+          put(x.initOcc(), m.occ);
+          put(x.initClaimant(), m.claimant);
+        } else if constexpr (std::is_same_v<T, schedule::Dispatch>) {
+          auto x = b.initDispatch();
+          x.setVolume(text(m.volume));
+          put(x.initOcc(), m.occ);
+          put(x.initOwner(), m.owner);
+          x.setFireId(text(m.fire_id));
+          x.setAttempt(m.attempt);
+          x.setAtMostOnce(m.at_most_once);
+          x.setPossibleDuplicate(m.possible_duplicate);
+          x.setAcceptByUtcMs(m.accept_by_utc_ms);
+          x.setHandler(text(m.handler));
+          x.setPayload(data(m.payload));
+          x.setSequence(m.sequence);
+        } else if constexpr (std::is_same_v<T, schedule::DispatchReply>) {
+          auto x = b.initDispatchReply();
+          x.setVolume(text(m.volume));
+          put(x.initOcc(), m.occ);
+          x.setFireId(text(m.fire_id));
+          x.setOutcome(static_cast<cp::DispatchOutcome>(m.outcome));
+          x.setReason(text(m.reason));
+        } else if constexpr (std::is_same_v<T, schedule::Revoke>) {
+          auto x = b.initRevoke();
+          x.setVolume(text(m.volume));
+          put(x.initOcc(), m.occ);
+          x.setFireId(text(m.fire_id));
+        } else if constexpr (std::is_same_v<T, schedule::RevokeReply>) {
+          auto x = b.initRevokeReply();
+          x.setVolume(text(m.volume));
+          put(x.initOcc(), m.occ);
+          x.setFireId(text(m.fire_id));
+          x.setOutcome(static_cast<cp::RevokeOutcome>(m.outcome));
+        } else if constexpr (std::is_same_v<T, ConfigRequest>) {
+          b.initConfigRequest().setEpoch(m.epoch);
+        } else if constexpr (std::is_same_v<T, ConfigDoc>) {
+          auto x = b.initConfigDoc();
+          x.setEpoch(m.epoch);
+          x.setDocument(data(m.document));
+        }
+      },
+      msg);
+}
+
+// Enums arriving from the wire may hold values this version does not know.
+template <class E>
+Result<E> get_enum(uint16_t raw, uint16_t max, const char* what) {
+  if (raw > max) return Error(std::string("unknown ") + what + " " + std::to_string(raw));
+  return static_cast<E>(raw);
+}
+
+Result<CoreMessage> get(cp::CoreMessage::Reader r) {
+  switch (r.which()) {
+    case cp::CoreMessage::CLAIM: {
+      auto x = r.getClaim();
+      return CoreMessage{schedule::Claim{str(x.getVolume()), get(x.getOcc()), get(x.getClaimant()),
+                                         str(x.getWorker()), x.getFireUtcMs()}};
+    }
+    case cp::CoreMessage::CLAIM_REPLY: {
+      auto x = r.getClaimReply();
+      auto outcome = get_enum<schedule::ClaimOutcome>(static_cast<uint16_t>(x.getOutcome()), 3, "claim outcome");
+      if (!outcome) return outcome.error();
+      return CoreMessage{schedule::ClaimReply{str(x.getVolume()), get(x.getOcc()), *outcome,
+                                              get(x.getHolder()), x.getRetryAfterMs()}};
+    }
+    case cp::CoreMessage::RELEASE: {
+      auto x = r.getRelease();
+      return CoreMessage{schedule::Release{str(x.getVolume()), get(x.getOcc()), get(x.getClaimant())}};
+    }
+    case cp::CoreMessage::DISPATCH: {
+      auto x = r.getDispatch();
+      schedule::Dispatch d;
+      d.volume = str(x.getVolume());
+      d.occ = get(x.getOcc());
+      d.owner = get(x.getOwner());
+      d.fire_id = str(x.getFireId());
+      d.attempt = x.getAttempt();
+      d.at_most_once = x.getAtMostOnce();
+      d.possible_duplicate = x.getPossibleDuplicate();
+      d.accept_by_utc_ms = x.getAcceptByUtcMs();
+      d.handler = str(x.getHandler());
+      d.payload = str(x.getPayload());
+      d.sequence = x.getSequence();
+      return CoreMessage{std::move(d)};
+    }
+    case cp::CoreMessage::DISPATCH_REPLY: {
+      auto x = r.getDispatchReply();
+      auto outcome = get_enum<schedule::DispatchOutcome>(static_cast<uint16_t>(x.getOutcome()), 1, "dispatch outcome");
+      if (!outcome) return outcome.error();
+      return CoreMessage{schedule::DispatchReply{str(x.getVolume()), get(x.getOcc()), str(x.getFireId()),
+                                                 *outcome, str(x.getReason())}};
+    }
+    case cp::CoreMessage::REVOKE: {
+      auto x = r.getRevoke();
+      return CoreMessage{schedule::Revoke{str(x.getVolume()), get(x.getOcc()), str(x.getFireId())}};
+    }
+    case cp::CoreMessage::REVOKE_REPLY: {
+      auto x = r.getRevokeReply();
+      auto outcome = get_enum<schedule::RevokeOutcome>(static_cast<uint16_t>(x.getOutcome()), 3, "revoke outcome");
+      if (!outcome) return outcome.error();
+      return CoreMessage{schedule::RevokeReply{str(x.getVolume()), get(x.getOcc()), str(x.getFireId()), *outcome}};
+    }
+    case cp::CoreMessage::CONFIG_REQUEST:
+      return CoreMessage{ConfigRequest{r.getConfigRequest().getEpoch()}};
+    case cp::CoreMessage::CONFIG_DOC:
+      return CoreMessage{ConfigDoc{r.getConfigDoc().getEpoch(), str(r.getConfigDoc().getDocument())}};
+    default:
+      return CoreMessage{UnknownMessage{}};
+  }
+}
+
+}  // namespace
+
+std::string encode(const Envelope& e) {
+  // The first segment is sized for a typical gossip packet so small messages need one
+  // allocation; large batches grow as Cap'n Proto sees fit.
+  ::capnp::MallocMessageBuilder builder(256);
+  auto root = builder.initRoot<cp::Envelope>();
+  root.setVersion(e.version);
+  root.setSender(text(e.sender));
+  root.setSenderAddr(text(e.sender_addr));
+  root.setSentUtcMs(e.sent_utc_ms);
+  root.setSeq(e.seq);
+  root.setBootId(e.boot_id);
+  auto body = root.getBody();
+  std::visit(
+      [&](const auto& b) {
+        using T = std::decay_t<decltype(b)>;
+        if constexpr (std::is_same_v<T, UnknownBody>) {
+          body.setUnknown();
+        } else if constexpr (std::is_same_v<T, gossip::Packet>) {
+          put(body.initPacket(), b);
+        } else if constexpr (std::is_same_v<T, gossip::PushPull>) {
+          put(body.initPushPull(), b);
+        } else {
+          auto list = body.initBatch(static_cast<unsigned>(b.size()));
+          for (unsigned i = 0; i < b.size(); ++i) put(list[i], b[i]);
+        }
+      },
+      e.body);
+  std::string out;
+  StringOutputStream stream(out);
+  ::capnp::writePackedMessage(stream, builder);
+  return out;
+}
+
+Result<Envelope> decode(std::string_view bytes) {
+  if (bytes.empty()) return Error("empty message");
+  if (bytes.size() > kMaxEncodedBytes) return Error("message too large");
+  try {
+    kj::ArrayInputStream input(
+        kj::ArrayPtr<const kj::byte>(reinterpret_cast<const kj::byte*>(bytes.data()), bytes.size()));
+    ::capnp::ReaderOptions options;
+    // Packed zero runs expand up to 128x, and the segment table may declare any size.
+    // Cap the words the reader may allocate and visit (the reader refuses a segment
+    // table larger than this) so a small packet cannot cost a large allocation or an
+    // enormous traversal.  Legitimate messages stay far below 16 words per input byte.
+    options.traversalLimitInWords = std::max<size_t>(8192, 16 * bytes.size());
+    options.nestingLimit = 16;
+    ::capnp::PackedMessageReader reader(input, options);
+    auto root = reader.getRoot<cp::Envelope>();
+    Envelope e;
+    e.version = root.getVersion();
+    e.sender = str(root.getSender());
+    e.sender_addr = str(root.getSenderAddr());
+    e.sent_utc_ms = root.getSentUtcMs();
+    e.seq = root.getSeq();
+    e.boot_id = root.getBootId();
+    auto body = root.getBody();
+    switch (body.which()) {
+      case cp::Envelope::Body::PACKET: {
+        auto p = get(body.getPacket());
+        if (!p) return p.error();
+        e.body = std::move(*p);
+        break;
+      }
+      case cp::Envelope::Body::PUSH_PULL: {
+        auto p = get(body.getPushPull());
+        if (!p) return p.error();
+        e.body = std::move(*p);
+        break;
+      }
+      case cp::Envelope::Body::BATCH: {
+        std::vector<CoreMessage> batch;
+        auto list = body.getBatch();
+        batch.reserve(list.size());
+        for (auto m : list) {
+          auto msg = get(m);
+          if (!msg) return msg.error();
+          batch.push_back(std::move(*msg));
+        }
+        e.body = std::move(batch);
+        break;
+      }
+      default:
+        e.body = UnknownBody{};
+        break;
+    }
+    // Packed encoding of a message must consume the whole input; trailing bytes mean
+    // a corrupted or concatenated frame.
+    if (input.tryGetReadBuffer().size() != 0) return Error("trailing bytes after message");
+    return e;
+  } catch (const kj::Exception& ex) {
+    return Error(std::string("malformed message: ") + ex.getDescription().cStr());
+  } catch (const std::exception& ex) {
+    return Error(std::string("malformed message: ") + ex.what());
+  }
+}
+
+}  // namespace caesium::wire

@@ -1,0 +1,69 @@
+// The message codec: plain structs <-> the one Cap'n Proto schema (caesium.capnp).
+//
+// Encoding is packed Cap'n Proto.  Decoding treats its input as hostile: any
+// malformed, truncated, oversized or too-deep input is an Error, never a crash (the
+// Cap'n Proto reader's exceptions are caught here and nowhere else), with traversal
+// and nesting limits so a small packet cannot make the reader do unbounded work.
+// An envelope from a newer sender whose body member we do not know decodes with
+// `Body = Unknown`, so the caller can count and drop it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "base/result.h"
+#include "gossip/messages.h"
+#include "schedule/fire_messages.h"
+
+namespace caesium::wire {
+
+inline constexpr uint16_t kProtocolVersion = 1;
+
+struct ConfigRequest {
+  uint64_t epoch = 0;
+  bool operator==(const ConfigRequest&) const = default;
+};
+
+struct ConfigDoc {
+  uint64_t epoch = 0;
+  std::string document;
+  bool operator==(const ConfigDoc&) const = default;
+};
+
+// A core message the receiver does not understand (from a newer version).
+struct UnknownMessage {
+  bool operator==(const UnknownMessage&) const = default;
+};
+
+using CoreMessage =
+    std::variant<UnknownMessage, schedule::Claim, schedule::ClaimReply, schedule::Release,
+                 schedule::Dispatch, schedule::DispatchReply, schedule::Revoke,
+                 schedule::RevokeReply, ConfigRequest, ConfigDoc>;
+
+struct UnknownBody {
+  bool operator==(const UnknownBody&) const = default;
+};
+
+using Body = std::variant<UnknownBody, gossip::Packet, gossip::PushPull, std::vector<CoreMessage>>;
+
+struct Envelope {
+  uint16_t version = kProtocolVersion;
+  std::string sender;       // node id
+  std::string sender_addr;  // gossip address
+  int64_t sent_utc_ms = 0;
+  uint64_t seq = 0;
+  uint64_t boot_id = 0;
+  Body body;
+  bool operator==(const Envelope&) const = default;
+};
+
+// Limits applied when decoding untrusted bytes.
+inline constexpr size_t kMaxEncodedBytes = 16 * 1024 * 1024;
+
+std::string encode(const Envelope& envelope);
+Result<Envelope> decode(std::string_view bytes);
+
+}  // namespace caesium::wire

@@ -1,0 +1,123 @@
+// Messages of the firing protocol (DESIGN.md §6), as plain values.
+//
+// Contract between schedule/ (the firing state machines that produce and consume them)
+// and node/wire (which encodes them with the one Cap'n Proto schema).  All travel on
+// the stream channel inside a frame that names its authenticated sender.
+//
+// An occurrence is identified within its volume by (entry key, scheduled UTC instant);
+// the scheduled instant is nominal (before jitter).
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <string>
+
+namespace caesium::schedule {
+
+struct OccurrenceId {
+  std::string entry_key;         // "<entity>/caesium/schedule/<name>"
+  int64_t scheduled_utc_ms = 0;  // nominal due instant
+
+  auto operator<=>(const OccurrenceId&) const = default;
+  bool operator==(const OccurrenceId&) const = default;
+};
+
+// A process incarnation: a node id plus a random boot id chosen at every start, so a
+// restarted node is never mistaken for its previous life (which may have claimed or
+// accepted things it no longer remembers).
+struct ProcessId {
+  std::string node;
+  uint64_t boot = 0;
+  bool operator==(const ProcessId&) const = default;
+};
+
+// CLAIM(o, claimant, W): ask a replica to grant o to the claimant.
+struct Claim {
+  std::string volume;
+  OccurrenceId occ;
+  ProcessId claimant;
+  std::string worker;        // the worker the claimant intends to use (informative)
+  int64_t fire_utc_ms = 0;   // scheduled + jitter: a replica grants only once this is due by its clock
+  bool operator==(const Claim&) const = default;
+};
+
+enum class ClaimOutcome : uint8_t {
+  kGranted = 0,     // durably recorded: o belongs to the claimant as far as this replica knows
+  kHeld = 1,        // already granted to `holder`
+  kNotDue = 2,      // not due by this replica's clock yet; retry after `retry_after_ms`
+  kAbstain = 3,     // this replica cannot vote on o (amnesia horizon, not a replica, unknown entry)
+};
+
+struct ClaimReply {
+  std::string volume;
+  OccurrenceId occ;
+  ClaimOutcome outcome = ClaimOutcome::kGranted;
+  ProcessId holder;          // for kGranted: the claimant; for kHeld: the current holder
+  int64_t retry_after_ms = 0;
+  bool operator==(const ClaimReply&) const = default;
+};
+
+// Sent by a claimant that failed to reach a majority (split vote) to the replicas that
+// granted it, so they may grant again.  Never sent for an occurrence it owns.
+struct Release {
+  std::string volume;
+  OccurrenceId occ;
+  ProcessId claimant;
+  bool operator==(const Release&) const = default;
+};
+
+// DISPATCH(o, fire_id, attempt) from the owner to the chosen worker.
+struct Dispatch {
+  std::string volume;
+  OccurrenceId occ;
+  ProcessId owner;
+  std::string fire_id;        // unique per attempt
+  uint32_t attempt = 1;
+  bool at_most_once = false;
+  bool possible_duplicate = false;
+  int64_t accept_by_utc_ms = 0;  // a worker must not accept after this instant (its clock)
+  std::string handler;
+  std::string payload;
+  uint64_t sequence = 0;      // 1-based occurrence number (Chronos X-Sequence-Number)
+  bool operator==(const Dispatch&) const = default;
+};
+
+enum class DispatchOutcome : uint8_t {
+  kAccepted = 0,   // durably recorded; the handler runs
+  kRefused = 1,    // will never run this attempt (durably recorded for at-most-once)
+};
+
+struct DispatchReply {
+  std::string volume;
+  OccurrenceId occ;
+  std::string fire_id;
+  DispatchOutcome outcome = DispatchOutcome::kAccepted;
+  std::string reason;
+  bool operator==(const DispatchReply&) const = default;
+};
+
+// REVOKE: before redispatching an at-most-once occurrence whose worker did not accept
+// in time, the owner asks the worker to promise it never will.
+struct Revoke {
+  std::string volume;
+  OccurrenceId occ;
+  std::string fire_id;
+  bool operator==(const Revoke&) const = default;
+};
+
+enum class RevokeOutcome : uint8_t {
+  kRevoked = 0,    // never accepted; durably promised never to
+  kAccepted = 1,   // accepted (running)
+  kCompleted = 2,  // ran to completion
+  kUnknown = 3,    // cannot tell (this worker lost its disk since the dispatch)
+};
+
+struct RevokeReply {
+  std::string volume;
+  OccurrenceId occ;
+  std::string fire_id;
+  RevokeOutcome outcome = RevokeOutcome::kUnknown;
+  bool operator==(const RevokeReply&) const = default;
+};
+
+}  // namespace caesium::schedule

@@ -1,0 +1,339 @@
+// The codec and frame layer: round trips, hostile bytes, authentication, replay.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include <sodium.h>
+
+#include "base/rng.h"
+#include "node/wire/codec.h"
+#include "node/wire/frame.h"
+
+using namespace caesium;
+using namespace caesium::wire;
+
+namespace {
+
+const bool sodium_ready = [] { return sodium_init() >= 0; }();
+
+uint64_t test_seed() {
+  if (const char* s = std::getenv("CAESIUM_SEED")) return std::strtoull(s, nullptr, 10);
+  return 20261121;
+}
+
+std::string random_string(Rng& rng, size_t max_len) {
+  std::string s(rng.below(max_len + 1), '\0');
+  for (auto& c : s) c = static_cast<char>(rng.below(256));
+  return s;
+}
+
+std::string random_text(Rng& rng, size_t max_len) {
+  std::string s(rng.below(max_len + 1), '\0');
+  for (auto& c : s) c = static_cast<char>('a' + rng.below(26));
+  return s;
+}
+
+gossip::MemberMeta random_meta(Rng& rng) {
+  gossip::MemberMeta m;
+  m.stream_addr = random_text(rng, 20);
+  m.api_addr = random_text(rng, 20);
+  m.priority = rng.between(-1000, 1000);
+  for (uint64_t i = rng.below(4); i > 0; --i) m.tags.push_back(random_text(rng, 8));
+  m.capacity = {static_cast<uint32_t>(rng.below(64)), static_cast<uint32_t>(rng.below(1 << 20)),
+                static_cast<uint32_t>(rng.below(100))};
+  m.load = {static_cast<uint32_t>(rng.below(100)), static_cast<uint32_t>(rng.below(100)),
+            static_cast<uint32_t>(rng.below(10000))};
+  m.config_epoch = rng.next_u64();
+  m.protocol_version = 1;
+  return m;
+}
+
+gossip::Update random_update(Rng& rng) {
+  switch (rng.below(3)) {
+    case 0: return gossip::Alive{random_text(rng, 16), rng.next_u64(), random_text(rng, 21), random_meta(rng)};
+    case 1: return gossip::Suspect{random_text(rng, 16), rng.next_u64(), random_text(rng, 16)};
+    default: return gossip::Dead{random_text(rng, 16), rng.next_u64(), random_text(rng, 16)};
+  }
+}
+
+schedule::OccurrenceId random_occ(Rng& rng) {
+  return {random_text(rng, 40), rng.between(0, int64_t{1} << 42)};
+}
+
+CoreMessage random_core(Rng& rng) {
+  switch (rng.below(9)) {
+    case 0: return schedule::Claim{random_text(rng, 8), random_occ(rng), {random_text(rng, 8), rng.next_u64()},
+                                   random_text(rng, 8), rng.between(0, int64_t{1} << 42)};
+    case 1: return schedule::ClaimReply{random_text(rng, 8), random_occ(rng),
+                                        static_cast<schedule::ClaimOutcome>(rng.below(4)),
+                                        {random_text(rng, 8), rng.next_u64()}, rng.between(0, 10000)};
+    case 2: return schedule::Release{random_text(rng, 8), random_occ(rng), {random_text(rng, 8), rng.next_u64()}};
+    case 3: {
+      schedule::Dispatch d;
+      d.volume = random_text(rng, 8);
+      d.occ = random_occ(rng);
+      d.owner = {random_text(rng, 8), rng.next_u64()};
+      d.fire_id = random_text(rng, 16);
+      d.attempt = static_cast<uint32_t>(rng.below(10));
+      d.at_most_once = rng.chance(0.5);
+      d.possible_duplicate = rng.chance(0.5);
+      d.accept_by_utc_ms = rng.between(0, int64_t{1} << 42);
+      d.handler = random_text(rng, 10);
+      d.payload = random_string(rng, 300);
+      d.sequence = rng.next_u64();
+      return d;
+    }
+    case 4: return schedule::DispatchReply{random_text(rng, 8), random_occ(rng), random_text(rng, 16),
+                                           static_cast<schedule::DispatchOutcome>(rng.below(2)), random_text(rng, 30)};
+    case 5: return schedule::Revoke{random_text(rng, 8), random_occ(rng), random_text(rng, 16)};
+    case 6: return schedule::RevokeReply{random_text(rng, 8), random_occ(rng), random_text(rng, 16),
+                                         static_cast<schedule::RevokeOutcome>(rng.below(4))};
+    case 7: return ConfigRequest{rng.next_u64()};
+    default: return ConfigDoc{rng.next_u64(), random_string(rng, 200)};
+  }
+}
+
+Envelope random_envelope(Rng& rng) {
+  Envelope e;
+  e.sender = random_text(rng, 16);
+  e.sender_addr = random_text(rng, 21);
+  e.sent_utc_ms = rng.between(0, int64_t{1} << 42);
+  e.seq = rng.next_u64();
+  e.boot_id = rng.next_u64();
+  switch (rng.below(3)) {
+    case 0: {
+      gossip::Packet p;
+      switch (rng.below(5)) {
+        case 0: p.primary = gossip::GossipOnly{}; break;
+        case 1: p.primary = gossip::Ping{static_cast<uint32_t>(rng.next_u64()), random_text(rng, 16)}; break;
+        case 2: p.primary = gossip::Ack{static_cast<uint32_t>(rng.next_u64())}; break;
+        case 3: p.primary = gossip::PingReq{static_cast<uint32_t>(rng.next_u64()), random_text(rng, 16),
+                                            random_text(rng, 21), rng.chance(0.5)}; break;
+        default: p.primary = gossip::Nack{static_cast<uint32_t>(rng.next_u64())}; break;
+      }
+      for (uint64_t i = rng.below(6); i > 0; --i) p.updates.push_back(random_update(rng));
+      e.body = std::move(p);
+      break;
+    }
+    case 1: {
+      gossip::PushPull pp;
+      pp.join = rng.chance(0.5);
+      pp.reply_wanted = rng.chance(0.5);
+      for (uint64_t i = rng.below(8); i > 0; --i) {
+        pp.members.push_back({random_text(rng, 16), random_text(rng, 21), rng.next_u64(),
+                              static_cast<gossip::MemberState>(rng.below(4)), random_meta(rng)});
+      }
+      e.body = std::move(pp);
+      break;
+    }
+    default: {
+      std::vector<CoreMessage> batch;
+      for (uint64_t i = rng.below(6); i > 0; --i) batch.push_back(random_core(rng));
+      e.body = std::move(batch);
+      break;
+    }
+  }
+  return e;
+}
+
+Key test_key(uint8_t fill) {
+  Key k;
+  k.fill(fill);
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("every message type round-trips through the codec", "[wire]") {
+  REQUIRE(sodium_ready);
+  const uint64_t seed = test_seed();
+  INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
+  Rng rng(seed);
+  for (int i = 0; i < 2000; ++i) {
+    const Envelope e = random_envelope(rng);
+    const std::string bytes = encode(e);
+    auto back = decode(bytes);
+    REQUIRE(back.ok());
+    REQUIRE(*back == e);
+  }
+}
+
+TEST_CASE("hostile bytes never crash the decoder", "[wire]") {
+  const uint64_t seed = test_seed();
+  INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
+  Rng rng(seed);
+  size_t rejected = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string good = encode(random_envelope(rng));
+    std::string bad = good;
+    switch (rng.below(4)) {
+      case 0: bad = random_string(rng, 200); break;
+      case 1: bad.resize(rng.below(bad.size())); break;  // truncation
+      case 2:
+        for (uint64_t k = 1 + rng.below(4); k > 0; --k) bad[rng.below(bad.size())] ^= static_cast<char>(1 + rng.below(255));
+        break;
+      default: bad += random_string(rng, 16); break;  // trailing junk
+    }
+    auto r = decode(bad);  // must return, ok or not
+    if (!r.ok()) {
+      ++rejected;
+      CHECK_FALSE(r.error().message.empty());
+    }
+  }
+  CHECK(rejected > 100);
+  CHECK_FALSE(decode("").ok());
+}
+
+TEST_CASE("a tiny message declaring a huge segment is refused without allocating it", "[wire]") {
+  // Packed encoding: tag byte 0xff means 8 literal bytes follow.  Segment table: one
+  // segment (count-1 = 0) of 0x0fffffff words (2 GiB).
+  std::string bad;
+  bad += '\xff';
+  const uint32_t count_minus_one = 0, words = 0x0fffffff;
+  bad.append(reinterpret_cast<const char*>(&count_minus_one), 4);
+  bad.append(reinterpret_cast<const char*>(&words), 4);
+  bad += '\0';  // then a zero-run tag
+  bad += '\xfe';
+  auto r = decode(bad);
+  REQUIRE_FALSE(r.ok());
+}
+
+TEST_CASE("an envelope with a body this version does not know decodes as Unknown", "[wire]") {
+  Envelope e;
+  e.sender = "n1";
+  e.body = UnknownBody{};
+  auto back = decode(encode(e));
+  REQUIRE(back.ok());
+  CHECK(std::holds_alternative<UnknownBody>(back->body));
+}
+
+TEST_CASE("frames open only with the right key and cluster name", "[wire][frame]") {
+  REQUIRE(sodium_ready);
+  FrameCipher a(Keyring::single(test_key(1)), "prod", 77);
+  FrameCipher same(Keyring::single(test_key(1)), "prod", 99);
+  FrameCipher other_key(Keyring::single(test_key(2)), "prod", 99);
+  FrameCipher other_cluster(Keyring::single(test_key(1)), "staging", 99);
+
+  const std::string frame = a.seal(FrameChannel::kDatagram, "hello");
+  CHECK(frame.size() == 5 + kFrameOverheadBytes);
+  OpenedFrame out;
+  FrameError err{};
+  REQUIRE(same.open(frame, out, err));
+  CHECK(out.plaintext == "hello");
+  CHECK(out.boot_id == 77);
+  CHECK(out.channel == FrameChannel::kDatagram);
+
+  CHECK_FALSE(other_key.open(frame, out, err));
+  CHECK(err == FrameError::kUnknownKey);
+  CHECK_FALSE(other_cluster.open(frame, out, err));
+  CHECK(err == FrameError::kAuthFailed);
+
+  // Any single flipped bit anywhere is detected.
+  for (size_t i = 0; i < frame.size(); ++i) {
+    std::string bad = frame;
+    bad[i] ^= 0x10;
+    INFO("flipped byte " << i);
+    CHECK_FALSE(same.open(bad, out, err));
+  }
+  CHECK_FALSE(same.open(frame.substr(0, 20), out, err));
+  CHECK(err == FrameError::kTooShort);
+
+  // Two seals of the same plaintext never share a nonce.
+  const std::string f2 = a.seal(FrameChannel::kDatagram, "hello");
+  CHECK(f2 != frame);
+  CHECK(f2.substr(8, 24) != frame.substr(8, 24));
+}
+
+TEST_CASE("keyrings: rotation opens frames sealed with an accepted key", "[wire][frame]") {
+  REQUIRE(sodium_ready);
+  Keyring old_ring = Keyring::single(test_key(1));
+  auto rotated = Keyring::parse("# rotation in progress\nprimary = " +
+                                base64_encode(std::string(32, '\x02')) + "\naccept = " +
+                                base64_encode(std::string(32, '\x01')) + "\n");
+  REQUIRE(rotated.ok());
+  CHECK(rotated->size() == 2);
+  FrameCipher sender(old_ring, "c", 1);
+  FrameCipher receiver(*rotated, "c", 2);
+  OpenedFrame out;
+  FrameError err{};
+  CHECK(receiver.open(sender.seal(FrameChannel::kStream, "x"), out, err));
+  CHECK(out.channel == FrameChannel::kStream);
+  // And the text form round-trips.
+  auto again = Keyring::parse(rotated->to_text());
+  REQUIRE(again.ok());
+  CHECK(again->primary() == rotated->primary());
+  CHECK(again->size() == 2);
+}
+
+TEST_CASE("bad key files are clear errors", "[wire][frame]") {
+  const std::string k32 = base64_encode(std::string(32, 'k'));
+  struct Case { std::string text; std::string expect; };
+  const Case cases[] = {
+      {"", "no 'primary"},
+      {"accept = " + k32 + "\n", "no 'primary"},
+      {"primary = !!!\n", "not valid base64"},
+      {"primary = " + base64_encode("short") + "\n", "must be 32 bytes"},
+      {"primary = " + k32 + "\nprimary = " + k32 + "\n", "more than one primary"},
+      {"secondary = " + k32 + "\n", "unknown entry 'secondary'"},
+      {"just some words\n", "line 1"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.text);
+    auto r = Keyring::parse(c.text);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message, Catch::Contains(c.expect));
+  }
+}
+
+TEST_CASE("the replay guard refuses duplicates, stale and out-of-window frames", "[wire][replay]") {
+  ReplayGuard g(60'000);
+  using V = ReplayGuard::Verdict;
+  const int64_t now = 1'800'000'000'000;
+  CHECK(g.check("n1", 5, FrameChannel::kDatagram, 1, now, now) == V::kFresh);
+  CHECK(g.check("n1", 5, FrameChannel::kDatagram, 1, now, now) == V::kReplayed);
+  CHECK(g.check("n1", 5, FrameChannel::kDatagram, 3, now, now) == V::kFresh);
+  CHECK(g.check("n1", 5, FrameChannel::kDatagram, 2, now, now) == V::kFresh);  // reordered, in window
+  CHECK(g.check("n1", 5, FrameChannel::kDatagram, 2, now, now) == V::kReplayed);
+  // Separate windows per boot and per channel.
+  CHECK(g.check("n1", 6, FrameChannel::kDatagram, 1, now, now) == V::kFresh);
+  CHECK(g.check("n1", 5, FrameChannel::kStream, 1, now, now) == V::kFresh);
+  // Far ahead: the window slides; very old numbers become stale.
+  CHECK(g.check("n1", 5, FrameChannel::kDatagram, 5000, now, now) == V::kFresh);
+  CHECK(g.check("n1", 5, FrameChannel::kDatagram, 3, now, now) == V::kStale);
+  CHECK(g.check("n1", 5, FrameChannel::kDatagram, 4999, now, now) == V::kFresh);
+  CHECK(g.check("n1", 5, FrameChannel::kDatagram, 4999, now, now) == V::kReplayed);
+  // Timestamps outside the window, either way.
+  CHECK(g.check("n2", 1, FrameChannel::kDatagram, 1, now - 61'000, now) == V::kTooOld);
+  CHECK(g.check("n2", 1, FrameChannel::kDatagram, 1, now + 61'000, now) == V::kTooOld);
+  // Idle windows are forgotten, and a replay of their frames is then too old.
+  CHECK(g.check("n3", 1, FrameChannel::kDatagram, 1, now, now) == V::kFresh);
+  const int64_t later = now + 200'000;
+  CHECK(g.check("n4", 1, FrameChannel::kDatagram, 1, later, later) == V::kFresh);
+  CHECK(g.check("n3", 1, FrameChannel::kDatagram, 1, now, later) == V::kTooOld);
+}
+
+TEST_CASE("the replay window matches a reference set over random sequences", "[wire][replay]") {
+  const uint64_t seed = test_seed();
+  INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
+  Rng rng(seed);
+  ReplayGuard g(60'000);
+  std::set<uint64_t> seen;
+  uint64_t highest = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t back = std::min<uint64_t>(highest, rng.below(1500));
+    const uint64_t seq = 1 + (rng.chance(0.5) ? highest - back : highest + rng.below(40));
+    const auto v = g.check("p", 1, FrameChannel::kDatagram, seq, 0, 0);
+    ReplayGuard::Verdict expect;
+    if (seq + 1024 <= highest) expect = ReplayGuard::Verdict::kStale;
+    else if (seen.count(seq)) expect = ReplayGuard::Verdict::kReplayed;
+    else expect = ReplayGuard::Verdict::kFresh;
+    INFO("step " << i << " seq " << seq << " highest " << highest);
+    REQUIRE(v == expect);
+    if (v == ReplayGuard::Verdict::kFresh) {
+      seen.insert(seq);
+      highest = std::max(highest, seq);
+    }
+  }
+}
