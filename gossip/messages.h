@@ -49,6 +49,7 @@ struct MemberMeta {
   Load load;
   uint64_t config_epoch = 0;      // highest cluster-config epoch this node holds
   uint32_t protocol_version = 1;
+  uint64_t boot_id = 0;           // random per process start: tells a restart from a long pause
   bool operator==(const MemberMeta&) const = default;
 };
 

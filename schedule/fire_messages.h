@@ -79,6 +79,7 @@ struct Dispatch {
   std::string handler;
   std::string payload;
   uint64_t sequence = 0;      // 1-based occurrence number (Chronos X-Sequence-Number)
+  int64_t issued_utc_ms = 0;  // first send of this fire id (owner's clock); retransmits keep it
   bool operator==(const Dispatch&) const = default;
 };
 
@@ -102,6 +103,7 @@ struct Revoke {
   std::string volume;
   OccurrenceId occ;
   std::string fire_id;
+  int64_t issued_utc_ms = 0;  // when the revoked dispatch was first issued (owner's clock)
   bool operator==(const Revoke&) const = default;
 };
 

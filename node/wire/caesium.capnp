@@ -45,6 +45,7 @@ struct MemberMeta {
   load @5 :Load;
   configEpoch @6 :UInt64;
   protocolVersion @7 :UInt32;
+  bootId @8 :UInt64;
 }
 
 struct Alive { node @0 :Text; incarnation @1 :UInt64; addr @2 :Text; meta @3 :MemberMeta; }
@@ -162,6 +163,7 @@ struct Dispatch {
   handler @8 :Text;
   payload @9 :Data;
   sequence @10 :UInt64;
+  issuedUtcMs @11 :Int64;   # first dispatch of this fire id (owner's clock): amnesia check at the worker
 }
 
 enum DispatchOutcome { accepted @0; refused @1; }
@@ -174,7 +176,7 @@ struct DispatchReply {
   reason @4 :Text;
 }
 
-struct Revoke { volume @0 :Text; occ @1 :OccurrenceId; fireId @2 :Text; }
+struct Revoke { volume @0 :Text; occ @1 :OccurrenceId; fireId @2 :Text; issuedUtcMs @3 :Int64; }
 
 enum RevokeOutcome { revoked @0; accepted @1; completed @2; unknown @3; }
 

@@ -56,6 +56,7 @@ void put(cp::MemberMeta::Builder b, const gossip::MemberMeta& m) {
   load.setCpuMilli(m.load.cpu_milli);
   b.setConfigEpoch(m.config_epoch);
   b.setProtocolVersion(m.protocol_version);
+  b.setBootId(m.boot_id);
 }
 
 gossip::MemberMeta get(cp::MemberMeta::Reader r) {
@@ -69,6 +70,7 @@ gossip::MemberMeta get(cp::MemberMeta::Reader r) {
   m.load = {r.getLoad().getRunning(), r.getLoad().getQueued(), r.getLoad().getCpuMilli()};
   m.config_epoch = r.getConfigEpoch();
   m.protocol_version = r.getProtocolVersion();
+  m.boot_id = r.getBootId();
   return m;
 }
 
@@ -265,6 +267,7 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setHandler(text(m.handler));
           x.setPayload(data(m.payload));
           x.setSequence(m.sequence);
+          x.setIssuedUtcMs(m.issued_utc_ms);
         } else if constexpr (std::is_same_v<T, schedule::DispatchReply>) {
           auto x = b.initDispatchReply();
           x.setVolume(text(m.volume));
@@ -277,6 +280,7 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setVolume(text(m.volume));
           put(x.initOcc(), m.occ);
           x.setFireId(text(m.fire_id));
+          x.setIssuedUtcMs(m.issued_utc_ms);
         } else if constexpr (std::is_same_v<T, schedule::RevokeReply>) {
           auto x = b.initRevokeReply();
           x.setVolume(text(m.volume));
@@ -333,6 +337,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       d.handler = str(x.getHandler());
       d.payload = str(x.getPayload());
       d.sequence = x.getSequence();
+      d.issued_utc_ms = x.getIssuedUtcMs();
       return CoreMessage{std::move(d)};
     }
     case cp::CoreMessage::DISPATCH_REPLY: {
@@ -344,7 +349,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
     }
     case cp::CoreMessage::REVOKE: {
       auto x = r.getRevoke();
-      return CoreMessage{schedule::Revoke{str(x.getVolume()), get(x.getOcc()), str(x.getFireId())}};
+      return CoreMessage{schedule::Revoke{str(x.getVolume()), get(x.getOcc()), str(x.getFireId()), x.getIssuedUtcMs()}};
     }
     case cp::CoreMessage::REVOKE_REPLY: {
       auto x = r.getRevokeReply();

@@ -72,3 +72,41 @@ TEST_CASE("Rng is deterministic and in range", "[base]") {
   std::sort(sorted.begin(), sorted.end());
   CHECK(sorted == std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8});
 }
+
+#include "base/bytes.h"
+
+TEST_CASE("ByteWriter/ByteReader round-trip and refuse hostile input", "[base]") {
+  ByteWriter w;
+  w.u8(7);
+  w.varint(0);
+  w.varint(UINT64_MAX);
+  w.svarint(-1);
+  w.svarint(INT64_MIN);
+  w.svarint(INT64_MAX);
+  w.str("hello");
+  w.str("");
+  w.boolean(true);
+  const std::string data = w.take();
+  ByteReader r(data);
+  CHECK(r.u8() == 7);
+  CHECK(r.varint() == 0);
+  CHECK(r.varint() == UINT64_MAX);
+  CHECK(r.svarint() == -1);
+  CHECK(r.svarint() == INT64_MIN);
+  CHECK(r.svarint() == INT64_MAX);
+  CHECK(r.str() == "hello");
+  CHECK(r.str().empty());
+  CHECK(r.boolean());
+  CHECK(r.done());
+  // Every truncation fails cleanly, and failure sticks.
+  for (size_t n = 0; n < data.size(); ++n) {
+    ByteReader t(std::string_view(data).substr(0, n));
+    t.u8(); t.varint(); t.varint(); t.svarint(); t.svarint(); t.svarint(); t.str(); t.str(); t.boolean();
+    CHECK_FALSE(t.done());
+  }
+  // A length prefix larger than the input, an over-long varint, a bad bool.
+  CHECK_FALSE([] { ByteReader t(std::string("\x05" "ab", 3)); t.str(); return t.ok(); }());
+  CHECK_FALSE([] { ByteReader t(std::string(11, '\xff')); t.varint(); return t.ok(); }());
+  CHECK_FALSE([] { ByteReader t(std::string("\x02", 1)); t.boolean(); return t.ok(); }());
+  CHECK_FALSE([] { ByteReader t(std::string("\x03" "abc", 4)); t.str(2); return t.ok(); }());
+}

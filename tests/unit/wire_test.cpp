@@ -47,6 +47,7 @@ gossip::MemberMeta random_meta(Rng& rng) {
             static_cast<uint32_t>(rng.below(10000))};
   m.config_epoch = rng.next_u64();
   m.protocol_version = 1;
+  m.boot_id = rng.next_u64();
   return m;
 }
 
@@ -83,11 +84,12 @@ CoreMessage random_core(Rng& rng) {
       d.handler = random_text(rng, 10);
       d.payload = random_string(rng, 300);
       d.sequence = rng.next_u64();
+      d.issued_utc_ms = rng.between(0, int64_t{1} << 42);
       return d;
     }
     case 4: return schedule::DispatchReply{random_text(rng, 8), random_occ(rng), random_text(rng, 16),
                                            static_cast<schedule::DispatchOutcome>(rng.below(2)), random_text(rng, 30)};
-    case 5: return schedule::Revoke{random_text(rng, 8), random_occ(rng), random_text(rng, 16)};
+    case 5: return schedule::Revoke{random_text(rng, 8), random_occ(rng), random_text(rng, 16), rng.between(0, int64_t{1} << 42)};
     case 6: return schedule::RevokeReply{random_text(rng, 8), random_occ(rng), random_text(rng, 16),
                                          static_cast<schedule::RevokeOutcome>(rng.below(4))};
     case 7: return ConfigRequest{rng.next_u64()};
