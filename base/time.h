@@ -21,6 +21,13 @@ inline constexpr int64_t kMsPerHour = 60 * kMsPerMinute;
 inline constexpr int64_t kMsPerDay = 24 * kMsPerHour;
 inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
+// Both clocks, read once by a driver per input and passed down as a value.  In the
+// simulator each node's realtime may be skewed and drift; monotonic never goes back.
+struct Clock {
+  int64_t mono_ms = 0;  // protocol timeouts
+  int64_t utc_ms = 0;   // calendar: Unix epoch ms, UTC
+};
+
 // Parses a duration: a sequence of <number><unit> with units ms, s, m, h, d, w
 // ("1h30m", "250ms", "10s", "7d").  A bare "0" is zero.  Fractions are allowed per
 // component ("1.5s").  Negative durations, unknown units and overflow are errors.

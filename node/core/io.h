@@ -11,15 +11,12 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/time.h"
+#include "schedule/invocation.h"
 
 namespace caesium::node {
 
-// Both clocks, read once by the driver per input.  In the simulator each node's
-// realtime may be skewed and drift; monotonic never goes backwards.
-struct Clock {
-  int64_t mono_ms = 0;  // protocol timeouts
-  int64_t utc_ms = 0;   // calendar: Unix epoch ms, UTC
-};
+using caesium::Clock;  // base/time.h: {mono_ms, utc_ms}
 
 enum class Channel : uint8_t {
   kDatagram = 0,  // UDP: gossip; every payload <= 1400 bytes
@@ -68,26 +65,8 @@ class Storage {
 };
 
 // --- Handler invocations ----------------------------------------------------------------
-// What a worker runs.  Every invocation carries enough for the handler to tell a
-// duplicate (DESIGN.md §6).
-struct Invocation {
-  uint64_t id = 0;  // unique within this process lifetime; echoed in InvocationResult
-  std::string handler;
-  std::string volume;
-  std::string entity;
-  std::string entry;  // the entry's name
-  int64_t scheduled_utc_ms = 0;
-  std::string fire_id;  // unique per attempt
-  uint32_t attempt = 1;
-  bool possible_duplicate = false;
-  uint64_t sequence = 0;  // 1-based count of this entry's occurrences (Chronos X-Sequence-Number)
-  std::string payload;
-};
-
-struct InvocationResult {
-  uint64_t id = 0;
-  bool ok = false;
-  std::string detail;  // exit status, HTTP status, error text
-};
+// What a worker runs (schedule/invocation.h); the driver runs it and reports back.
+using schedule::Invocation;
+using schedule::InvocationResult;
 
 }  // namespace caesium::node

@@ -1,0 +1,31 @@
+// What a worker runs, and what it reports back.  Produced by the scheduler, run by the
+// driver (the daemon's executors, or the simulator's handler model).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace caesium::schedule {
+
+// Every invocation carries enough for the handler to tell a duplicate (DESIGN.md §6).
+struct Invocation {
+  uint64_t id = 0;  // unique within this process lifetime; echoed in InvocationResult
+  std::string handler;
+  std::string volume;
+  std::string entity;
+  std::string entry;  // the entry's name
+  int64_t scheduled_utc_ms = 0;
+  std::string fire_id;  // unique per attempt
+  uint32_t attempt = 1;
+  bool possible_duplicate = false;
+  uint64_t sequence = 0;  // 1-based count of this entry's occurrences (Chronos X-Sequence-Number)
+  std::string payload;
+};
+
+struct InvocationResult {
+  uint64_t id = 0;
+  bool ok = false;
+  std::string detail;  // exit status, HTTP status, error text
+};
+
+}  // namespace caesium::schedule

@@ -1,0 +1,274 @@
+#include "schedule/occurrence.h"
+
+#include <cstdio>
+
+#include "base/bytes.h"
+#include "base/hash.h"
+
+namespace caesium::schedule {
+namespace {
+
+constexpr uint8_t kRecordFormat = 1;
+
+std::string hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return std::string(buf, 16);
+}
+
+std::optional<uint64_t> parse_hex16(std::string_view s) {
+  if (s.size() != 16) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    v <<= 4;
+    if (c >= '0' && c <= '9') v |= static_cast<uint64_t>(c - '0');
+    else if (c >= 'a' && c <= 'f') v |= static_cast<uint64_t>(c - 'a' + 10);
+    else return std::nullopt;
+  }
+  return v;
+}
+
+// Scheduled instants are signed; biasing keeps the hex order equal to time order.
+uint64_t bias(int64_t t) { return static_cast<uint64_t>(t) ^ (uint64_t{1} << 63); }
+int64_t unbias(uint64_t u) { return static_cast<int64_t>(u ^ (uint64_t{1} << 63)); }
+
+void put(ByteWriter& w, const ProcessId& p) {
+  w.str(p.node);
+  w.varint(p.boot);
+}
+ProcessId get_process(ByteReader& r) {
+  ProcessId p;
+  p.node = r.str(1024);
+  p.boot = r.varint();
+  return p;
+}
+
+}  // namespace
+
+std::optional<EntryName> split_entry_key(std::string_view key) {
+  const size_t at = key.find(kSchedulePrefixMarker);
+  if (at == std::string_view::npos || at == 0) return std::nullopt;
+  EntryName n{std::string(key.substr(0, at)), std::string(key.substr(at + kSchedulePrefixMarker.size()))};
+  if (n.name.empty() || n.entity.find('/') != std::string::npos || n.name.find('/') != std::string::npos) {
+    return std::nullopt;
+  }
+  return n;
+}
+
+std::string make_entry_key(std::string_view entity, std::string_view name) {
+  std::string k(entity);
+  k += kSchedulePrefixMarker;
+  k += name;
+  return k;
+}
+
+bool is_entry_key(std::string_view key) { return split_entry_key(key).has_value(); }
+
+std::string occ_prefix(const OccurrenceId& occ) {
+  std::string p(kOccPrefix);
+  if (auto n = split_entry_key(occ.entry_key)) {
+    p += n->entity;
+    p += '/';
+    p += n->name;
+  } else {
+    p += occ.entry_key;  // callers only pass entry keys; keep going rather than crash
+  }
+  p += '/';
+  p += hex16(bias(occ.scheduled_utc_ms));
+  p += '/';
+  return p;
+}
+
+std::string owner_record_key(const OccurrenceId& occ, std::string_view node) {
+  return occ_prefix(occ) + "m/" + std::string(node);
+}
+
+std::string worker_record_key(const OccurrenceId& occ, std::string_view fire_id) {
+  return occ_prefix(occ) + "w/" + std::string(fire_id);
+}
+
+std::string grant_key(std::string_view volume, const OccurrenceId& occ) {
+  std::string k(kGrantPrefix);
+  k += volume;
+  k += '/';
+  k += occ_prefix(occ).substr(kOccPrefix.size());
+  k.pop_back();  // no trailing '/'
+  return k;
+}
+
+std::optional<ParsedOccKey> parse_occ_key(std::string_view key) {
+  if (key.substr(0, kOccPrefix.size()) != kOccPrefix) return std::nullopt;
+  std::string_view rest = key.substr(kOccPrefix.size());
+  // <entity>/<name>/<T>/<m|w>/<suffix>
+  std::string_view parts[5];
+  for (int i = 0; i < 4; ++i) {
+    const size_t slash = rest.find('/');
+    if (slash == std::string_view::npos) return std::nullopt;
+    parts[i] = rest.substr(0, slash);
+    rest = rest.substr(slash + 1);
+  }
+  parts[4] = rest;
+  for (const auto& p : parts) {
+    if (p.empty()) return std::nullopt;
+  }
+  auto t = parse_hex16(parts[2]);
+  if (!t || parts[4].find('/') != std::string_view::npos) return std::nullopt;
+  ParsedOccKey out;
+  out.occ.entry_key = make_entry_key(parts[0], parts[1]);
+  out.occ.scheduled_utc_ms = unbias(*t);
+  if (parts[3] == "m") out.kind = ParsedOccKey::Kind::kOwner;
+  else if (parts[3] == "w") out.kind = ParsedOccKey::Kind::kWorker;
+  else return std::nullopt;
+  out.suffix = std::string(parts[4]);
+  return out;
+}
+
+std::optional<ParsedGrantKey> parse_grant_key(std::string_view key) {
+  if (key.substr(0, kGrantPrefix.size()) != kGrantPrefix) return std::nullopt;
+  key.remove_prefix(kGrantPrefix.size());
+  const size_t slash = key.find('/');
+  if (slash == std::string_view::npos || slash == 0) return std::nullopt;
+  // Reuse the occurrence-key parser on "~occ/<entity>/<name>/<T>/m/x".
+  std::string occ_key(kOccPrefix);
+  occ_key += key.substr(slash + 1);
+  occ_key += "/m/x";
+  auto parsed = parse_occ_key(occ_key);
+  if (!parsed) return std::nullopt;
+  return ParsedGrantKey{std::string(key.substr(0, slash)), parsed->occ};
+}
+
+bool is_occ_key(std::string_view key) { return key.substr(0, kOccPrefix.size()) == kOccPrefix; }
+
+const char* to_string(FirePath p) {
+  switch (p) {
+    case FirePath::kQuorum: return "quorum";
+    case FirePath::kDegraded: return "degraded";
+    case FirePath::kTakeover: return "takeover";
+  }
+  return "?";
+}
+
+const char* to_string(OwnerOutcome o) {
+  switch (o) {
+    case OwnerOutcome::kOpen: return "open";
+    case OwnerOutcome::kMissed: return "missed";
+    case OwnerOutcome::kLost: return "lost";
+    case OwnerOutcome::kSkipped: return "skipped";
+  }
+  return "?";
+}
+
+const char* to_string(WorkerState s) {
+  switch (s) {
+    case WorkerState::kAccepted: return "accepted";
+    case WorkerState::kCompleted: return "completed";
+    case WorkerState::kFailed: return "failed";
+    case WorkerState::kRefused: return "refused";
+    case WorkerState::kRevoked: return "revoked";
+  }
+  return "?";
+}
+
+std::string encode(const OwnerRecord& r) {
+  ByteWriter w;
+  w.u8(kRecordFormat);
+  w.u8('m');
+  put(w, r.owner);
+  w.u8(static_cast<uint8_t>(r.path));
+  w.u8(static_cast<uint8_t>(r.outcome));
+  w.str(r.reason);
+  w.svarint(r.decided_utc_ms);
+  w.varint(r.attempts.size());
+  for (const auto& a : r.attempts) {
+    w.varint(a.attempt);
+    w.str(a.fire_id);
+    w.str(a.worker);
+    w.svarint(a.issued_utc_ms);
+  }
+  return w.take();
+}
+
+std::string encode(const WorkerRecord& r) {
+  ByteWriter w;
+  w.u8(kRecordFormat);
+  w.u8('w');
+  put(w, r.worker);
+  w.varint(r.attempt);
+  w.u8(static_cast<uint8_t>(r.state));
+  w.svarint(r.accepted_utc_ms);
+  w.svarint(r.finished_utc_ms);
+  w.boolean(r.possible_duplicate);
+  w.str(r.detail);
+  return w.take();
+}
+
+std::string encode(const ProcessId& holder) {
+  ByteWriter w;
+  w.u8(kRecordFormat);
+  w.u8('g');
+  put(w, holder);
+  return w.take();
+}
+
+Result<OwnerRecord> decode_owner_record(std::string_view bytes) {
+  ByteReader r(bytes);
+  if (r.u8() != kRecordFormat || r.u8() != 'm') return Error("not an owner record (unknown format)");
+  OwnerRecord o;
+  o.owner = get_process(r);
+  const uint8_t path = r.u8(), outcome = r.u8();
+  if (path > 2 || outcome > 3) return Error("owner record: bad path or outcome");
+  o.path = static_cast<FirePath>(path);
+  o.outcome = static_cast<OwnerOutcome>(outcome);
+  o.reason = r.str(4096);
+  o.decided_utc_ms = r.svarint();
+  const uint64_t n = r.varint();
+  if (n > 10'000) return Error("owner record: too many attempts");
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    AttemptInfo a;
+    a.attempt = static_cast<uint32_t>(r.varint());
+    a.fire_id = r.str(256);
+    a.worker = r.str(1024);
+    a.issued_utc_ms = r.svarint();
+    o.attempts.push_back(std::move(a));
+  }
+  if (!r.done()) return Error("owner record: truncated or trailing bytes");
+  return o;
+}
+
+Result<WorkerRecord> decode_worker_record(std::string_view bytes) {
+  ByteReader r(bytes);
+  if (r.u8() != kRecordFormat || r.u8() != 'w') return Error("not a worker record (unknown format)");
+  WorkerRecord o;
+  o.worker = get_process(r);
+  o.attempt = static_cast<uint32_t>(r.varint());
+  const uint8_t state = r.u8();
+  if (state > 4) return Error("worker record: bad state");
+  o.state = static_cast<WorkerState>(state);
+  o.accepted_utc_ms = r.svarint();
+  o.finished_utc_ms = r.svarint();
+  o.possible_duplicate = r.boolean();
+  o.detail = r.str(4096);
+  if (!r.done()) return Error("worker record: truncated or trailing bytes");
+  return o;
+}
+
+Result<ProcessId> decode_grant(std::string_view bytes) {
+  ByteReader r(bytes);
+  if (r.u8() != kRecordFormat || r.u8() != 'g') return Error("not a grant record");
+  ProcessId p = get_process(r);
+  if (!r.done()) return Error("grant record: truncated or trailing bytes");
+  return p;
+}
+
+std::string make_fire_id(std::string_view volume, const OccurrenceId& occ, const ProcessId& owner,
+                         uint32_t attempt) {
+  uint64_t h = hash64(volume, 0xf17e);
+  h = hash_combine(h, hash64(occ.entry_key));
+  h = hash_combine(h, static_cast<uint64_t>(occ.scheduled_utc_ms));
+  h = hash_combine(h, hash64(owner.node));
+  h = hash_combine(h, owner.boot);
+  h = hash_combine(h, attempt);
+  return hex16(h);
+}
+
+}  // namespace caesium::schedule

@@ -1,0 +1,133 @@
+// Occurrence state as it lives in the volume store and on each node's disk.
+//
+// Replicated (volume store, one writer per key, so last-writer-wins never loses a fact
+// that someone else wrote):
+//   ~occ/<entity>/<name>/<T>/m/<node>      OwnerRecord: `node` owns o (quorum, degraded
+//                                          or takeover) and the attempts it dispatched,
+//                                          or the outcome it decided (missed, lost)
+//   ~occ/<entity>/<name>/<T>/w/<fire_id>   WorkerRecord: the worker of one attempt:
+//                                          accepted, completed, failed, refused, revoked
+// where <T> is the scheduled instant as 16 hex digits (so keys sort by time).  Entity
+// and name never contain '/', so the key parses back unambiguously.
+//
+// Node-local (not replicated; a vote must never be overwritten by someone else's):
+//   g/<volume>/<entity>/<name>/<T>          Grant: which process this node granted o to
+//
+// Occurrence records are kept for the occurrence retention (which exceeds every
+// misfire window) and then dropped locally by every replica, without tombstones: the
+// key's <T> tells each replica when, and the store's merge filter refuses expired
+// records, so anti-entropy cannot resurrect them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "schedule/fire_messages.h"
+
+namespace caesium::schedule {
+
+inline constexpr std::string_view kOccPrefix = "~occ/";
+inline constexpr std::string_view kSchedulePrefixMarker = "/caesium/schedule/";
+
+// "<entity>/caesium/schedule/<name>" -> {entity, name}; nullopt for any other key.
+struct EntryName {
+  std::string entity;
+  std::string name;
+};
+std::optional<EntryName> split_entry_key(std::string_view key);
+std::string make_entry_key(std::string_view entity, std::string_view name);
+bool is_entry_key(std::string_view key);
+
+// "~occ/<entity>/<name>/<T16hex>/"
+std::string occ_prefix(const OccurrenceId& occ);
+std::string owner_record_key(const OccurrenceId& occ, std::string_view node);
+std::string worker_record_key(const OccurrenceId& occ, std::string_view fire_id);
+std::string grant_key(std::string_view volume, const OccurrenceId& occ);
+inline constexpr std::string_view kGrantPrefix = "g/";
+struct ParsedGrantKey {
+  std::string volume;
+  OccurrenceId occ;
+};
+std::optional<ParsedGrantKey> parse_grant_key(std::string_view key);
+
+struct ParsedOccKey {
+  OccurrenceId occ;
+  enum class Kind : uint8_t { kOwner, kWorker } kind = Kind::kOwner;
+  std::string suffix;  // owner node id, or fire id
+};
+std::optional<ParsedOccKey> parse_occ_key(std::string_view key);
+bool is_occ_key(std::string_view key);
+
+enum class FirePath : uint8_t {
+  kQuorum = 0,    // a majority of the eligible set granted the claim
+  kDegraded = 1,  // at-least-once without quorum: possible duplicate
+  kTakeover = 2,  // at-least-once, the previous owner vanished: possible duplicate
+};
+const char* to_string(FirePath p);
+
+enum class OwnerOutcome : uint8_t {
+  kOpen = 0,     // dispatching / waiting for the worker
+  kMissed = 1,   // never fired: misfire window passed (withheld, cluster down, policy)
+  kLost = 2,     // at-most-once occurrence that may or may not have run, never re-run
+  kSkipped = 3,  // not fired by the entry's misfire policy
+};
+const char* to_string(OwnerOutcome o);
+
+struct AttemptInfo {
+  uint32_t attempt = 0;
+  std::string fire_id;
+  std::string worker;
+  int64_t issued_utc_ms = 0;
+  bool operator==(const AttemptInfo&) const = default;
+};
+
+struct OwnerRecord {
+  ProcessId owner;
+  FirePath path = FirePath::kQuorum;
+  OwnerOutcome outcome = OwnerOutcome::kOpen;
+  std::string reason;  // for missed/lost/skipped: why, in words
+  int64_t decided_utc_ms = 0;
+  std::vector<AttemptInfo> attempts;
+  bool operator==(const OwnerRecord&) const = default;
+};
+
+enum class WorkerState : uint8_t {
+  kAccepted = 0,
+  kCompleted = 1,  // the handler reported success
+  kFailed = 2,     // the handler ran and reported failure
+  kRefused = 3,    // never ran, never will (durable)
+  kRevoked = 4,    // never ran, never will: promised to the owner (durable)
+};
+const char* to_string(WorkerState s);
+inline bool ran(WorkerState s) {
+  return s == WorkerState::kAccepted || s == WorkerState::kCompleted || s == WorkerState::kFailed;
+}
+inline bool finished(WorkerState s) { return s == WorkerState::kCompleted || s == WorkerState::kFailed; }
+
+struct WorkerRecord {
+  ProcessId worker;
+  uint32_t attempt = 0;
+  WorkerState state = WorkerState::kAccepted;
+  int64_t accepted_utc_ms = 0;
+  int64_t finished_utc_ms = 0;
+  bool possible_duplicate = false;
+  std::string detail;
+  bool operator==(const WorkerRecord&) const = default;
+};
+
+std::string encode(const OwnerRecord& r);
+std::string encode(const WorkerRecord& r);
+std::string encode(const ProcessId& grant_holder);
+Result<OwnerRecord> decode_owner_record(std::string_view bytes);
+Result<WorkerRecord> decode_worker_record(std::string_view bytes);
+Result<ProcessId> decode_grant(std::string_view bytes);
+
+// A stable, unique fire id for attempt `attempt` of `occ` by `owner`: 16 hex digits.
+std::string make_fire_id(std::string_view volume, const OccurrenceId& occ, const ProcessId& owner,
+                         uint32_t attempt);
+
+}  // namespace caesium::schedule
