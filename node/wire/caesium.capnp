@@ -187,8 +187,37 @@ struct RevokeReply { volume @0 :Text; occ @1 :OccurrenceId; fireId @2 :Text; out
 struct ConfigRequest { epoch @0 :UInt64; }
 struct ConfigDoc { epoch @0 :UInt64; document @1 :Data; }
 
-# Anti-entropy (gossip/sync_messages.h): filled in when the protocol lands.
+# Anti-entropy (gossip/sync_messages.h): range-based reconciliation over the store's
+# key-hash ordered digest, one level per half round trip, both sides descending.
 struct SyncMessage {
   volume @0 :Text;
   sessionId @1 :UInt64;
+  seq @2 :UInt32;
+  senderDone @3 :Bool;
+  final @4 :Bool;
+  root :union {
+    none @5 :Void;
+    value @6 :SyncRoot;
+  }
+  fingerprints @7 :List(SyncFingerprints);
+  itemLists @8 :List(SyncItemList);
+  wanted @9 :List(UInt64);
+  records @10 :List(Record);
+}
+
+struct SyncRoot { digest @0 :UInt64; count @1 :UInt64; }
+
+struct SyncFingerprints {
+  prefix @0 :UInt64;
+  prefixBits @1 :UInt8;
+  stepBits @2 :UInt8;
+  fingerprints @3 :List(UInt32);
+}
+
+struct SyncItem { keyHash @0 :UInt64; fingerprint @1 :UInt32; }
+
+struct SyncItemList {
+  prefix @0 :UInt64;
+  prefixBits @1 :UInt8;
+  items @2 :List(SyncItem);
 }

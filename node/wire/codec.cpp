@@ -214,6 +214,106 @@ Result<gossip::PushPull> get(cp::PushPull::Reader r) {
   return pp;
 }
 
+// --- store records and anti-entropy -------------------------------------------------------
+
+void put(cp::Record::Builder b, const schedule::Record& r) {
+  b.setKey(data(r.key));
+  auto v = b.initVersion();
+  v.setPhysicalMs(r.version.physical_ms);
+  v.setLogical(r.version.logical);
+  v.setOrigin(text(r.version.origin));
+  if (r.value) {
+    b.getValue().setData(data(*r.value));
+  } else {
+    b.getValue().setTombstone();
+  }
+}
+
+Result<schedule::Record> get(cp::Record::Reader r) {
+  schedule::Record out;
+  out.key = str(r.getKey());
+  out.version = {r.getVersion().getPhysicalMs(), r.getVersion().getLogical(), str(r.getVersion().getOrigin())};
+  switch (r.getValue().which()) {
+    case cp::Record::Value::TOMBSTONE: break;
+    case cp::Record::Value::DATA: out.value = str(r.getValue().getData()); break;
+    default: return Error("record with an unknown value kind");
+  }
+  return out;
+}
+
+void put(cp::SyncMessage::Builder b, const gossip::SyncMessage& m) {
+  b.setVolume(text(m.volume));
+  b.setSessionId(m.session_id);
+  b.setSeq(m.seq);
+  b.setSenderDone(m.sender_done);
+  b.setFinal(m.final);
+  if (m.root) {
+    auto root = b.getRoot().initValue();
+    root.setDigest(m.root->digest);
+    root.setCount(m.root->count);
+  } else {
+    b.getRoot().setNone();
+  }
+  auto fps = b.initFingerprints(static_cast<unsigned>(m.fingerprints.size()));
+  for (unsigned i = 0; i < m.fingerprints.size(); ++i) {
+    const auto& f = m.fingerprints[i];
+    fps[i].setPrefix(f.prefix);
+    fps[i].setPrefixBits(f.prefix_bits);
+    fps[i].setStepBits(f.step_bits);
+    auto list = fps[i].initFingerprints(static_cast<unsigned>(f.fingerprints.size()));
+    for (unsigned k = 0; k < f.fingerprints.size(); ++k) list.set(k, f.fingerprints[k]);
+  }
+  auto lists = b.initItemLists(static_cast<unsigned>(m.item_lists.size()));
+  for (unsigned i = 0; i < m.item_lists.size(); ++i) {
+    const auto& l = m.item_lists[i];
+    lists[i].setPrefix(l.prefix);
+    lists[i].setPrefixBits(l.prefix_bits);
+    auto items = lists[i].initItems(static_cast<unsigned>(l.items.size()));
+    for (unsigned k = 0; k < l.items.size(); ++k) {
+      items[k].setKeyHash(l.items[k].key_hash);
+      items[k].setFingerprint(l.items[k].fingerprint);
+    }
+  }
+  auto wanted = b.initWanted(static_cast<unsigned>(m.wanted.size()));
+  for (unsigned i = 0; i < m.wanted.size(); ++i) wanted.set(i, m.wanted[i]);
+  auto records = b.initRecords(static_cast<unsigned>(m.records.size()));
+  for (unsigned i = 0; i < m.records.size(); ++i) put(records[i], m.records[i]);
+}
+
+Result<gossip::SyncMessage> get(cp::SyncMessage::Reader r) {
+  gossip::SyncMessage m;
+  m.volume = str(r.getVolume());
+  m.session_id = r.getSessionId();
+  m.seq = r.getSeq();
+  m.sender_done = r.getSenderDone();
+  m.final = r.getFinal();
+  if (r.getRoot().isValue()) m.root = gossip::SyncRoot{r.getRoot().getValue().getDigest(), r.getRoot().getValue().getCount()};
+  for (auto f : r.getFingerprints()) {
+    gossip::SyncFingerprints x;
+    x.prefix = f.getPrefix();
+    x.prefix_bits = f.getPrefixBits();
+    x.step_bits = f.getStepBits();
+    x.fingerprints.reserve(f.getFingerprints().size());
+    for (auto v : f.getFingerprints()) x.fingerprints.push_back(v);
+    m.fingerprints.push_back(std::move(x));
+  }
+  for (auto l : r.getItemLists()) {
+    gossip::SyncItemList x;
+    x.prefix = l.getPrefix();
+    x.prefix_bits = l.getPrefixBits();
+    x.items.reserve(l.getItems().size());
+    for (auto it : l.getItems()) x.items.push_back({it.getKeyHash(), it.getFingerprint()});
+    m.item_lists.push_back(std::move(x));
+  }
+  for (auto w : r.getWanted()) m.wanted.push_back(w);
+  for (auto rec : r.getRecords()) {
+    auto x = get(rec);
+    if (!x) return x.error();
+    m.records.push_back(std::move(*x));
+  }
+  return m;
+}
+
 // --- firing ----------------------------------------------------------------------------
 
 void put(cp::OccurrenceId::Builder b, const schedule::OccurrenceId& o) {
@@ -293,6 +393,13 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           auto x = b.initConfigDoc();
           x.setEpoch(m.epoch);
           x.setDocument(data(m.document));
+        } else if constexpr (std::is_same_v<T, StorePush>) {
+          auto x = b.initStorePush();
+          x.setVolume(text(m.volume));
+          auto records = x.initRecords(static_cast<unsigned>(m.records.size()));
+          for (unsigned i = 0; i < m.records.size(); ++i) put(records[i], m.records[i]);
+        } else if constexpr (std::is_same_v<T, gossip::SyncMessage>) {
+          put(b.initSync(), m);
         }
       },
       msg);
@@ -361,6 +468,21 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       return CoreMessage{ConfigRequest{r.getConfigRequest().getEpoch()}};
     case cp::CoreMessage::CONFIG_DOC:
       return CoreMessage{ConfigDoc{r.getConfigDoc().getEpoch(), str(r.getConfigDoc().getDocument())}};
+    case cp::CoreMessage::STORE_PUSH: {
+      StorePush p;
+      p.volume = str(r.getStorePush().getVolume());
+      for (auto rec : r.getStorePush().getRecords()) {
+        auto x = get(rec);
+        if (!x) return x.error();
+        p.records.push_back(std::move(*x));
+      }
+      return CoreMessage{std::move(p)};
+    }
+    case cp::CoreMessage::SYNC: {
+      auto m = get(r.getSync());
+      if (!m) return m.error();
+      return CoreMessage{std::move(*m)};
+    }
     default:
       return CoreMessage{UnknownMessage{}};
   }

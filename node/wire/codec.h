@@ -16,6 +16,7 @@
 
 #include "base/result.h"
 #include "gossip/messages.h"
+#include "gossip/sync_messages.h"
 #include "schedule/fire_messages.h"
 
 namespace caesium::wire {
@@ -33,6 +34,13 @@ struct ConfigDoc {
   bool operator==(const ConfigDoc&) const = default;
 };
 
+// Replication push: records just written on the sender, for one volume.
+struct StorePush {
+  std::string volume;
+  std::vector<schedule::Record> records;
+  bool operator==(const StorePush&) const = default;
+};
+
 // A core message the receiver does not understand (from a newer version).
 struct UnknownMessage {
   bool operator==(const UnknownMessage&) const = default;
@@ -41,7 +49,7 @@ struct UnknownMessage {
 using CoreMessage =
     std::variant<UnknownMessage, schedule::Claim, schedule::ClaimReply, schedule::Release,
                  schedule::Dispatch, schedule::DispatchReply, schedule::Revoke,
-                 schedule::RevokeReply, ConfigRequest, ConfigDoc>;
+                 schedule::RevokeReply, ConfigRequest, ConfigDoc, StorePush, gossip::SyncMessage>;
 
 struct UnknownBody {
   bool operator==(const UnknownBody&) const = default;

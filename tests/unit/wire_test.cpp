@@ -63,8 +63,44 @@ schedule::OccurrenceId random_occ(Rng& rng) {
   return {random_text(rng, 40), rng.between(0, int64_t{1} << 42)};
 }
 
+schedule::Record random_record(Rng& rng) {
+  schedule::Record r;
+  r.key = random_string(rng, 40);
+  if (rng.chance(0.8)) r.value = random_string(rng, 100);
+  r.version = {rng.between(0, int64_t{1} << 42), static_cast<uint32_t>(rng.below(1000)), random_text(rng, 8)};
+  return r;
+}
+
 CoreMessage random_core(Rng& rng) {
-  switch (rng.below(9)) {
+  switch (rng.below(11)) {
+    case 9: {
+      StorePush p;
+      p.volume = random_text(rng, 8);
+      for (uint64_t i = rng.below(5); i > 0; --i) p.records.push_back(random_record(rng));
+      return p;
+    }
+    case 10: {
+      gossip::SyncMessage m;
+      m.volume = random_text(rng, 8);
+      m.session_id = rng.next_u64();
+      m.seq = static_cast<uint32_t>(rng.below(100));
+      m.sender_done = rng.chance(0.5);
+      m.final = rng.chance(0.5);
+      if (rng.chance(0.5)) m.root = gossip::SyncRoot{rng.next_u64(), rng.next_u64()};
+      for (uint64_t i = rng.below(3); i > 0; --i) {
+        gossip::SyncFingerprints f{rng.next_u64(), static_cast<uint8_t>(rng.below(64)), 4, {}};
+        for (int k = 0; k < 16; ++k) f.fingerprints.push_back(static_cast<uint32_t>(rng.next_u64()));
+        m.fingerprints.push_back(std::move(f));
+      }
+      for (uint64_t i = rng.below(3); i > 0; --i) {
+        gossip::SyncItemList l{rng.next_u64(), static_cast<uint8_t>(rng.below(64)), {}};
+        for (uint64_t k = rng.below(5); k > 0; --k) l.items.push_back({rng.next_u64(), static_cast<uint32_t>(rng.next_u64())});
+        m.item_lists.push_back(std::move(l));
+      }
+      for (uint64_t i = rng.below(4); i > 0; --i) m.wanted.push_back(rng.next_u64());
+      for (uint64_t i = rng.below(4); i > 0; --i) m.records.push_back(random_record(rng));
+      return m;
+    }
     case 0: return schedule::Claim{random_text(rng, 8), random_occ(rng), {random_text(rng, 8), rng.next_u64()},
                                    random_text(rng, 8), rng.between(0, int64_t{1} << 42)};
     case 1: return schedule::ClaimReply{random_text(rng, 8), random_occ(rng),
