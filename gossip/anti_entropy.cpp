@@ -41,6 +41,7 @@ SyncMessage SyncSession::sent(SyncMessage msg) {
   ++stats_.messages_sent;
   stats_.bytes_sent += wire_size(msg);
   stats_.records_sent += msg.records.size();
+  for (const auto& r : msg.records) stats_.record_bytes_sent += wire_size(r);
   stats_.wanted_sent += msg.wanted.size();
   for (const auto& f : msg.fingerprints) stats_.fingerprints_sent += f.fingerprints.size();
   for (const auto& l : msg.item_lists) stats_.items_sent += l.items.size();

@@ -64,6 +64,7 @@ struct SyncStats {
   uint64_t bytes_sent = 0;        // wire_size() of each message
   uint64_t bytes_received = 0;
   uint64_t records_sent = 0;
+  uint64_t record_bytes_sent = 0; // the part of bytes_sent that is records (wire_size)
   uint64_t records_received = 0;
   uint64_t records_applied = 0;   // merges that changed the local store
   uint64_t fingerprints_sent = 0;
