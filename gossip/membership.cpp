@@ -1,0 +1,362 @@
+// Membership: construction, the API entry points, the view and the invariants.  The
+// protocol rules live in membership_state.cpp (SWIM's state machine), membership_probe.cpp
+// (failure detection) and membership_gossip.cpp (dissemination and anti-entropy).
+#include "gossip/membership.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "gossip/membership_wire_size.h"
+
+namespace caesium::gossip {
+namespace {
+
+size_t max_update_bytes(const MembershipConfig& config) {
+  const size_t budget = config.max_packet_bytes - config.packet_overhead_bytes;
+  const size_t base = estimated_base_size(Primary{GossipOnly{}});
+  return budget > base ? budget - base : 0;
+}
+
+Error config_error(const std::string& field, const std::string& why) {
+  return Error("membership config: " + field + " " + why, field);
+}
+
+}  // namespace
+
+Status check_config(const MembershipConfig& c) {
+  if (c.probe_interval_ms <= 0) return config_error("probe_interval_ms", "must be positive");
+  if (c.probe_timeout_ms <= 0 || c.probe_timeout_ms >= c.probe_interval_ms)
+    return config_error("probe_timeout_ms", "must be positive and shorter than probe_interval_ms");
+  if (c.indirect_checks < 0) return config_error("indirect_checks", "must not be negative");
+  if (c.suspicion_mult < 1) return config_error("suspicion_mult", "must be at least 1");
+  if (c.suspicion_max_timeout_mult < 1) return config_error("suspicion_max_timeout_mult", "must be at least 1");
+  if (c.retransmit_mult < 1) return config_error("retransmit_mult", "must be at least 1");
+  if (c.gossip_interval_ms <= 0) return config_error("gossip_interval_ms", "must be positive");
+  if (c.gossip_nodes < 1) return config_error("gossip_nodes", "must be at least 1");
+  if (c.gossip_to_dead_ms < 0) return config_error("gossip_to_dead_ms", "must not be negative");
+  if (c.push_pull_interval_ms <= 0) return config_error("push_pull_interval_ms", "must be positive");
+  if (c.awareness_max_multiplier < 1) return config_error("awareness_max_multiplier", "must be at least 1");
+  if (c.load_update_min_interval_ms < 0) return config_error("load_update_min_interval_ms", "must not be negative");
+  if (c.join_retry_interval_ms <= 0) return config_error("join_retry_interval_ms", "must be positive");
+  if (c.dead_reclaim_ms < c.gossip_to_dead_ms)
+    return config_error("dead_reclaim_ms", "must be at least gossip_to_dead_ms");
+  // 1024 bytes hold the largest primary message (a PingReq, or a Ping with its buddy
+  // Suspect, with ids of kMaxIdBytes) and still leave room for updates.
+  if (c.packet_overhead_bytes >= c.max_packet_bytes || c.max_packet_bytes - c.packet_overhead_bytes < 1024)
+    return config_error("max_packet_bytes", "must leave at least 1024 bytes after packet_overhead_bytes");
+  return Status::success();
+}
+
+Status Membership::check_identity(std::string_view self_id, std::string_view self_addr, const MemberMeta& meta,
+                                  const MembershipConfig& config) {
+  if (self_id.empty() || self_id.size() > kMaxIdBytes)
+    return Error("node id must be 1 to " + std::to_string(kMaxIdBytes) + " bytes long", "id");
+  if (self_addr.empty() || self_addr.size() > kMaxIdBytes)
+    return Error("gossip address must be 1 to " + std::to_string(kMaxIdBytes) + " bytes long", "addr");
+  const Alive alive{std::string(self_id), 0, std::string(self_addr), meta};
+  const size_t bytes = estimated_wire_size(Update{alive});
+  if (bytes > max_update_bytes(config))
+    return Error("node meta is too large to gossip: " + std::to_string(bytes) + " bytes estimated, at most " +
+                     std::to_string(max_update_bytes(config)) + " fit a datagram; use fewer or shorter tags",
+                 "tags");
+  return Status::success();
+}
+
+Membership::Membership(std::string self_id, std::string self_addr, MemberMeta meta, uint64_t incarnation,
+                       MembershipConfig config, Rng rng)
+    : config_(config),
+      self_id_(std::move(self_id)),
+      self_addr_(std::move(self_addr)),
+      rng_(rng),
+      incarnation_(incarnation),
+      awareness_(config.lifeguard ? config.awareness_max_multiplier : 1),
+      queue_(max_update_bytes(config)) {
+  assert(check_config(config_).ok());
+  assert(check_identity(self_id_, self_addr_, meta, config_).ok());
+  Member me;
+  me.addr = self_addr_;
+  me.incarnation = incarnation_;
+  me.state = MemberState::kAlive;
+  me.meta = std::move(meta);
+  members_.emplace(self_id_, std::move(me));
+  state_counts_[index(MemberState::kAlive)] = 1;
+}
+
+// Every input goes through here first.  The first one starts the timers, each at a random
+// phase within its period (as memberlist staggers its tickers) so that nodes started
+// together do not probe and gossip in lockstep.
+void Membership::touch(int64_t now_ms) {
+  assert(!started_ || now_ms >= last_input_ms_);  // monotonic time
+  last_input_ms_ = now_ms;
+  if (started_) return;
+  started_ = true;
+  next_probe_ms_ = now_ms + rng_.between(0, config_.probe_interval_ms - 1);
+  next_gossip_ms_ = now_ms + rng_.between(0, config_.gossip_interval_ms - 1);
+  next_push_pull_ms_ = now_ms + rng_.between(0, config_.push_pull_interval_ms - 1);
+  last_alive_broadcast_ms_ = now_ms;
+  broadcast(Alive{self_id_, incarnation_, self_addr_, self().meta});
+}
+
+void Membership::join(const std::vector<std::string>& seed_stream_addrs, int64_t now_ms) {
+  touch(now_ms);
+  if (left_) return;
+  join_seeds_.clear();
+  for (const auto& addr : seed_stream_addrs) {
+    if (addr.empty() || addr == self().meta.stream_addr) continue;
+    if (std::find(join_seeds_.begin(), join_seeds_.end(), addr) == join_seeds_.end()) join_seeds_.push_back(addr);
+  }
+  join_pending_ = !join_seeds_.empty();
+  if (!join_pending_) return;
+  for (const auto& addr : join_seeds_) send_push_pull(addr, /*join=*/true, /*reply_wanted=*/true);
+  next_join_ms_ = now_ms + config_.join_retry_interval_ms;
+}
+
+void Membership::join_tick(int64_t now_ms) {
+  if (!join_pending_ || now_ms < next_join_ms_) return;
+  for (const auto& addr : join_seeds_) send_push_pull(addr, /*join=*/true, /*reply_wanted=*/true);
+  next_join_ms_ = now_ms + config_.join_retry_interval_ms;
+}
+
+void Membership::leave(int64_t now_ms) {
+  touch(now_ms);
+  if (left_) return;
+  left_ = true;
+  probe_.reset();
+  pending_meta_.reset();
+  join_pending_ = false;
+  Member& me = self();
+  change_state(self_id_, me, MemberState::kLeft, now_ms);
+  broadcast(Dead{self_id_, incarnation_, self_id_});
+  emit(MemberEvent::Kind::kLeft, self_id_, "leaving the cluster");
+}
+
+bool Membership::leave_done() const { return left_ && (!queue_.contains(self_id_) || gossip_idle_); }
+
+Status Membership::set_meta(const MemberMeta& meta, int64_t now_ms) {
+  touch(now_ms);
+  if (left_) return Error("cannot change node meta after leaving the cluster");
+  if (Status s = check_identity(self_id_, self_addr_, meta, config_); !s.ok()) return s;
+  const MemberMeta& current = self().meta;
+  if (meta == current) {
+    pending_meta_.reset();
+    return Status::success();
+  }
+  MemberMeta same_load = meta;
+  same_load.load = current.load;
+  const bool load_only = same_load == current;
+  if (load_only && now_ms < last_alive_broadcast_ms_ + config_.load_update_min_interval_ms) {
+    pending_meta_ = meta;  // goes out from meta_tick; a newer load replaces it
+    return Status::success();
+  }
+  apply_meta(meta, now_ms);
+  return Status::success();
+}
+
+void Membership::apply_meta(const MemberMeta& meta, int64_t now_ms) {
+  pending_meta_.reset();
+  ++incarnation_;
+  Member& me = self();
+  me.incarnation = incarnation_;
+  me.meta = meta;
+  last_alive_broadcast_ms_ = now_ms;
+  broadcast(Alive{self_id_, incarnation_, self_addr_, meta});
+  emit(MemberEvent::Kind::kUpdated, self_id_, "advertising new meta");
+}
+
+void Membership::meta_tick(int64_t now_ms) {
+  if (!pending_meta_ || left_) return;
+  if (now_ms < last_alive_broadcast_ms_ + config_.load_update_min_interval_ms) return;
+  apply_meta(*pending_meta_, now_ms);
+}
+
+void Membership::on_packet(const Peer& from, const Packet& packet, int64_t now_ms) {
+  touch(now_ms);
+  if (!valid_id(from.id) || from.addr.empty() || from.id == self_id_) {
+    ++stats_.malformed_dropped;
+    return;
+  }
+  // Updates first: a buddy-system Suspect about us, or news about the sender, should be
+  // known before the primary message is answered.
+  for (const auto& update : packet.updates) apply_update(update, now_ms);
+  std::visit(
+      [&](const auto& p) {
+        using T = std::decay_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, Ping>) handle_ping(from, p, now_ms);
+        else if constexpr (std::is_same_v<T, Ack>) handle_ack(from, p, now_ms);
+        else if constexpr (std::is_same_v<T, Nack>) handle_nack(from, p);
+        else if constexpr (std::is_same_v<T, PingReq>) handle_ping_req(from, p, now_ms);
+      },
+      packet.primary);
+}
+
+void Membership::on_push_pull(const Peer& from, const PushPull& msg, int64_t now_ms) {
+  touch(now_ms);
+  if (!valid_id(from.id) || from.id == self_id_) {
+    ++stats_.malformed_dropped;
+    return;
+  }
+  merge(from, msg, now_ms);
+  join_pending_ = false;  // we have heard from the cluster
+  if (!msg.reply_wanted) return;
+  std::string reply_to;
+  for (const auto& r : msg.members) {
+    if (r.node == from.id) reply_to = r.meta.stream_addr;
+  }
+  if (reply_to.empty()) {
+    if (const Member* m = find(from.id)) reply_to = m->meta.stream_addr;
+  }
+  if (reply_to.empty()) {
+    ++stats_.malformed_dropped;
+    return;
+  }
+  send_push_pull(reply_to, /*join=*/false, /*reply_wanted=*/false);
+}
+
+void Membership::on_tick(int64_t now_ms) {
+  touch(now_ms);
+  relay_tick(now_ms);
+  probe_tick(now_ms);
+  expire_suspicions(now_ms);
+  meta_tick(now_ms);
+  join_tick(now_ms);
+  push_pull_tick(now_ms);
+  gossip_tick(now_ms);  // last, so this round carries whatever the others produced
+}
+
+int64_t Membership::next_deadline_ms() const {
+  if (!started_) return 0;
+  int64_t d = kNoDeadline;
+  if (!left_) {
+    d = std::min({d, next_probe_ms_, next_push_pull_ms_});
+    if (pending_meta_) d = std::min(d, last_alive_broadcast_ms_ + config_.load_update_min_interval_ms);
+    if (join_pending_) d = std::min(d, next_join_ms_);
+  }
+  if (probe_) d = std::min(d, probe_->indirect_sent ? probe_->end_ms : probe_->ack_deadline_ms);
+  for (const auto& [seq, r] : relays_) d = std::min({d, r.nack_at_ms, r.expire_ms});
+  if (!suspicion_deadlines_.empty()) d = std::min(d, suspicion_deadlines_.begin()->first);
+  if (!queue_.empty() && !gossip_idle_) d = std::min(d, next_gossip_ms_);
+  return d;
+}
+
+bool Membership::poll_send(Outgoing& out) {
+  if (sends_.empty()) return false;
+  out = std::move(sends_.front());
+  sends_.pop_front();
+  return true;
+}
+
+bool Membership::poll_event(MemberEvent& out) {
+  if (events_.empty()) return false;
+  out = std::move(events_.front());
+  events_.pop_front();
+  return true;
+}
+
+void Membership::emit(MemberEvent::Kind kind, const std::string& id, std::string detail) {
+  const Member* m = find(id);
+  assert(m != nullptr);
+  events_.push_back(MemberEvent{kind, id, m->state, m->incarnation, std::move(detail)});
+}
+
+Membership::Member* Membership::find(std::string_view id) {
+  auto it = members_.find(id);
+  return it == members_.end() ? nullptr : &it->second;
+}
+
+const Membership::Member* Membership::find(std::string_view id) const {
+  auto it = members_.find(id);
+  return it == members_.end() ? nullptr : &it->second;
+}
+
+Membership::Member& Membership::self() { return members_.find(self_id_)->second; }
+const Membership::Member& Membership::self() const { return members_.find(self_id_)->second; }
+const MemberMeta& Membership::self_meta() const { return self().meta; }
+
+std::optional<MemberState> Membership::state_of(std::string_view id) const {
+  const Member* m = find(id);
+  if (m == nullptr) return std::nullopt;
+  return m->state;
+}
+
+bool Membership::reachable(std::string_view id) const {
+  const Member* m = find(id);
+  return m != nullptr && is_reachable(m->state);
+}
+
+const MemberMeta* Membership::meta_of(std::string_view id) const {
+  const Member* m = find(id);
+  return m == nullptr ? nullptr : &m->meta;
+}
+
+std::optional<std::string> Membership::addr_of(std::string_view id) const {
+  const Member* m = find(id);
+  if (m == nullptr) return std::nullopt;
+  return m->addr;
+}
+
+std::vector<MemberRecord> Membership::members() const {
+  std::vector<MemberRecord> out;
+  out.reserve(members_.size());
+  for (const auto& [id, m] : members_) out.push_back(MemberRecord{id, m.addr, m.incarnation, m.state, m.meta});
+  return out;
+}
+
+std::pair<int64_t, int64_t> Membership::suspicion_bounds_ms(size_t n) const {
+  const int64_t min_ms = suspicion_timeout_min_ms(config_.suspicion_mult, n, config_.probe_interval_ms);
+  if (!config_.lifeguard) return {min_ms, min_ms};
+  return {min_ms, min_ms * config_.suspicion_max_timeout_mult};
+}
+
+void Membership::check_invariants() const {
+  awareness_.check_invariants();
+  queue_.check_invariants();
+  assert(config_.lifeguard || awareness_.score() == 0);
+
+  const Member* me = find(self_id_);
+  assert(me != nullptr);
+  assert(me->addr == self_addr_);
+  assert(me->incarnation == incarnation_);
+  assert(me->state == (left_ ? MemberState::kLeft : MemberState::kAlive));
+
+  std::array<size_t, 4> counts{};
+  size_t suspects = 0;
+  for (const auto& [id, m] : members_) {
+    ++counts[index(m.state)];
+    assert(m.suspicion.has_value() == (m.state == MemberState::kSuspect));
+    if (m.suspicion) {
+      ++suspects;
+      m.suspicion->check_invariants();
+      assert(suspicion_deadlines_.count({m.suspicion->deadline_ms(), id}) == 1);
+    }
+  }
+  assert(counts == state_counts_);
+  assert(suspicion_deadlines_.size() == suspects);
+
+  std::vector<std::string> order = probe_order_;
+  std::sort(order.begin(), order.end());
+  assert(std::adjacent_find(order.begin(), order.end()) == order.end());
+  assert(order.size() + 1 == members_.size());
+  for (const auto& id : order) {
+    assert(id != self_id_);
+    assert(find(id) != nullptr);
+  }
+
+  if (probe_) {
+    assert(!left_);
+    assert(probe_->target != self_id_);
+    assert(probe_->ack_deadline_ms <= probe_->end_ms);
+    assert(probe_->relays.size() <= static_cast<size_t>(config_.indirect_checks));
+    assert(probe_->expected_nacks <= probe_->relays.size());
+    for (const auto& n : probe_->nacked) {
+      assert(std::find(probe_->relays.begin(), probe_->relays.end(), n) != probe_->relays.end());
+      (void)n;
+    }
+  }
+  assert(relays_.size() <= kMaxRelays);
+  assert(!left_ || (!join_pending_ && !pending_meta_));
+  assert(conflicts_seen_.size() <= kMaxConflictsRemembered);
+  (void)me;
+  (void)suspects;
+}
+
+}  // namespace caesium::gossip

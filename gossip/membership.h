@@ -1,0 +1,380 @@
+// Membership: SWIM with the Lifeguard extensions, as a sans-IO state machine.
+//
+// The driver (the Node core, a test harness, the simulator) owns sockets and clocks.  It
+// feeds inputs — on_packet / on_push_pull with the authenticated sender, on_tick, and
+// the API calls — each with the monotonic time `now_ms`, and drains outputs: poll_send
+// (datagrams and stream messages to transmit), poll_event (view changes) and
+// next_deadline_ms (when to call on_tick next).  Nothing in here reads a clock, touches a
+// socket or uses a global random source; randomness comes from the injected Rng, so the
+// same inputs and seed give the same outputs, bit for bit.
+//
+// Protocol summary (docs/membership.md has the full story and the sources):
+//   - Failure detection (SWIM §3, §4.3): one probe per probe period, to members in a
+//     shuffled round-robin order.  No ack within the probe timeout → PingReq to
+//     `indirect_checks` random alive members, who ping the target for us.  No ack by the
+//     end of the period → the target becomes suspect.
+//   - Lifeguard: the probe timeout and period are scaled by local health (Awareness);
+//     relays answer a Nack at 80% of their probe timeout when the target stays silent,
+//     and missing nacks count against *our* health; suspicions start long and shrink with
+//     independent confirmations (Suspicion); a ping to a suspect carries the suspicion
+//     (buddy system) so it can refute at once.
+//   - Suspicion with incarnations (SWIM §4.2): Alive(i) overrides Suspect/Dead(j) iff
+//     i > j; Suspect(i) overrides Alive(j) iff i >= j; Dead overrides both at i >= j.
+//     A member refutes news of its own suspicion or death by raising its incarnation.
+//   - Dissemination (SWIM §4.1): every datagram piggybacks queued updates (BroadcastQueue),
+//     each sent retransmit_mult * ceil(log10(N+1)) times; a gossip round every
+//     gossip_interval to gossip_nodes members, only while something is queued.
+//   - Anti-entropy: a full-state PushPull over the stream channel with one random alive
+//     member every push_pull_interval (scaled above 32 members), and with one random dead
+//     member (to heal partitions: both sides of a long split have declared each other
+//     dead and would otherwise never talk again).  Joining = PushPull{join} to the seeds.
+//
+// Threading: none; a Membership is used by one thread at a time.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "base/result.h"
+#include "base/rng.h"
+#include "gossip/awareness.h"
+#include "gossip/broadcast.h"
+#include "gossip/messages.h"
+#include "gossip/suspicion.h"
+
+namespace caesium::gossip {
+
+inline constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
+
+// Longest node id or address membership accepts (so that every primary message fits a
+// datagram next to its piggybacked updates).
+inline constexpr size_t kMaxIdBytes = 255;
+
+// Defaults are memberlist's LAN configuration unless noted.
+struct MembershipConfig {
+  int64_t probe_interval_ms = 1000;
+  int64_t probe_timeout_ms = 500;  // direct ack timeout; should be ~p99 RTT
+  int indirect_checks = 3;
+  int suspicion_mult = 4;              // Lifeguard Min = mult * max(1, log10 N) * probe_interval
+  int suspicion_max_timeout_mult = 6;  // Lifeguard Max = this * Min
+  int retransmit_mult = 4;             // each update is sent mult * ceil(log10(N+1)) times
+  int64_t gossip_interval_ms = 200;
+  int gossip_nodes = 3;
+  int64_t gossip_to_dead_ms = 30000;   // keep gossiping to a dead member this long: it may refute
+  int64_t push_pull_interval_ms = 30000;
+  int awareness_max_multiplier = 8;    // local health score stays in [0, 7]
+  int64_t load_update_min_interval_ms = 1000;  // load-only meta changes: at most one per this
+  size_t max_packet_bytes = 1400;      // every datagram payload, frame included
+  size_t packet_overhead_bytes = 200;  // frame header + AEAD + anything the codec adds
+  // Caesium's own (not memberlist's):
+  int64_t join_retry_interval_ms = 2000;  // resend PushPull{join} to the seeds until one answers
+  int64_t dead_reclaim_ms = 24 * 3600 * 1000;  // forget dead/left members after this (serf: 24 h)
+  // Lifeguard off = plain SWIM as memberlist ran it before Lifeguard: no local health
+  // awareness, no nacks, no buddy system, and a fixed suspicion timeout equal to
+  // Lifeguard's Min (= memberlist's pre-Lifeguard suspicionTimeout), with no
+  // acceleration by confirmations.
+  bool lifeguard = true;
+};
+
+// Checks ranges and relations (timeout < interval, budget > overhead, ...).
+Status check_config(const MembershipConfig& config);
+
+struct Outgoing {
+  enum class Channel : uint8_t {
+    kDatagram = 0,  // to_addr is the peer's gossip (UDP) address; msg is a Packet
+    kStream = 1,    // to_addr is the peer's stream (TCP) address; msg is a PushPull
+  };
+  Channel channel = Channel::kDatagram;
+  std::string to_addr;
+  std::variant<Packet, PushPull> msg;
+};
+
+struct MemberEvent {
+  enum class Kind : uint8_t {
+    kJoined = 0,    // a new member, or a dead/left one back (new incarnation or new address)
+    kUpdated = 1,   // an alive member's meta changed
+    kSuspect = 2,   // alive → suspect
+    kAlive = 3,     // suspect → alive (the member refuted); about self: we refuted
+    kDead = 4,      // → dead (failure detected, here or by a peer)
+    kLeft = 5,      // → left (graceful leave)
+    kConflict = 6,  // two processes claim one node id (different addresses); never merged
+  };
+  Kind kind = Kind::kJoined;
+  std::string node;
+  MemberState state = MemberState::kAlive;  // the node's state in our view after the event
+  uint64_t incarnation = 0;
+  std::string detail;  // human-readable cause, for logs and the simulator's trace
+};
+
+// Counters for metrics and the simulator report.  Remote faults are counted and dropped.
+struct MembershipStats {
+  uint64_t datagrams_sent = 0;
+  uint64_t push_pulls_sent = 0;
+  uint64_t probes = 0;
+  uint64_t probe_failures = 0;
+  uint64_t indirect_probes = 0;  // PingReqs sent
+  uint64_t nacks_sent = 0;
+  uint64_t suspicions_started = 0;  // by our own failed probes
+  uint64_t deaths_declared = 0;     // by our own suspicion timeouts
+  uint64_t refutations = 0;
+  uint64_t conflicts = 0;
+  uint64_t malformed_dropped = 0;   // empty/oversized ids, missing addresses, bad targets
+  uint64_t misdirected_pings = 0;   // a Ping for another node id reached us
+  uint64_t stale_replies = 0;       // acks/nacks matching no outstanding probe or relay
+  uint64_t updates_too_large = 0;   // updates that could never fit a datagram
+};
+
+class Membership {
+ public:
+  // A node named `self_id` at gossip address `self_addr`, advertising `meta`, starting at
+  // `incarnation`.  A restarted node must pass a higher incarnation than it ever
+  // advertised before (the core persists incarnation()).  Nothing is sent until the
+  // first input; call join() to contact seeds (join({}) starts a new cluster).
+  // REQUIRES: check_identity(self_id, self_addr, meta, config).ok() and
+  // check_config(config).ok() — validate operator input with those first.
+  Membership(std::string self_id, std::string self_addr, MemberMeta meta, uint64_t incarnation,
+             MembershipConfig config, Rng rng);
+
+  // Whether an identity is acceptable: non-empty id and address of at most kMaxIdBytes,
+  // and an Alive carrying `meta` small enough to fit a datagram.
+  static Status check_identity(std::string_view self_id, std::string_view self_addr, const MemberMeta& meta,
+                               const MembershipConfig& config);
+
+  // --- API ------------------------------------------------------------------------------
+
+  // Sends PushPull{join} over the stream channel to every seed (their stream addresses;
+  // our own stream address is skipped) and repeats every join_retry_interval until a
+  // PushPull arrives from anyone.  An empty list starts a new cluster.
+  void join(const std::vector<std::string>& seed_stream_addrs, int64_t now_ms);
+
+  // Graceful leave: broadcasts Dead{self, from = self} (peers record kLeft), stops probing
+  // and push-pull.  Keeps answering pings and gossiping until the news is out
+  // (leave_done()); then the driver may stop.  Idempotent.
+  void leave(int64_t now_ms);
+
+  // True once the leave broadcast has been sent its full retransmit count (or there is
+  // nobody left to tell).
+  bool leave_done() const;
+
+  // Advertises new meta under a new incarnation.  A change of load alone is rate-limited:
+  // at most one Alive per load_update_min_interval; a newer load replaces a pending one
+  // and goes out when the interval has passed.  Any other change goes out at once.
+  // Errors: after leave(), or if the meta would not fit a datagram.
+  Status set_meta(const MemberMeta& meta, int64_t now_ms);
+
+  // --- Inputs ---------------------------------------------------------------------------
+
+  // A datagram from `from` (authenticated by the driver).  Malformed content is dropped
+  // and counted, never asserted on.
+  void on_packet(const Peer& from, const Packet& packet, int64_t now_ms);
+
+  // A full-state exchange over the stream channel.  Replies with our state if
+  // `reply_wanted`, to the sender's stream address (taken from its own record in the
+  // message, else from our view).
+  void on_push_pull(const Peer& from, const PushPull& msg, int64_t now_ms);
+
+  // Runs every timer that is due at `now_ms`.  Cheap when nothing is due.
+  void on_tick(int64_t now_ms);
+
+  // --- Outputs --------------------------------------------------------------------------
+
+  // The earliest instant at which on_tick has work (kNoDeadline: none).  It is 0 before
+  // the first input (call on_tick to start the timers), and it is at or after the last
+  // input's now_ms unless something is already due.
+  int64_t next_deadline_ms() const;
+
+  // Pops the oldest queued message into `out`; false if none.
+  bool poll_send(Outgoing& out);
+  // Pops the oldest view change into `out`; false if none.  Events about self_id report
+  // our own incarnation changes (kAlive = refuted, kUpdated = new meta), kLeft (leave())
+  // and kConflict (someone else claims our id): the core must persist incarnation() after
+  // any of them.
+  bool poll_event(MemberEvent& out);
+
+  // --- View -----------------------------------------------------------------------------
+
+  std::optional<MemberState> state_of(std::string_view id) const;
+  // Alive or suspect in our view (DESIGN.md §3).  Ourselves: true until leave().
+  bool reachable(std::string_view id) const;
+  // nullptr if unknown.  Our own: the meta we currently advertise.
+  const MemberMeta* meta_of(std::string_view id) const;
+  std::optional<std::string> addr_of(std::string_view id) const;
+  // Every known member, ourselves and dead/left members included, sorted by id.
+  std::vector<MemberRecord> members() const;
+
+  const std::string& self_id() const { return self_id_; }
+  const std::string& self_addr() const { return self_addr_; }
+  const MemberMeta& self_meta() const;
+  uint64_t incarnation() const { return incarnation_; }
+  bool has_left() const { return left_; }
+  int local_health() const { return awareness_.score(); }
+  size_t alive_count() const { return state_counts_[index(MemberState::kAlive)]; }
+  size_t reachable_count() const {
+    return state_counts_[index(MemberState::kAlive)] + state_counts_[index(MemberState::kSuspect)];
+  }
+  size_t member_count() const { return members_.size(); }
+  const MembershipStats& stats() const { return stats_; }
+  const MembershipConfig& config() const { return config_; }
+  // Estimated bytes a datagram's Packet may take: max_packet - overhead.
+  size_t datagram_budget_bytes() const { return config_.max_packet_bytes - config_.packet_overhead_bytes; }
+  // The current suspicion timeout bounds for a cluster of `n` members (for tests and the
+  // simulator's detection bound).
+  std::pair<int64_t, int64_t> suspicion_bounds_ms(size_t n) const;
+
+  // Asserts every internal invariant.  O(N log N): drivers call it after each input in
+  // debug and simulation builds.
+  void check_invariants() const;
+
+ private:
+  struct Member {
+    std::string addr;
+    uint64_t incarnation = 0;
+    MemberState state = MemberState::kAlive;
+    MemberMeta meta;
+    int64_t state_change_ms = 0;
+    std::optional<Suspicion> suspicion;  // engaged iff state == kSuspect
+  };
+  // Our probe in flight.  Cleared on ack; on failure when end_ms passes.
+  struct Probe {
+    std::string target;
+    uint64_t incarnation = 0;  // the target's incarnation when the probe began
+    uint32_t seq = 0;
+    int64_t ack_deadline_ms = 0;  // direct ack timeout: then PingReqs
+    int64_t end_ms = 0;           // end of the (scaled) probe period: then suspect
+    bool indirect_sent = false;
+    std::vector<std::string> relays;
+    size_t expected_nacks = 0;
+    std::set<std::string, std::less<>> nacked;
+  };
+  // A PingReq we are serving for someone else.
+  struct Relay {
+    std::string requester_addr;
+    uint32_t requester_seq = 0;
+    std::string target;
+    int64_t nack_at_ms = kNoDeadline;  // kNoDeadline: no nack wanted, or already sent
+    int64_t expire_ms = 0;
+  };
+  static constexpr size_t kMaxRelays = 256;
+  static constexpr size_t kMaxConflictsRemembered = 1024;
+
+  static size_t index(MemberState s) { return static_cast<size_t>(s); }
+
+  // membership.cpp
+  void touch(int64_t now_ms);
+  void emit(MemberEvent::Kind kind, const std::string& id, std::string detail);
+  Member* find(std::string_view id);
+  const Member* find(std::string_view id) const;
+  Member& self();
+  const Member& self() const;
+  void apply_meta(const MemberMeta& meta, int64_t now_ms);
+  void meta_tick(int64_t now_ms);
+  bool valid_id(std::string_view id) const { return !id.empty() && id.size() <= kMaxIdBytes; }
+
+  // membership_state.cpp: the rules of SWIM's state machine
+  void apply_update(const Update& update, int64_t now_ms);
+  void on_alive(const Alive& a, int64_t now_ms);
+  void on_alive_about_self(const Alive& a, int64_t now_ms);
+  void on_suspect(const Suspect& s, int64_t now_ms);
+  void on_dead(const Dead& d, int64_t now_ms);
+  void add_member(const Alive& a, int64_t now_ms);
+  void change_state(const std::string& id, Member& m, MemberState to, int64_t now_ms);
+  void start_suspicion(const std::string& id, Member& m, std::string_view from, int64_t now_ms);
+  void reschedule_suspicion(const std::string& id, const Member& m, int64_t old_deadline_ms);
+  void expire_suspicions(int64_t now_ms);
+  void refute(uint64_t accused_incarnation, int64_t now_ms, std::string detail);
+  bool note_conflict(const std::string& id, const std::string& known_addr, const std::string& claimed_addr,
+                     uint64_t incarnation);
+  void broadcast(Update update);
+  void merge(const Peer& from, const PushPull& msg, int64_t now_ms);
+  void reap(int64_t now_ms);
+
+  // membership_probe.cpp: failure detection
+  void probe_tick(int64_t now_ms);
+  void start_probe(int64_t now_ms);
+  std::optional<std::string> next_probe_target(int64_t now_ms);
+  void reset_probe_order(int64_t now_ms);
+  void send_indirect(int64_t now_ms);
+  void conclude_probe(int64_t now_ms);
+  void relay_tick(int64_t now_ms);
+  void handle_ping(const Peer& from, const Ping& ping, int64_t now_ms);
+  void handle_ack(const Peer& from, const Ack& ack, int64_t now_ms);
+  void handle_nack(const Peer& from, const Nack& nack);
+  void handle_ping_req(const Peer& from, const PingReq& req, int64_t now_ms);
+  std::optional<Update> buddy_update_for(const std::string& target) const;
+
+  // membership_gossip.cpp: dissemination and anti-entropy
+  void send_datagram(const std::string& to_addr, Primary primary, std::vector<Update> first);
+  void gossip_tick(int64_t now_ms);
+  void push_pull_tick(int64_t now_ms);
+  void join_tick(int64_t now_ms);
+  void send_push_pull(const std::string& to_stream_addr, bool join, bool reply_wanted);
+  PushPull snapshot(bool join, bool reply_wanted) const;
+  // Which members a random pick draws from.
+  enum class Pool : uint8_t {
+    kAlive,         // relays and push-pull partners
+    kGossipTarget,  // alive, suspect, or dead for less than gossip_to_dead
+    kDead,          // failed (not left): partition-healing push-pull
+  };
+  // Up to k distinct members of `pool` other than `exclude`, uniformly at random.
+  // Tries at most 3·N random positions (memberlist's kRandomNodes), so it is O(k) when
+  // the pool is most of the cluster and never worse than O(N).
+  std::vector<std::string> pick_random(size_t k, Pool pool, std::string_view exclude, int64_t now_ms);
+  int transmit_limit() const;
+
+  MembershipConfig config_;
+  std::string self_id_;
+  std::string self_addr_;
+  Rng rng_;
+  uint64_t incarnation_;
+
+  bool started_ = false;
+  bool left_ = false;
+  int64_t last_input_ms_ = 0;
+
+  // Every known member, ourselves included.  Sorted, so anything built by iterating it is
+  // deterministic.
+  std::map<std::string, Member, std::less<>> members_;
+  std::array<size_t, 4> state_counts_{};
+  // Every member but ourselves, in probe order (reshuffled at each wrap); also the pool
+  // for random picks.
+  std::vector<std::string> probe_order_;
+  size_t probe_index_ = 0;
+  std::optional<Probe> probe_;
+  std::map<uint32_t, Relay> relays_;
+  // (deadline, member) for every suspect, so the earliest is found in O(1).
+  std::set<std::pair<int64_t, std::string>> suspicion_deadlines_;
+  uint32_t next_seq_ = 0;
+
+  int64_t next_probe_ms_ = 0;
+  int64_t next_gossip_ms_ = 0;
+  int64_t next_push_pull_ms_ = 0;
+  bool gossip_idle_ = false;  // queue non-empty but nobody to gossip to; cleared by any view change
+
+  std::vector<std::string> join_seeds_;
+  bool join_pending_ = false;
+  int64_t next_join_ms_ = 0;
+
+  std::optional<MemberMeta> pending_meta_;  // a rate-limited load change
+  int64_t last_alive_broadcast_ms_ = std::numeric_limits<int64_t>::min() / 2;
+
+  std::set<std::pair<std::string, std::string>> conflicts_seen_;  // (id, claimed addr)
+
+  Awareness awareness_;
+  BroadcastQueue queue_;
+  std::deque<Outgoing> sends_;
+  std::deque<MemberEvent> events_;
+  MembershipStats stats_;
+};
+
+}  // namespace caesium::gossip
