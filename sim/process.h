@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "node/core/io.h"
@@ -29,6 +30,9 @@ struct Observation {
     kMemberState = 0,  // observer's view of `subject` changed to `state`
     kMaster = 1,       // observer now considers `subject` master of `volume` ("" = none)
     kNote = 2,         // free text for the trace (e.g. "withheld o=...")
+    kEntry = 3,        // an API write created/replaced entry `key` in `volume` at `at_utc_ms`
+    kFire = 4,         // a scheduler decision on occurrence (volume, key, scheduled_utc_ms): `text`
+                       // is the event kind (withheld, missed, lost, owned, dispatched, ...)
   };
   Kind kind = Kind::kMemberState;
   std::string subject;
@@ -36,6 +40,12 @@ struct Observation {
   int state = 0;  // gossip::MemberState as int for kMemberState
   uint64_t incarnation = 0;
   std::string text;
+  // kEntry / kFire
+  std::string key;               // entry key "<entity>/caesium/schedule/<name>"
+  int64_t scheduled_utc_ms = 0;  // kFire: the occurrence
+  int64_t at_utc_ms = 0;         // kEntry: the node's clock when it accepted the write
+  bool at_most_once = false;     // kFire
+  std::string detail;            // kFire: path ("quorum"/"degraded"/"takeover") or reason
 };
 
 class Process {
@@ -60,6 +70,24 @@ class Process {
   virtual bool poll_storage(StorageBatch& out) = 0;
   virtual bool poll_invocation(Invocation& out) = 0;
   virtual bool poll_observation(Observation& out) = 0;
+
+  // --- Added by the simulator (sim/ owner) -------------------------------------------
+  // The workload's API write: create or replace entry `name` of `entity` in `volume`
+  // with the entry fields as a JSON object text, as the HTTP API of this node would.
+  // Called at the scenario's `at` time on the scenario's `via` node.  Default: ignored.
+  virtual void put_entry(const std::string& volume, const std::string& entity,
+                         const std::string& name, const std::string& json, Clock now) {
+    (void)volume, (void)entity, (void)name, (void)json, (void)now;
+  }
+
+  // Introspection for the checkers (never protocol traffic).  Defaults return empty,
+  // which the checkers read as "not implemented" and then fall back to observations.
+  //
+  // This node's membership view: (node id, gossip::MemberState as int), any order.
+  virtual std::vector<std::pair<std::string, int>> member_view() const { return {}; }
+  // One digest per volume this node replicates: (volume name, store digest), any order.
+  // Equal digests on all up replicas of a volume = converged store.
+  virtual std::vector<std::pair<std::string, uint64_t>> volume_digests() const { return {}; }
 };
 
 }  // namespace caesium::sim

@@ -1,0 +1,230 @@
+// caesium sim: run a scenario file or a swarm of seeded random scenarios through the
+// deterministic simulator (sim/) and print the report.
+//
+//   caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]
+//   caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--json]
+//   caesium sim --kinds
+//
+// Exit status: 0 every run passed; 1 an invariant was violated or an [expect] did not
+// hold (each failure prints its seed and the exact command that replays it); 2 bad
+// usage or a bad scenario file.
+//
+// The simulator itself reads no clock.  Only this command reads the wall clock, to
+// report how fast the simulator ran (events per second).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "base/time.h"
+#include "node/cli/command.h"
+#include "sim/registry.h"
+#include "sim/runner.h"
+#include "sim/scenario.h"
+#include "sim/swarm.h"
+
+namespace {
+
+using caesium::sim::Report;
+
+struct Args {
+  std::string scenario, seeds, process, duration;
+  int64_t nodes = 0;
+  bool has_seed = false, swarm = false, json = false, trace = false, kinds = false;
+  uint64_t seed = 0;
+};
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "caesium sim: %s\n", msg.c_str());
+  std::fprintf(stderr,
+               "usage: caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]\n"
+               "       caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--json]\n"
+               "       caesium sim --kinds\n");
+  return 2;
+}
+
+bool parse_u64(const std::string& s, uint64_t& out) {
+  if (s.empty() || s.size() > 20) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - digit) / 10) return false;
+    v = v * 10 + digit;
+  }
+  out = v;
+  return true;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int run_one(const Args& a) {
+  auto loaded = caesium::sim::load_scenario(a.scenario);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "caesium sim: %s\n", loaded.error().message.c_str());
+    return 2;
+  }
+  caesium::sim::Scenario s = std::move(loaded.value());
+  if (!a.process.empty()) s.process = a.process;
+  caesium::sim::RunOptions ro;
+  ro.seed = a.has_seed ? a.seed : s.seed;
+  ro.replay = "caesium sim --scenario " + a.scenario + " --seed " + std::to_string(ro.seed);
+  if (!a.process.empty()) ro.replay += " --process " + a.process;
+  if (a.trace) ro.trace = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  const auto start = std::chrono::steady_clock::now();
+  auto result = caesium::sim::run_scenario(s, ro);
+  const double wall = seconds_since(start);
+  if (!result.ok()) {
+    std::fprintf(stderr, "caesium sim: %s\n", result.error().message.c_str());
+    return 2;
+  }
+  Report& r = result.value();
+  const double eps = wall > 0 ? static_cast<double>(r.events) / wall : 0;
+  if (a.json) {
+    auto j = r.to_json();
+    j["wall_seconds"] = wall;
+    j["events_per_second"] = eps;
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s", r.to_text().c_str());
+    std::printf("wall       %.3f s, %.0f events/s, %.1fx real time\n", wall, eps,
+                wall > 0 ? static_cast<double>(r.virtual_ms) / 1000.0 / wall : 0.0);
+  }
+  return r.passed() ? 0 : 1;
+}
+
+int run_swarm(const Args& a) {
+  const size_t dots = a.seeds.find("..");
+  uint64_t first = 0, last = 0;
+  if (dots == std::string::npos || !parse_u64(a.seeds.substr(0, dots), first) ||
+      !parse_u64(a.seeds.substr(dots + 2), last) || last < first) {
+    return usage_error("--seeds wants A..B with A <= B, e.g. --seeds 1..200");
+  }
+  caesium::sim::SwarmOptions o;
+  if (!a.process.empty()) o.process = a.process;
+  o.nodes = a.nodes;
+  if (!a.duration.empty()) {
+    auto d = caesium::parse_duration_ms(a.duration);
+    if (!d.ok() || d.value() <= 0) return usage_error("--duration: " + (d.ok() ? std::string("must be > 0") : d.error().message));
+    o.duration_ms = d.value();
+  }
+  nlohmann::json runs = nlohmann::json::array();
+  std::vector<std::string> failures;
+  uint64_t events = 0, passed = 0;
+  int64_t virtual_ms = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (uint64_t seed = first;; ++seed) {
+    caesium::sim::Scenario s = caesium::sim::derive_swarm_scenario(seed, o);
+    caesium::sim::RunOptions ro;
+    ro.seed = seed;
+    ro.replay = caesium::sim::swarm_replay_command(seed, o);
+    auto result = caesium::sim::run_scenario(s, ro);
+    if (!result.ok()) {
+      std::fprintf(stderr, "caesium sim: %s\n", result.error().message.c_str());
+      return 2;
+    }
+    Report& r = result.value();
+    events += r.events;
+    virtual_ms += r.virtual_ms;
+    if (r.passed()) ++passed;
+    else failures.push_back(ro.replay);
+    if (a.json) {
+      auto j = r.to_json();
+      j["scenario"] = caesium::sim::describe_swarm_scenario(s);
+      runs.push_back(std::move(j));
+    } else {
+      std::printf("seed %llu %s  %s  events=%llu\n", static_cast<unsigned long long>(seed),
+                  r.passed() ? "PASS" : "FAIL", caesium::sim::describe_swarm_scenario(s).c_str(),
+                  static_cast<unsigned long long>(r.events));
+      if (!r.passed()) std::printf("%s\n", r.to_text().c_str());
+    }
+    if (seed == last) break;
+  }
+  const double wall = seconds_since(start);
+  const double eps = wall > 0 ? static_cast<double>(events) / wall : 0;
+  if (a.json) {
+    nlohmann::json j;
+    j["seeds"] = a.seeds;
+    j["passed"] = passed;
+    j["failed"] = failures.size();
+    j["failures"] = failures;
+    j["events"] = events;
+    j["virtual_ms"] = virtual_ms;
+    j["wall_seconds"] = wall;
+    j["events_per_second"] = eps;
+    j["runs"] = std::move(runs);
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("\n%llu passed, %zu failed  (%llu events in %.2f s, %.0f events/s)\n",
+                static_cast<unsigned long long>(passed), failures.size(),
+                static_cast<unsigned long long>(events), wall, eps);
+    for (const auto& f : failures) std::printf("replay: %s\n", f.c_str());
+  }
+  return failures.empty() ? 0 : 1;
+}
+
+int run_sim(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](std::string& out) {
+      if (i + 1 >= argc) return false;
+      out = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (arg == "--scenario") {
+      if (!value(a.scenario)) return usage_error("--scenario needs a file");
+    } else if (arg == "--seed") {
+      if (!value(v) || !parse_u64(v, a.seed)) return usage_error("--seed needs a non-negative integer");
+      a.has_seed = true;
+    } else if (arg == "--seeds") {
+      if (!value(a.seeds)) return usage_error("--seeds needs A..B");
+    } else if (arg == "--nodes") {
+      uint64_t n = 0;
+      if (!value(v) || !parse_u64(v, n) || n < 1 || n > 100000) return usage_error("--nodes needs an integer in [1, 100000]");
+      a.nodes = static_cast<int64_t>(n);
+    } else if (arg == "--duration") {
+      if (!value(a.duration)) return usage_error("--duration needs a duration such as 10m");
+    } else if (arg == "--process") {
+      if (!value(a.process)) return usage_error("--process needs a kind (see --kinds)");
+    } else if (arg == "--swarm") {
+      a.swarm = true;
+    } else if (arg == "--json") {
+      a.json = true;
+    } else if (arg == "--trace") {
+      a.trace = true;
+    } else if (arg == "--kinds") {
+      a.kinds = true;
+    } else {
+      return usage_error("unknown option '" + arg + "'");
+    }
+  }
+  caesium::sim::register_builtin_process_kinds();
+  if (a.kinds) {
+    for (const auto& name : caesium::sim::process_kind_names()) {
+      const auto* k = caesium::sim::find_process_kind(name);
+      std::printf("%-8s %s%s\n", name.c_str(), k->test_only ? "[test only] " : "", k->summary.c_str());
+    }
+    return 0;
+  }
+  if (a.swarm) {
+    if (!a.scenario.empty() || a.has_seed) return usage_error("--swarm takes --seeds, not --scenario/--seed");
+    if (a.seeds.empty()) return usage_error("--swarm needs --seeds A..B");
+    return run_swarm(a);
+  }
+  if (a.scenario.empty()) return usage_error("give --scenario FILE or --swarm --seeds A..B");
+  if (!a.seeds.empty() || a.nodes > 0 || !a.duration.empty()) {
+    return usage_error("--seeds, --nodes and --duration go with --swarm");
+  }
+  return run_one(a);
+}
+
+}  // namespace
+
+CAESIUM_COMMAND("sim",
+                "sim --scenario FILE [--seed N] [--json] | sim --swarm --seeds A..B [--nodes N] [--duration D]",
+                run_sim);

@@ -1,0 +1,52 @@
+// What a simulated cluster is made of, and how processes are created for it.
+//
+// A process factory gets a ProcessContext: the whole cluster config (so a process knows
+// its seeds, peers' addresses, priorities and volumes), which node it is, a seed for its
+// own Rng (derived from the run's seed, so runs replay), and the scenario's
+// [node_options] table untouched (the factory interprets it; the simulator does not).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "sim/process.h"
+
+namespace caesium::sim {
+
+struct NodeSpec {
+  std::string id;
+  std::string gossip_addr;  // datagrams are routed by this (opaque to the simulator)
+  std::string stream_addr;  // stream frames are routed by this
+  int64_t priority = 0;     // 0 = not set in the scenario (the node computes its default)
+  std::vector<std::string> tags;  // sorted
+};
+
+struct VolumeSpec {
+  std::string name;
+  std::vector<std::string> replicas;  // node ids, in scenario order
+};
+
+struct ClusterSpec {
+  std::vector<NodeSpec> nodes;  // index = node number in the simulator
+  std::vector<VolumeSpec> volumes;
+};
+
+struct ProcessContext {
+  const ClusterSpec* cluster = nullptr;
+  uint32_t self = 0;  // index into cluster->nodes
+  uint64_t seed = 0;  // for the process's own Rng; differs per node and per restart
+  uint32_t incarnation = 0;  // 0 on first start, +1 on every restart
+  const toml::table* node_options = nullptr;  // never null; may be empty
+
+  const NodeSpec& spec() const { return cluster->nodes[self]; }
+};
+
+// Creates the process for one node (first start and every restart).  Never returns null.
+using ProcessFactory = std::function<std::unique_ptr<Process>(const ProcessContext&)>;
+
+}  // namespace caesium::sim

@@ -1,0 +1,320 @@
+// Scenario loader: TOML -> Scenario, with errors that name the key and its file:line.
+// The [[fault]] and [expect] tables are read in scenario_faults.cpp.
+#include "sim/scenario.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "sim/toml_reader.h"
+
+namespace caesium::sim {
+
+// scenario_faults.cpp
+void read_fault(TomlReader& r, FaultSpec& f);
+void read_random_faults(TomlReader& r, RandomFaults& out);
+void read_expect(TomlReader& r, Expect& out);
+
+namespace {
+
+nlohmann::json to_json(const toml::node& n) {
+  if (const auto* t = n.as_table()) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [k, v] : *t) j[std::string(k.str())] = to_json(v);
+    return j;
+  }
+  if (const auto* a = n.as_array()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& v : *a) j.push_back(to_json(v));
+    return j;
+  }
+  if (n.is_string()) return std::string(**n.as_string());
+  if (n.is_integer()) return **n.as_integer();
+  if (n.is_floating_point()) return **n.as_floating_point();
+  if (n.is_boolean()) return **n.as_boolean();
+  // Dates and times: their TOML text, which RFC 3339 readers accept.
+  std::ostringstream os;
+  if (n.is_date()) os << **n.as_date();
+  if (n.is_time()) os << **n.as_time();
+  if (n.is_date_time()) os << **n.as_date_time();
+  return os.str();
+}
+
+void read_distribution(TomlReader& r, const std::string& base_key, const std::string& jitter_key,
+                       const std::string& shape_key, Distribution& d) {
+  if (auto v = r.duration(base_key)) d.base_ms = *v;
+  if (auto v = r.duration(jitter_key)) d.jitter_ms = static_cast<double>(*v);
+  if (auto v = r.string(shape_key)) {
+    auto shape = parse_shape(*v);
+    if (!shape.ok()) r.fail(*r.node().get(shape_key), shape_key, shape.error().message);
+    d.shape = shape.value();
+  }
+}
+
+void read_nodes(TomlReader& top, Scenario& s) {
+  if (const toml::array* nodes = top.array("node")) {
+    size_t i = 0;
+    for (const toml::node& item : *nodes) {
+      if (!item.is_table()) top.fail(item, "node", "must be an array of tables ([[node]])");
+      TomlReader r(*item.as_table(), "node[" + std::to_string(i++) + "]", top.path());
+      NodeSpec n;
+      auto id = r.string("id");
+      if (!id || id->empty()) r.fail_here("a node needs a non-empty id");
+      n.id = *id;
+      n.gossip_addr = r.string("gossip_addr").value_or(n.id + ":7946");
+      n.stream_addr = r.string("stream_addr").value_or(n.id + ":7947");
+      n.priority = r.integer("priority", INT32_MIN, INT32_MAX).value_or(0);
+      n.tags = r.string_list("tags").value_or(std::vector<std::string>{});
+      std::sort(n.tags.begin(), n.tags.end());
+      n.tags.erase(std::unique(n.tags.begin(), n.tags.end()), n.tags.end());
+      r.finish();
+      s.cluster.nodes.push_back(std::move(n));
+    }
+  }
+  if (const toml::table* gen = top.table("nodes")) {
+    TomlReader r(*gen, "nodes", top.path());
+    if (!s.cluster.nodes.empty()) r.fail_here("use either [[node]] tables or [nodes] count, not both");
+    const int64_t count = r.integer("count", 1, 100000).value_or(0);
+    if (count == 0) r.fail_here("needs count = N");
+    const std::string prefix = r.string("prefix").value_or("n");
+    r.finish();
+    for (int64_t i = 1; i <= count; ++i) {
+      NodeSpec n;
+      n.id = prefix + std::to_string(i);
+      n.gossip_addr = n.id + ":7946";
+      n.stream_addr = n.id + ":7947";
+      s.cluster.nodes.push_back(std::move(n));
+    }
+  }
+}
+
+void read_workload(TomlReader& top, Scenario& s) {
+  const toml::table* w = top.table("workload");
+  if (!w) return;
+  TomlReader r(*w, "workload", top.path());
+  if (const toml::array* entries = r.array("entry")) {
+    size_t i = 0;
+    for (const toml::node& item : *entries) {
+      if (!item.is_table()) r.fail(item, "entry", "must be an array of tables ([[workload.entry]])");
+      const toml::table& t = *item.as_table();
+      TomlReader e(t, "workload.entry[" + std::to_string(i++) + "]", top.path());
+      WorkloadEntry we;
+      we.at_ms = e.duration("at").value_or(0);
+      we.via = e.string("via").value_or("");
+      we.volume = e.string("volume").value_or("");
+      we.entity = e.string("entity").value_or("");
+      we.name = e.string("name").value_or("");
+      if (we.via.empty() || we.volume.empty() || we.entity.empty() || we.name.empty()) {
+        e.fail_here("an entry needs via, volume, entity and name");
+      }
+      // Every other key is a field of the entry itself, passed on as JSON.
+      for (const auto& [k, v] : t) {
+        const std::string key(k.str());
+        if (key == "at" || key == "via" || key == "volume" || key == "entity" || key == "name") continue;
+        we.fields[key] = to_json(v);
+        (void)e.raw(key);
+      }
+      e.finish();
+      s.workload.push_back(std::move(we));
+    }
+  }
+  if (const toml::table* h = r.table("handler")) {
+    TomlReader hr(*h, "workload.handler", top.path());
+    read_distribution(hr, "duration", "jitter", "distribution", s.world.handler.duration);
+    if (auto v = hr.probability("fail")) s.world.handler.fail_probability = *v;
+    if (auto v = hr.probability("never_complete")) s.world.handler.never_complete_probability = *v;
+    if (const toml::table* slow = hr.table("slowness")) {
+      TomlReader sr(*slow, "workload.handler.slowness", top.path());
+      for (const auto& [k, v] : *slow) {
+        const std::string key(k.str());
+        s.handler_slowness[key] = *sr.number(key, 0.0, 1e6);
+      }
+      sr.finish();
+    }
+    hr.finish();
+  }
+  r.finish();
+}
+
+void read_scenario(const toml::table& root, Scenario& s) {
+  TomlReader top(root, "", s.path);
+  s.name = top.string("name").value_or("");
+  s.process = top.string("process").value_or("node");
+  s.seed = static_cast<uint64_t>(top.integer("seed", 0, INT64_MAX).value_or(1));
+  s.duration_ms = top.duration("duration").value_or(s.duration_ms);
+  s.settle_ms = top.duration("settle").value_or(0);
+  s.heal_at_end = top.boolean("heal_at_end").value_or(false);
+  if (auto epoch = top.string("epoch")) {
+    auto t = parse_rfc3339_ms(*epoch);
+    if (!t.ok()) top.fail(*root.get("epoch"), "epoch", t.error().message);
+    s.world.epoch_utc_ms = t.value();
+  }
+  read_nodes(top, s);
+  if (const toml::array* vols = top.array("volume")) {
+    size_t i = 0;
+    for (const toml::node& item : *vols) {
+      if (!item.is_table()) top.fail(item, "volume", "must be an array of tables ([[volume]])");
+      TomlReader r(*item.as_table(), "volume[" + std::to_string(i++) + "]", s.path);
+      VolumeSpec v;
+      v.name = r.string("name").value_or("");
+      v.replicas = r.string_list("replicas").value_or(std::vector<std::string>{});
+      if (v.name.empty() || v.replicas.empty()) r.fail_here("a volume needs a name and replicas");
+      r.finish();
+      s.cluster.volumes.push_back(std::move(v));
+    }
+  }
+  if (const toml::table* opts = top.table("node_options")) {
+    s.node_options = std::make_shared<toml::table>(*opts);
+  }
+  if (const toml::table* net = top.table("network")) {
+    TomlReader r(*net, "network", s.path);
+    NetworkParams& p = s.world.network;
+    read_distribution(r, "latency", "jitter", "distribution", p.latency);
+    if (auto v = r.number("sigma", 0.01, 10.0)) p.latency.sigma = *v;
+    if (auto v = r.probability("loss")) p.loss = *v;
+    if (auto v = r.probability("duplicate")) p.duplicate = *v;
+    if (auto v = r.probability("corrupt")) p.corrupt = *v;
+    if (auto v = r.probability("stream_corrupt")) p.stream_corrupt = *v;
+    if (auto v = r.integer("max_datagram", 64, 65507)) p.max_datagram_bytes = static_cast<size_t>(*v);
+    r.finish();
+  }
+  if (const toml::table* disk = top.table("disk")) {
+    TomlReader r(*disk, "disk", s.path);
+    read_distribution(r, "sync_latency", "sync_jitter", "distribution", s.world.disk_sync);
+    r.finish();
+  }
+  if (const toml::table* clock = top.table("clock")) {
+    TomlReader r(*clock, "clock", s.path);
+    if (auto v = r.duration("max_skew")) s.world.max_skew_ms = *v;
+    r.finish();
+  }
+  if (const toml::table* m = top.table("membership")) {
+    TomlReader r(*m, "membership", s.path);
+    if (auto v = r.duration("suspect_window")) s.membership.suspect_window_ms = *v;
+    if (auto v = r.duration("dead_window")) s.membership.dead_window_ms = *v;
+    r.finish();
+  }
+  read_workload(top, s);
+  if (const toml::array* faults = top.array("fault")) {
+    size_t i = 0;
+    for (const toml::node& item : *faults) {
+      if (!item.is_table()) top.fail(item, "fault", "must be an array of tables ([[fault]])");
+      TomlReader r(*item.as_table(), "fault[" + std::to_string(i++) + "]", s.path);
+      FaultSpec f;
+      f.where = toml_where(s.path, item);
+      read_fault(r, f);
+      s.faults.push_back(std::move(f));
+    }
+  }
+  if (const toml::table* rf = top.table("random_faults")) {
+    TomlReader r(*rf, "random_faults", s.path);
+    read_random_faults(r, s.random);
+  }
+  if (const toml::table* ex = top.table("expect")) {
+    TomlReader r(*ex, "expect", s.path);
+    read_expect(r, s.expect);
+  }
+  top.finish();
+  std::stable_sort(s.faults.begin(), s.faults.end(),
+                   [](const FaultSpec& a, const FaultSpec& b) { return a.at_ms < b.at_ms; });
+}
+
+}  // namespace
+
+Result<Scenario> parse_scenario(std::string_view text, const std::string& path) {
+  Scenario s;
+  s.path = path;
+  try {
+    toml::table root = toml::parse(text, path);
+    read_scenario(root, s);
+  } catch (const toml::parse_error& e) {
+    const auto& src = e.source();
+    return Error(path + ":" + std::to_string(src.begin.line) + ":" +
+                 std::to_string(src.begin.column) + ": TOML syntax: " +
+                 std::string(e.description()));
+  } catch (const TomlReadError& e) {
+    return e.error;
+  }
+  Status st = validate_scenario(s);
+  if (!st.ok()) return st.error();
+  return s;
+}
+
+Result<Scenario> load_scenario(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error("cannot open scenario file '" + path + "'");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return parse_scenario(buf.str(), path);
+}
+
+Status validate_scenario(const Scenario& s) {
+  const std::string& p = s.path;
+  if (s.cluster.nodes.empty()) return Error(p + ": no nodes: add [[node]] tables or [nodes] count = N", "node");
+  std::set<std::string> ids, addrs;
+  for (const NodeSpec& n : s.cluster.nodes) {
+    if (!ids.insert(n.id).second) return Error(p + ": node id '" + n.id + "' appears twice", "node.id");
+    if (!addrs.insert("g " + n.gossip_addr).second || !addrs.insert("s " + n.stream_addr).second) {
+      return Error(p + ": node '" + n.id + "' reuses another node's address", "node");
+    }
+  }
+  auto known = [&](const std::string& id, const std::string& where, const std::string& key) -> Status {
+    if (ids.count(id) == 0) return Error(where + ": " + key + ": unknown node '" + id + "'", key);
+    return Status::success();
+  };
+  std::set<std::string> volumes;
+  for (const VolumeSpec& v : s.cluster.volumes) {
+    if (!volumes.insert(v.name).second) return Error(p + ": volume '" + v.name + "' appears twice", "volume.name");
+    std::set<std::string> seen;
+    for (const auto& r : v.replicas) {
+      if (Status st = known(r, p, "volume.replicas"); !st.ok()) return st;
+      if (!seen.insert(r).second) return Error(p + ": volume '" + v.name + "' lists replica '" + r + "' twice", "volume.replicas");
+    }
+  }
+  for (const auto& [id, mult] : s.handler_slowness) {
+    if (Status st = known(id, p, "workload.handler.slowness"); !st.ok()) return st;
+  }
+  for (const WorkloadEntry& w : s.workload) {
+    if (Status st = known(w.via, p, "workload.entry.via"); !st.ok()) return st;
+    if (volumes.count(w.volume) == 0) {
+      return Error(p + ": workload.entry.volume: unknown volume '" + w.volume + "'", "workload.entry.volume");
+    }
+    if (w.at_ms > s.end_ms()) return Error(p + ": workload.entry.at: after the end of the run", "workload.entry.at");
+  }
+  for (const FaultSpec& f : s.faults) {
+    if (f.at_ms > s.end_ms()) {
+      return Error(f.where + ": fault.at: " + format_duration_ms(f.at_ms) +
+                   " is after the end of the run (duration + settle = " + format_duration_ms(s.end_ms()) + ")",
+                   "fault.at");
+    }
+    for (const auto& g : f.groups) {
+      for (const auto& id : g) {
+        if (Status st = known(id, f.where, "fault.partition"); !st.ok()) return st;
+      }
+    }
+    std::set<std::string> in_groups;
+    for (const auto& g : f.groups) {
+      for (const auto& id : g) {
+        if (!in_groups.insert(id).second) return Error(f.where + ": fault.partition: node '" + id + "' is in two groups", "fault.partition");
+      }
+    }
+    for (const auto& [a, b] : f.pairs) {
+      if (Status st = known(a, f.where, "fault"); !st.ok()) return st;
+      if (Status st = known(b, f.where, "fault"); !st.ok()) return st;
+      if (a == b) return Error(f.where + ": fault: a node cannot be cut from itself ('" + a + "')", "fault");
+    }
+    for (const auto& id : f.nodes) {
+      if (Status st = known(id, f.where, "fault"); !st.ok()) return st;
+    }
+    if (f.kind == FaultSpec::Kind::kSkew && (f.offset_ms > s.world.max_skew_ms || f.offset_ms < -s.world.max_skew_ms)) {
+      return Error(f.where + ": fault.skew.offset: " + std::to_string(f.offset_ms) +
+                   "ms is beyond clock.max_skew (" + format_duration_ms(s.world.max_skew_ms) +
+                   "); raise [clock] max_skew to simulate it", "fault.skew.offset");
+    }
+  }
+  if (s.random.stop_ms > s.end_ms()) return Error(p + ": random_faults.stop: after the end of the run", "random_faults.stop");
+  return Status::success();
+}
+
+}  // namespace caesium::sim

@@ -1,0 +1,162 @@
+// Scenario loader, part two: [[fault]], [random_faults] and [expect].
+#include <string>
+#include <vector>
+
+#include "sim/scenario.h"
+#include "sim/toml_reader.h"
+
+namespace caesium::sim {
+
+namespace {
+
+std::vector<std::pair<std::string, std::string>> read_pairs(TomlReader& r, const std::string& key) {
+  const toml::array* arr = r.array(key);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const toml::node& item : *arr) {
+    const toml::array* pair = item.as_array();
+    if (!pair || pair->size() != 2 || !(*pair)[0].is_string() || !(*pair)[1].is_string()) {
+      r.fail(item, key, "must be a list of node pairs, e.g. [[\"n1\", \"n3\"]]");
+    }
+    out.emplace_back(std::string(**(*pair)[0].as_string()), std::string(**(*pair)[1].as_string()));
+  }
+  return out;
+}
+
+void read_oneway(TomlReader& r, const toml::table& t, FaultSpec& f) {
+  TomlReader o(t, r.name("oneway"), r.path());
+  auto from = o.string("from"), to = o.string("to");
+  if (!from || !to) o.fail_here("needs from = \"node\" and to = \"node\"");
+  o.finish();
+  f.pairs.emplace_back(*from, *to);
+}
+
+}  // namespace
+
+void read_fault(TomlReader& r, FaultSpec& f) {
+  auto at = r.duration("at");
+  if (!at) r.fail_here("a fault needs at = \"<duration>\"");
+  f.at_ms = *at;
+  static const char* const kActions[] = {"partition", "heal", "cut", "oneway", "crash",
+                                         "restart", "leave", "skew", "slow"};
+  int actions = 0;
+  for (const char* a : kActions) actions += r.has(a) ? 1 : 0;
+  if (actions != 1) {
+    r.fail_here("a fault needs exactly one of partition, heal, cut, oneway, crash, restart, "
+                "leave, skew, slow (found " + std::to_string(actions) + ")");
+  }
+  if (r.has("wipe_disk") && !r.has("restart")) {
+    r.fail(*r.node().get("wipe_disk"), "wipe_disk", "only goes with restart");
+  }
+  if (const toml::node* p = r.raw("partition")) {
+    f.kind = FaultSpec::Kind::kPartition;
+    const toml::array* groups = p->as_array();
+    if (!groups) r.fail(*p, "partition", "must be a list of groups, e.g. [[\"n1\",\"n2\"],[\"n3\"]]");
+    for (const toml::node& g : *groups) {
+      const toml::array* members = g.as_array();
+      if (!members) r.fail(g, "partition", "each group must be a list of node ids");
+      std::vector<std::string> group;
+      for (const toml::node& m : *members) {
+        if (!m.is_string()) r.fail(m, "partition", "each group must be a list of node ids");
+        group.emplace_back(**m.as_string());
+      }
+      f.groups.push_back(std::move(group));
+    }
+  } else if (const toml::node* h = r.raw("heal")) {
+    f.kind = FaultSpec::Kind::kHeal;
+    if (h->is_boolean()) {
+      if (!**h->as_boolean()) r.fail(*h, "heal", "heal = false means nothing: remove the fault");
+    } else {
+      f.pairs = read_pairs(r, "heal");
+    }
+  } else if (r.has("cut")) {
+    f.kind = FaultSpec::Kind::kCut;
+    f.pairs = read_pairs(r, "cut");
+  } else if (const toml::node* o = r.raw("oneway")) {
+    f.kind = FaultSpec::Kind::kOneway;
+    if (const toml::table* t = o->as_table()) {
+      read_oneway(r, *t, f);
+    } else if (const toml::array* arr = o->as_array()) {
+      for (const toml::node& item : *arr) {
+        if (!item.is_table()) r.fail(item, "oneway", "must be {from=..., to=...} or a list of them");
+        read_oneway(r, *item.as_table(), f);
+      }
+    } else {
+      r.fail(*o, "oneway", "must be {from=\"n1\", to=\"n2\"} or a list of them");
+    }
+  } else if (auto crash = r.one_or_many("crash")) {
+    f.kind = FaultSpec::Kind::kCrash;
+    f.nodes = *crash;
+  } else if (auto restart = r.one_or_many("restart")) {
+    f.kind = FaultSpec::Kind::kRestart;
+    f.nodes = *restart;
+    f.wipe_disk = r.boolean("wipe_disk").value_or(false);
+  } else if (auto leave = r.one_or_many("leave")) {
+    f.kind = FaultSpec::Kind::kLeave;
+    f.nodes = *leave;
+  } else if (const toml::table* skew = r.table("skew")) {
+    f.kind = FaultSpec::Kind::kSkew;
+    TomlReader s(*skew, r.name("skew"), r.path());
+    auto node = s.string("node");
+    if (!node) s.fail_here("needs node = \"id\"");
+    f.nodes = {*node};
+    f.offset_ms = s.signed_duration("offset").value_or(0);
+    f.drift = s.number("drift", -0.01, 0.01).value_or(0);
+    s.finish();
+  } else if (const toml::table* slow = r.table("slow")) {
+    f.kind = FaultSpec::Kind::kSlow;
+    TomlReader s(*slow, r.name("slow"), r.path());
+    auto node = s.string("node");
+    auto delay = s.duration("delay");
+    if (!node || !delay || *delay <= 0) s.fail_here("needs node = \"id\" and delay = \"<duration>\" > 0");
+    f.nodes = {*node};
+    f.delay_ms = *delay;
+    f.for_ms = s.duration("for").value_or(kNever);
+    s.finish();
+  } else {
+    r.fail_here("skew and slow must be tables: skew = {node=\"n1\", offset=\"2s\"}");
+  }
+  r.finish();
+}
+
+void read_random_faults(TomlReader& r, RandomFaults& out) {
+  const double kMaxRate = 100000;
+  if (auto v = r.number("crash_rate", 0, kMaxRate)) out.crash_rate = *v;
+  if (auto v = r.number("partition_rate", 0, kMaxRate)) out.partition_rate = *v;
+  if (auto v = r.number("oneway_rate", 0, kMaxRate)) out.oneway_rate = *v;
+  if (auto v = r.number("cut_rate", 0, kMaxRate)) out.cut_rate = *v;
+  if (auto v = r.number("slow_rate", 0, kMaxRate)) out.slow_rate = *v;
+  if (auto v = r.number("skew_rate", 0, kMaxRate)) out.skew_rate = *v;
+  if (auto v = r.duration("mean_duration")) out.mean_duration_ms = std::max<int64_t>(1, *v);
+  if (auto v = r.probability("wipe_probability")) out.wipe_probability = *v;
+  if (auto v = r.duration("start")) out.start_ms = *v;
+  if (auto v = r.duration("stop")) out.stop_ms = *v;
+  if (auto v = r.integer("max_down", 0, 100000)) out.max_down = *v;
+  if (auto v = r.duration("slow_delay")) out.slow_delay_ms = *v;
+  r.finish();
+}
+
+void read_expect(TomlReader& r, Expect& out) {
+  if (auto v = r.integer("violations", 0, INT64_MAX)) out.violations = static_cast<uint64_t>(*v);
+  if (auto v = r.string_list("violation_kinds")) out.violation_kinds = *v;
+  auto read_map = [&](const char* key, Expectation::Op op) {
+    const toml::table* t = r.table(key);
+    if (!t) return;
+    TomlReader m(*t, r.name(key), r.path());
+    for (const auto& [k, v] : *t) {
+      const std::string figure(k.str());
+      Expectation e;
+      e.figure = figure;
+      e.op = op;
+      e.value = *m.number(figure, -1e300, 1e300);
+      e.where = toml_where(r.path(), v);
+      out.checks.push_back(std::move(e));
+    }
+    m.finish();
+  };
+  read_map("counters", Expectation::Op::kEqual);
+  read_map("min", Expectation::Op::kMin);
+  read_map("max", Expectation::Op::kMax);
+  r.finish();
+}
+
+}  // namespace caesium::sim

@@ -1,0 +1,35 @@
+// Swarm mode (TigerBeetle VOPR style): every parameter of a run is derived from its seed
+// — node count, volumes, latency shape, loss, duplication, corruption, disk and handler
+// timing, which random fault processes run and how often, how long faults last, the
+// length of the fault phase.  The fault phase injects only faults the protocol must
+// survive (crashes of at most a minority at once, partitions of every kind, slowness,
+// skew within the bound); then everything is healed (crashed nodes restart with their
+// disk, partitions heal, slowness ends, skew stays within the bound), the cluster gets a
+// settle period, and the convergence checkers must find every view and every volume
+// store in agreement.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/scenario.h"
+
+namespace caesium::sim {
+
+struct SwarmOptions {
+  std::string process = "node";
+  int64_t nodes = 0;        // 0 = derived from the seed in [3, 7]
+  int64_t duration_ms = 0;  // fault phase; 0 = derived from the seed in [2m, 10m]
+  int64_t settle_ms = 3 * kMsPerMinute;
+};
+
+// The scenario for one seed.  Deterministic: same seed and options, same scenario.
+Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& options);
+
+// "caesium sim --swarm --seeds 17..17 [--nodes N] [--duration D] [--process K]"
+std::string swarm_replay_command(uint64_t seed, const SwarmOptions& options);
+
+// A short description of what the seed chose, for the per-seed line of the report.
+std::string describe_swarm_scenario(const Scenario& s);
+
+}  // namespace caesium::sim

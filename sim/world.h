@@ -1,0 +1,265 @@
+// World: virtual time, a seeded network, disks and handler executions around a set of
+// sim::Process objects — the deterministic simulator (TigerBeetle VOPR / FoundationDB
+// sim2 in spirit).
+//
+// Determinism: every random choice comes from Rng streams forked from the seed, the
+// agenda is ordered by (time, insertion seq), and nothing iterates a hash map into an
+// output.  A running 64-bit hash of every event (delivery, drop, fault, tick, storage,
+// invocation, observation, each with its virtual time) is kept: the same seed and
+// scenario give the same trace_hash(); any divergence changes it.
+//
+// Clocks (per node):
+//   monotonic = virtual time + a per-node base (so processes cannot assume it starts at 0)
+//   realtime  = epoch + virtual time + skew, skew = offset + drift * (t - t_set),
+//               clamped to [-max_skew_ms, +max_skew_ms] (an NTP-disciplined clock wanders
+//               up to the bound and is held there).  A `skew` fault may step realtime
+//               backwards; monotonic never goes backwards.
+//
+// Network:
+//   datagrams: latency from a Distribution, loss, duplication (an independent second
+//     copy), corruption (1-4 random bytes flipped, delivered anyway: the receiver must
+//     reject it), reordering through latency jitter.  A datagram larger than
+//     max_datagram_bytes is dropped and reported as a "datagram_size" violation.
+//     The partition state is checked at send and again at delivery.
+//   streams: reliable and FIFO per (src, dst) connection while both ends are up and
+//     links both ways are open.  A partition that separates the pair, or a crash or
+//     restart of either end, breaks the connection: every frame in flight on it is
+//     dropped; the next send opens a new connection.  A send on a broken link is dropped
+//     (the process learns only through its own timeouts).
+//
+// Slow nodes: while a node is slow (delay D), every inbound delivery and tick that comes
+// due is postponed by D; afterwards, inbound work waits until the backlog has drained, so
+// per-connection order holds.  Durability and handler completions are not delayed.
+//
+// Busy loops: a process whose deadline is still <= now after on_tick, more than
+// busy_loop_limit times in a row, is reported ("busy_loop") and then ticked at most once
+// per virtual ms so the run still ends.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/hash.h"
+#include "base/rng.h"
+#include "base/time.h"
+#include "sim/checker.h"
+#include "sim/cluster.h"
+#include "sim/disk.h"
+#include "sim/distribution.h"
+#include "sim/event_queue.h"
+#include "sim/links.h"
+#include "sim/report.h"
+
+namespace caesium::sim {
+
+struct NetworkParams {
+  Distribution latency{Distribution::Shape::kExponential, 1, 1.0, 1.0, kMsPerHour};
+  double loss = 0;       // probability a datagram is dropped
+  double duplicate = 0;  // probability a datagram is delivered twice
+  double corrupt = 0;    // probability a datagram has bytes flipped
+  double stream_corrupt = 0;  // same for stream frames (TCP checksums miss rarely)
+  size_t max_datagram_bytes = 1400;
+};
+
+struct HandlerModel {
+  Distribution duration = Distribution::constant(100);
+  double fail_probability = 0;           // completes with ok = false
+  double never_complete_probability = 0;  // hangs forever (outcome kHung)
+  std::vector<double> slowness;           // per node index; empty or 1.0 = normal
+};
+
+struct WorldOptions {
+  uint64_t seed = 1;
+  NetworkParams network;
+  Distribution disk_sync = Distribution{Distribution::Shape::kExponential, 1, 1.0, 1.0, kMsPerHour};
+  HandlerModel handler;
+  int64_t epoch_utc_ms = 1767225600000;  // 2026-01-01T00:00:00Z
+  int64_t max_skew_ms = 5 * kMsPerSecond;
+  int64_t leave_grace_ms = 2 * kMsPerSecond;  // a leaving process runs this long, then stops
+  uint32_t busy_loop_limit = 1000;
+  std::shared_ptr<const toml::table> node_options;  // null = empty table
+};
+
+class World {
+ public:
+  World(ClusterSpec cluster, WorldOptions options, ProcessFactory factory);
+  ~World();
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  // Checkers see every event from start() on.  The World does not own them.
+  void add_checker(Checker* checker) { checkers_.push_back(checker); }
+  // Optional human-readable trace, one line per event (slow; for debugging a seed).
+  void set_trace_sink(std::function<void(const std::string&)> sink) { trace_sink_ = std::move(sink); }
+
+  // Starts every node with an empty disk at the current virtual time.  Call once.
+  void start();
+  // Runs every event due at or before time_ms, then sets now to time_ms.
+  void run_until(int64_t time_ms);
+  // Schedules `action` at virtual time_ms (>= now).  For faults and workload.
+  void at(int64_t time_ms, std::function<void()> action);
+
+  // --- Faults (take effect now) ---------------------------------------------------------
+  void crash(uint32_t node);
+  void restart(uint32_t node, bool wipe_disk);
+  void leave(uint32_t node);
+  void partition(const std::vector<std::vector<uint32_t>>& groups);
+  void cut(uint32_t a, uint32_t b);
+  void oneway(uint32_t from, uint32_t to);
+  void heal_all();
+  void heal_pair(uint32_t a, uint32_t b);
+  void set_skew(uint32_t node, int64_t offset_ms, double drift);
+  // Slow for [now, now + for_ms); for_ms = kNever: until heal_slowness().
+  void set_slow(uint32_t node, int64_t delay_ms, int64_t for_ms);
+  void heal_slowness();
+  // The workload's API write on `node` (ignored, and counted, when the node is down).
+  void put_entry(uint32_t node, const std::string& volume, const std::string& entity,
+                 const std::string& name, const std::string& json);
+
+  // A violation found by the World itself or by a checker during the run.
+  void violate(Violation v);
+
+  // Writes the World's figures, runs every checker's finish(), and fills the header.
+  void finish(Report& report);
+
+  // --- Introspection (ground truth for checkers and tests) -------------------------------
+  int64_t now_ms() const { return now_ms_; }
+  int64_t max_skew_ms() const { return options_.max_skew_ms; }
+  uint64_t trace_hash() const { return trace_hash_; }
+  uint64_t events_processed() const { return events_; }
+  size_t node_count() const { return nodes_.size(); }
+  const ClusterSpec& cluster() const { return cluster_; }
+  const NodeSpec& spec(uint32_t node) const { return cluster_.nodes[node]; }
+  // Node index by id; -1 when unknown.
+  int64_t index_of(const std::string& id) const;
+  bool is_up(uint32_t node) const { return nodes_[node].up; }
+  bool is_slow(uint32_t node) const;
+  uint32_t generation(uint32_t node) const { return nodes_[node].generation; }
+  node::Clock clock_of(uint32_t node) const;
+  const Process* process(uint32_t node) const { return nodes_[node].process.get(); }
+  Process* process(uint32_t node) { return nodes_[node].process.get(); }
+  const SimDisk& disk(uint32_t node) const { return nodes_[node].disk; }
+  const LinkState& links() const { return links_.current(); }
+  const std::vector<Execution>& executions() const { return executions_; }
+  const std::vector<FaultRecord>& faults() const { return fault_log_; }
+  // a and b up, not slow, and linked both ways at every instant of [from_ms, to_ms].
+  bool healthy_pair_throughout(uint32_t a, uint32_t b, int64_t from_ms, int64_t to_ms) const;
+  // a -> b and b -> a open at every instant of [from_ms, to_ms] (nodes' state aside).
+  bool linked_throughout(uint32_t a, uint32_t b, int64_t from_ms, int64_t to_ms) const {
+    return links_.connected_throughout(a, b, from_ms, to_ms);
+  }
+  // node up and not slow during all of [from_ms, to_ms].
+  bool healthy_throughout(uint32_t node, int64_t from_ms, int64_t to_ms) const;
+  // Total node-up time so far (for per-node-per-second rates).
+  int64_t up_node_ms() const;
+
+  struct ChannelStats {
+    uint64_t sent = 0, sent_bytes = 0, delivered = 0, delivered_bytes = 0;
+    uint64_t dropped_loss = 0, dropped_partition = 0, dropped_down = 0, unroutable = 0;
+    uint64_t duplicated = 0, corrupted = 0, oversize = 0, broken = 0;
+    uint64_t max_bytes = 0;
+  };
+  const ChannelStats& datagram_stats() const { return datagram_; }
+  const ChannelStats& stream_stats() const { return stream_; }
+
+ private:
+  struct InFlight {
+    std::string bytes;
+    uint32_t src = 0;
+    uint32_t src_generation = 0;
+    uint32_t dst_generation = 0;
+    uint64_t connection = 0;  // stream connection epoch
+  };
+  struct Connection {
+    uint64_t epoch = 0;
+    int64_t last_delivery_ms = 0;
+  };
+  struct StatusChange {
+    int64_t time_ms;
+    bool up;
+    bool slow;
+  };
+  struct SimNode {
+    std::unique_ptr<Process> process;
+    SimDisk disk;
+    bool up = false;
+    bool leaving = false;
+    uint32_t generation = 0;
+    uint32_t incarnation = 0;
+    int64_t mono_base_ms = 0;
+    int64_t skew_offset_ms = 0;
+    double drift = 0;
+    int64_t drift_since_ms = 0;
+    int64_t slow_delay_ms = 0;
+    int64_t slow_until_ms = 0;
+    int64_t backlog_until_ms = 0;
+    int64_t tick_at_ms = kNever;
+    uint64_t tick_token = 0;
+    uint32_t busy_count = 0;
+    bool busy_reported = false;
+    int64_t up_since_ms = 0;
+    int64_t up_total_ms = 0;
+    uint64_t sent_msgs = 0, sent_bytes = 0;
+    std::vector<StatusChange> history;
+  };
+
+  void dispatch(Event& e);
+  void deliver(Event& e);
+  void on_tick_event(Event& e);
+  void on_sync_done(const Event& e);
+  void on_invocation_done(const Event& e);
+  bool defer_if_slow(Event& e);
+  void start_process(uint32_t node, bool drain_now);
+  void stop_process(uint32_t node);
+  void drain(uint32_t node);
+  void send(uint32_t node, node::Transmit& tx);
+  void send_datagram(uint32_t src, uint32_t dst, std::string bytes);
+  void send_stream(uint32_t src, uint32_t dst, std::string bytes);
+  void corrupt(std::string& bytes);
+  void submit_storage(uint32_t node, node::StorageBatch& batch);
+  void start_sync(uint32_t node);
+  void execute(uint32_t node, node::Invocation& invocation);
+  void observe(uint32_t node, const Observation& obs);
+  void schedule_tick(uint32_t node, bool after_tick);
+  void links_changed();
+  void record_status(uint32_t node);
+  void record_fault(FaultKind kind, std::vector<uint32_t> nodes, std::string detail = {});
+  void mix(uint64_t v) { trace_hash_ = Rng::splitmix64(v += trace_hash_); }
+  void trace(const std::string& line);
+  Connection& connection(uint32_t src, uint32_t dst);
+
+  ClusterSpec cluster_;
+  WorldOptions options_;
+  ProcessFactory factory_;
+  std::shared_ptr<const toml::table> node_options_;
+  std::vector<SimNode> nodes_;
+  std::unordered_map<std::string, uint32_t> gossip_index_;  // lookups only
+  std::unordered_map<std::string, uint32_t> stream_index_;  // lookups only
+  std::unordered_map<std::string, uint32_t> id_index_;      // lookups only
+  std::unordered_map<uint64_t, Connection> connections_;   // (src << 32 | dst); lookups
+                                                           // and epoch bumps only
+  LinkHistory links_;
+  EventQueue queue_;
+  Pool<InFlight> in_flight_;
+  Pool<std::function<void()>> actions_;
+  Rng net_rng_, disk_rng_, handler_rng_, process_seed_rng_;
+  std::vector<Checker*> checkers_;
+  std::vector<Execution> executions_;
+  std::vector<FaultRecord> fault_log_;
+  std::vector<Violation> violations_;
+  std::function<void(const std::string&)> trace_sink_;
+  ChannelStats datagram_, stream_;
+  uint64_t ticks_ = 0, syncs_ = 0, batches_lost_ = 0, observations_ = 0, puts_ = 0,
+           puts_dropped_ = 0;
+  int64_t now_ms_ = 0;
+  uint64_t events_ = 0;
+  uint64_t trace_hash_ = 0;
+  uint32_t oversize_reported_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace caesium::sim

@@ -1,0 +1,184 @@
+// World: the simulated network — routing by address, loss, duplication, corruption,
+// latency, partitions, and stream connections that break.
+#include <algorithm>
+#include <cassert>
+#include <utility>
+
+#include "sim/world.h"
+
+namespace caesium::sim {
+
+World::Connection& World::connection(uint32_t src, uint32_t dst) {
+  return connections_[(static_cast<uint64_t>(src) << 32) | dst];
+}
+
+void World::send(uint32_t node, node::Transmit& tx) {
+  SimNode& n = nodes_[node];
+  const bool datagram = tx.channel == node::Channel::kDatagram;
+  ChannelStats& st = datagram ? datagram_ : stream_;
+  const uint64_t size = tx.bytes.size();
+  ++st.sent;
+  st.sent_bytes += size;
+  st.max_bytes = std::max(st.max_bytes, size);
+  ++n.sent_msgs;
+  n.sent_bytes += size;
+  const auto& index = datagram ? gossip_index_ : stream_index_;
+  auto it = index.find(tx.to_addr);
+  if (it == index.end()) {
+    ++st.unroutable;
+    mix(0xB0A7 ^ size);
+    return;
+  }
+  if (datagram) {
+    send_datagram(node, it->second, std::move(tx.bytes));
+  } else {
+    send_stream(node, it->second, std::move(tx.bytes));
+  }
+  tx.bytes.clear();
+}
+
+void World::corrupt(std::string& bytes) {
+  if (bytes.empty()) return;
+  const uint64_t flips = 1 + net_rng_.below(4);
+  for (uint64_t i = 0; i < flips; ++i) {
+    const uint64_t at = net_rng_.below(bytes.size());
+    // XOR with a non-zero mask: the byte always changes.
+    bytes[at] = static_cast<char>(static_cast<unsigned char>(bytes[at]) ^
+                                  static_cast<unsigned char>(1 + net_rng_.below(255)));
+  }
+}
+
+void World::send_datagram(uint32_t src, uint32_t dst, std::string bytes) {
+  const NetworkParams& p = options_.network;
+  const uint64_t size = bytes.size();
+  mix(0xDA7A ^ (static_cast<uint64_t>(src) << 32 | dst));
+  mix(hash64(bytes));
+  if (size > p.max_datagram_bytes) {
+    ++datagram_.oversize;
+    if (oversize_reported_++ < 10) {
+      violate({"datagram_size",
+               "a datagram of " + std::to_string(size) + " bytes to " + spec(dst).id +
+                   " exceeds the " + std::to_string(p.max_datagram_bytes) + "-byte limit",
+               now_ms_, spec(src).id});
+    }
+    return;
+  }
+  if (!links_.current().can_send(src, dst)) {
+    ++datagram_.dropped_partition;
+    return;
+  }
+  if (net_rng_.chance(p.loss)) {
+    ++datagram_.dropped_loss;
+    mix(0x1055);
+    return;
+  }
+  const int copies = net_rng_.chance(p.duplicate) ? 2 : 1;
+  if (copies == 2) ++datagram_.duplicated;
+  for (int c = 0; c < copies; ++c) {
+    InFlight m;
+    m.bytes = c + 1 < copies ? bytes : std::move(bytes);
+    m.src = src;
+    if (net_rng_.chance(p.corrupt)) {
+      corrupt(m.bytes);
+      ++datagram_.corrupted;
+      mix(0xC0AA);
+    }
+    Event e;
+    e.kind = EventKind::kDatagram;
+    e.node = dst;
+    e.time_ms = now_ms_ + p.latency.sample(net_rng_);
+    e.slot = in_flight_.put(std::move(m));
+    queue_.push(e);
+  }
+}
+
+void World::send_stream(uint32_t src, uint32_t dst, std::string bytes) {
+  const NetworkParams& p = options_.network;
+  mix(0x57EA ^ (static_cast<uint64_t>(src) << 32 | dst));
+  mix(hash64(bytes));
+  if (!links_.current().stream_ok(src, dst)) {
+    ++stream_.dropped_partition;
+    return;
+  }
+  if (!nodes_[dst].up) {
+    ++stream_.dropped_down;  // connection refused
+    return;
+  }
+  Connection& conn = connection(src, dst);
+  InFlight m;
+  m.bytes = std::move(bytes);
+  m.src = src;
+  m.src_generation = nodes_[src].generation;
+  m.dst_generation = nodes_[dst].generation;
+  m.connection = conn.epoch;
+  if (net_rng_.chance(p.stream_corrupt)) {
+    corrupt(m.bytes);
+    ++stream_.corrupted;
+    mix(0xC0AB);
+  }
+  // FIFO per connection: never deliver before the previous frame.
+  const int64_t t = std::max(now_ms_ + p.latency.sample(net_rng_), conn.last_delivery_ms);
+  conn.last_delivery_ms = t;
+  Event e;
+  e.kind = EventKind::kStream;
+  e.node = dst;
+  e.time_ms = t;
+  e.slot = in_flight_.put(std::move(m));
+  queue_.push(e);
+}
+
+void World::deliver(Event& e) {
+  const bool datagram = e.kind == EventKind::kDatagram;
+  ChannelStats& st = datagram ? datagram_ : stream_;
+  SimNode& n = nodes_[e.node];
+  InFlight& m = in_flight_.at(e.slot);
+  bool drop = false;
+  if (!n.up) {
+    ++st.dropped_down;
+    drop = true;
+  } else if (datagram) {
+    if (!links_.current().can_send(m.src, e.node)) {
+      ++st.dropped_partition;
+      drop = true;
+    }
+  } else {
+    const Connection& conn = connection(m.src, e.node);
+    if (conn.epoch != m.connection || nodes_[m.src].generation != m.src_generation ||
+        n.generation != m.dst_generation) {
+      ++st.broken;
+      drop = true;
+    }
+  }
+  if (drop) {
+    mix(0xD209 ^ e.node);
+    in_flight_.take(e.slot);
+    return;
+  }
+  if (defer_if_slow(e)) return;
+  InFlight msg = in_flight_.take(e.slot);
+  ++st.delivered;
+  st.delivered_bytes += msg.bytes.size();
+  mix(0xDE11 ^ (static_cast<uint64_t>(msg.src) << 32 | e.node));
+  const node::Clock now = clock_of(e.node);
+  if (datagram) {
+    n.process->on_datagram(spec(msg.src).gossip_addr, msg.bytes, now);
+  } else {
+    n.process->on_stream(spec(msg.src).stream_addr, msg.bytes, now);
+  }
+  drain(e.node);
+}
+
+// After a partition change: break every stream connection whose link is now unusable.
+void World::links_changed() {
+  const LinkState& links = links_.current();
+  for (auto& [key, conn] : connections_) {
+    const auto src = static_cast<uint32_t>(key >> 32);
+    const auto dst = static_cast<uint32_t>(key & 0xffffffffu);
+    if (!links.stream_ok(src, dst)) {
+      ++conn.epoch;
+      conn.last_delivery_ms = 0;
+    }
+  }
+}
+
+}  // namespace caesium::sim
