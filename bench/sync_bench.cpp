@@ -168,6 +168,12 @@ int run_sync(const Args& args) {
                   r.converged ? "" : "  NOT CONVERGED");
     }
     std::printf("naive = every (key hash, fingerprint) of the initiator (12 B each) + the same records\n");
+    for (const Row& r : rows) {
+      if (r.d == 0) std::printf("target n=%llu d=0: 1 RT, < 100 B: %s\n", static_cast<unsigned long long>(r.n),
+                                r.round_trips == 1 && r.bytes < 100 ? "met" : "NOT MET");
+      if (r.d == 10) std::printf("target n=%llu d=10: <= 3 RTs, <= 16 KiB: %s\n", static_cast<unsigned long long>(r.n),
+                                 r.round_trips <= 3 && r.bytes <= 16 * 1024 ? "met" : "NOT MET");
+    }
   }
   return all_converged ? 0 : 1;
 }
