@@ -79,8 +79,10 @@ class SyncSession {
  public:
   enum class Role : uint8_t { kInitiator, kResponder };
 
-  // The store must outlive the session.  session_id should be random (it salts the
-  // fingerprints); the responder takes it from the first message it receives.
+  // The store must outlive the session.  The initiator's session_id should be random (it
+  // salts the fingerprints, so a 32-bit collision in one session is not repeated in the
+  // next); a responder is created for the session_id of the opening message it received
+  // (seq 0, with a root) and then fed that message.
   SyncSession(Role role, schedule::VolumeStore* store, uint64_t session_id, SyncOptions options = {});
 
   // Initiator only, once, first: the opening message.

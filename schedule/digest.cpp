@@ -26,7 +26,7 @@ bool HashRange::well_formed() const {
 HashRange HashRange::child(unsigned step, uint64_t i) const {
   assert(step >= 1);
   assert(bits + step <= 64);
-  assert(i < (uint64_t{1} << step) || step == 64);
+  assert(step >= 64 || i < (uint64_t{1} << step));
   const unsigned child_bits = bits + step;
   return HashRange{prefix | (i << (64 - child_bits)), child_bits};
 }
