@@ -1,0 +1,531 @@
+// Parsing of cron expressions into CronExpr's bit masks (see cron.h for the syntax).
+//
+// Each field is parsed into a FieldSet (plain bits plus the day-of-month / day-of-week
+// specials), then the two day fields are folded into CronExpr::day_masks_ for each of
+// the 28 calendar shapes a month can have.  Folding at parse time is what lets the search
+// skip whole months with one table lookup, and it makes "can this ever fire?" an exact
+// question: every shape occurs in every 400-year Gregorian cycle.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "base/time.h"
+#include "schedule/cron.h"
+
+namespace caesium::schedule {
+namespace {
+
+enum class FieldId : uint8_t { second, minute, hour, dom, month, dow };
+
+struct FieldSpec {
+  FieldId id;
+  const char* name;
+  int min;
+  int max;       // largest value accepted (7 for day-of-week: Sunday again)
+  int open_max;  // upper end of '*' and 'a/n' (6 for day-of-week)
+};
+
+constexpr FieldSpec kSecond{FieldId::second, "second", 0, 59, 59};
+constexpr FieldSpec kMinute{FieldId::minute, "minute", 0, 59, 59};
+constexpr FieldSpec kHour{FieldId::hour, "hour", 0, 23, 23};
+constexpr FieldSpec kDom{FieldId::dom, "day-of-month", 1, 31, 31};
+constexpr FieldSpec kMonth{FieldId::month, "month", 1, 12, 12};
+constexpr FieldSpec kDow{FieldId::dow, "day-of-week", 0, 7, 6};
+
+constexpr const char* kMonthNames[] = {"JAN", "FEB", "MAR", "APR", "MAY", "JUN",
+                                       "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"};
+constexpr const char* kDayNames[] = {"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"};
+
+// One parsed field.
+struct FieldSet {
+  uint64_t bits = 0;
+  bool star = false;  // text starts with '*' or is '?': unrestricted for the day rule
+  // day-of-month specials
+  uint32_t last_minus = 0;  // bit n: "L-n" (n = 0 is plain "L")
+  uint32_t nearest = 0;     // bit d: "dW"
+  bool last_weekday = false;  // "LW"
+  // day-of-week specials
+  std::array<uint8_t, 6> nth{};  // nth[n] bit w: "w#n"
+  uint8_t last_of = 0;           // bit w: "wL"
+};
+
+// Printable rendering of user text for messages: quoted, non-printables as \xNN,
+// truncated so a 1 MB garbage line does not become a 1 MB message.
+std::string quote(std::string_view s) {
+  std::string out = "'";
+  for (size_t i = 0; i < s.size() && i < 40; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (std::isprint(c)) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    }
+  }
+  if (s.size() > 40) out += "...";
+  return out + "'";
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t'; }
+
+// Cursor over one field's text, remembering where that text starts in the expression.
+class FieldReader {
+ public:
+  FieldReader(const FieldSpec& spec, std::string_view tok, size_t col)
+      : spec_(spec), tok_(tok), col_(col) {}
+
+  Status parse(FieldSet& out);
+
+ private:
+  Error fail(size_t pos, const std::string& what) const {
+    return Error(std::string(spec_.name) + " at column " + std::to_string(col_ + pos) + ": " + what,
+                 spec_.name);
+  }
+  char peek() const { return pos_ < tok_.size() ? tok_[pos_] : '\0'; }
+  bool at_item_end() const { return pos_ >= tok_.size() || tok_[pos_] == ','; }
+  std::string range_text() const {
+    return std::to_string(spec_.min) + "-" + std::to_string(spec_.max);
+  }
+  std::string expected_value() const;
+  Status value(int& out);
+  Status step(int& out);
+  Status item(FieldSet& out);
+  Status dom_special(FieldSet& out, bool& handled);
+  Status dow_suffix(int weekday, FieldSet& out, bool& handled);
+  void add_range(FieldSet& out, int lo, int hi, int stride) const;
+
+  const FieldSpec& spec_;
+  std::string_view tok_;
+  size_t col_;  // 1-based column of tok_[0] in the whole expression
+  size_t pos_ = 0;
+};
+
+std::string FieldReader::expected_value() const {
+  if (spec_.id == FieldId::month) return "expected a month 1-12 or JAN-DEC";
+  if (spec_.id == FieldId::dow) return "expected a weekday 0-7 or SUN-SAT";
+  return "expected a number " + range_text();
+}
+
+Status FieldReader::value(int& out) {
+  const size_t start = pos_;
+  const char c = peek();
+  if (std::isdigit(static_cast<unsigned char>(c))) {
+    int v = 0;
+    while (std::isdigit(static_cast<unsigned char>(peek()))) {
+      if (pos_ - start >= 4) return fail(start, "number " + quote(tok_.substr(start, 8)) + " is too long; " + expected_value());
+      v = v * 10 + (tok_[pos_++] - '0');
+    }
+    if (v < spec_.min || v > spec_.max) {
+      return fail(start, std::to_string(v) + " is out of range; " + expected_value());
+    }
+    out = v;
+    return Status::success();
+  }
+  if (std::isalpha(static_cast<unsigned char>(c))) {
+    while (std::isalpha(static_cast<unsigned char>(peek()))) ++pos_;
+    std::string word(tok_.substr(start, pos_ - start));
+    for (auto& ch : word) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    const bool months = spec_.id == FieldId::month;
+    if (months || spec_.id == FieldId::dow) {
+      const auto* names = months ? kMonthNames : kDayNames;
+      const int count = months ? 12 : 7;
+      // "FRIL" is "FRI" followed by the 'L' suffix (last Friday).
+      if (!months && word.size() == 4 && word[3] == 'L') {
+        word.pop_back();
+        --pos_;
+      }
+      for (int i = 0; i < count; ++i) {
+        if (word == names[i]) {
+          out = months ? i + 1 : i;
+          return Status::success();
+        }
+      }
+      return fail(start, quote(tok_.substr(start, pos_ - start)) + " is not a " +
+                             (months ? "month name (expected JAN-DEC or 1-12)"
+                                     : "day name (expected SUN-SAT or 0-7)"));
+    }
+    return fail(start, quote(tok_.substr(start, pos_ - start)) + " is not a number; " + expected_value());
+  }
+  if (c == '\0' || c == ',') return fail(pos_, "missing value; " + expected_value());
+  return fail(pos_, "unexpected " + quote(tok_.substr(pos_, 1)) + "; " + expected_value());
+}
+
+Status FieldReader::step(int& out) {
+  const size_t start = pos_;
+  const int span = spec_.open_max - spec_.min + 1;
+  int v = 0;
+  while (std::isdigit(static_cast<unsigned char>(peek()))) {
+    if (pos_ - start >= 4) return fail(start, "step is too long; expected a step 1-" + std::to_string(span));
+    v = v * 10 + (tok_[pos_++] - '0');
+  }
+  if (pos_ == start) {
+    return fail(start, (at_item_end() ? std::string("missing step") : "unexpected " + quote(tok_.substr(pos_, 1))) +
+                           " after '/'; expected a step 1-" + std::to_string(span));
+  }
+  if (v < 1 || v > span) {
+    return fail(start, "step " + std::to_string(v) + " is out of range; expected a step 1-" + std::to_string(span));
+  }
+  out = v;
+  return Status::success();
+}
+
+void FieldReader::add_range(FieldSet& out, int lo, int hi, int stride) const {
+  for (int v = lo; v <= hi; v += stride) {
+    const int bit = (spec_.id == FieldId::dow && v == 7) ? 0 : v;  // 7 is Sunday again
+    out.bits |= uint64_t{1} << bit;
+  }
+}
+
+// L, L-n, LW, nW in day-of-month.  `handled` is false when the item is an ordinary one.
+Status FieldReader::dom_special(FieldSet& out, bool& handled) {
+  handled = true;
+  const size_t start = pos_;
+  if (peek() == 'L' || peek() == 'l') {
+    ++pos_;
+    if (at_item_end()) {
+      out.last_minus |= 1u;
+      return Status::success();
+    }
+    if (peek() == 'W' || peek() == 'w') {
+      ++pos_;
+      out.last_weekday = true;
+    } else if (peek() == '-') {
+      ++pos_;
+      const size_t num = pos_;
+      int n = 0;
+      while (std::isdigit(static_cast<unsigned char>(peek())) && pos_ - num < 3) n = n * 10 + (tok_[pos_++] - '0');
+      if (pos_ == num || n > 30) {
+        return fail(num, "expected a number of days 0-30 after 'L-' (L-3 = three days before the last day)");
+      }
+      out.last_minus |= 1u << n;
+    }
+    if (!at_item_end()) {
+      return fail(pos_, "unexpected " + quote(tok_.substr(pos_, 1)) + " after " +
+                            quote(tok_.substr(start, pos_ - start)) + "; expected ',' or the end of the field");
+    }
+    return Status::success();
+  }
+  // nW: a number directly followed by W.
+  size_t p = pos_;
+  while (p < tok_.size() && std::isdigit(static_cast<unsigned char>(tok_[p]))) ++p;
+  if (p == pos_ || p >= tok_.size() || (tok_[p] != 'W' && tok_[p] != 'w')) {
+    handled = false;
+    return Status::success();
+  }
+  int d = 0;
+  if (Status s = value(d); !s.ok()) return s;
+  ++pos_;  // the W
+  out.nearest |= 1u << d;
+  if (!at_item_end()) {
+    return fail(pos_, "unexpected " + quote(tok_.substr(pos_, 1)) + " after " + quote(tok_.substr(start, pos_ - start)) +
+                          "; 'W' takes a single day (e.g. 15W)");
+  }
+  return Status::success();
+}
+
+// "wL" and "w#n" after a day-of-week value.
+Status FieldReader::dow_suffix(int weekday, FieldSet& out, bool& handled) {
+  handled = true;
+  const int w = weekday == 7 ? 0 : weekday;
+  if (peek() == 'L' || peek() == 'l') {
+    ++pos_;
+    out.last_of |= static_cast<uint8_t>(1u << w);
+  } else if (peek() == '#') {
+    ++pos_;
+    const size_t num = pos_;
+    const char c = peek();
+    if (c < '1' || c > '5' || (pos_ + 1 < tok_.size() && std::isdigit(static_cast<unsigned char>(tok_[pos_ + 1])))) {
+      return fail(num, "expected a week number 1-5 after '#' (FRI#2 = second Friday)");
+    }
+    ++pos_;
+    out.nth[static_cast<size_t>(c - '0')] |= static_cast<uint8_t>(1u << w);
+  } else {
+    handled = false;
+    return Status::success();
+  }
+  if (!at_item_end()) {
+    return fail(pos_, "unexpected " + quote(tok_.substr(pos_, 1)) + "; expected ',' or the end of the field");
+  }
+  return Status::success();
+}
+
+Status FieldReader::item(FieldSet& out) {
+  const size_t start = pos_;
+  if (peek() == '*') {
+    ++pos_;
+    int stride = 1;
+    if (peek() == '/') {
+      ++pos_;
+      if (Status s = step(stride); !s.ok()) return s;
+    }
+    if (!at_item_end()) {
+      return fail(pos_, "unexpected " + quote(tok_.substr(pos_, 1)) + " after '*'; expected '/', ',' or the end of the field");
+    }
+    add_range(out, spec_.min, spec_.open_max, stride);
+    return Status::success();
+  }
+  if (peek() == '?') {
+    if (spec_.id != FieldId::dom && spec_.id != FieldId::dow) {
+      return fail(pos_, "'?' is only allowed in day-of-month and day-of-week; expected a number, range or '*'");
+    }
+    if (tok_ != "?") return fail(pos_, "'?' must be the whole field");
+    ++pos_;
+    add_range(out, spec_.min, spec_.open_max, 1);
+    return Status::success();
+  }
+  if (spec_.id == FieldId::dom) {
+    bool handled = false;
+    if (Status s = dom_special(out, handled); !s.ok() || handled) return s;
+  }
+  int lo = 0;
+  if (Status s = value(lo); !s.ok()) return s;
+  if (spec_.id == FieldId::dow) {
+    bool handled = false;
+    if (Status s = dow_suffix(lo, out, handled); !s.ok() || handled) return s;
+  }
+  int hi = lo;
+  int stride = 1;
+  const bool is_range = peek() == '-';
+  if (is_range) {
+    ++pos_;
+    if (Status s = value(hi); !s.ok()) return s;
+    if (hi < lo) {
+      return fail(start, "range " + quote(tok_.substr(start, pos_ - start)) +
+                             " goes backwards; expected start <= end (wrap-around ranges are not supported)");
+    }
+  }
+  if (peek() == '/') {
+    ++pos_;
+    if (Status s = step(stride); !s.ok()) return s;
+    if (!is_range && lo <= spec_.open_max) hi = spec_.open_max;  // "a/n" means a-max/n
+  }
+  if (!at_item_end()) {
+    return fail(pos_, "unexpected " + quote(tok_.substr(pos_, 1)) + "; expected '-', '/', ',' or the end of the field");
+  }
+  add_range(out, lo, hi, stride);
+  return Status::success();
+}
+
+Status FieldReader::parse(FieldSet& out) {
+  out.star = !tok_.empty() && (tok_[0] == '*' || tok_ == "?");
+  for (;;) {
+    if (at_item_end()) {
+      return fail(pos_, "empty list item; expected a number, range, '*' or name");
+    }
+    if (Status s = item(out); !s.ok()) return s;
+    if (pos_ >= tok_.size()) return Status::success();
+    ++pos_;  // ','
+  }
+}
+
+uint32_t days_mask(int dim) { return ((uint32_t{1} << dim) - 1) << 1; }
+
+// The day mask of a month with `dim` days whose 1st is weekday `w1` (0 = Sunday).
+uint32_t fold_days(const FieldSet& dom, const FieldSet& dow, int dim, int w1) {
+  auto weekday = [&](int d) { return (w1 + d - 1) % 7; };
+  uint32_t dom_part = static_cast<uint32_t>(dom.bits) & days_mask(dim);
+  for (int n = 0; n <= 30; ++n) {
+    if ((dom.last_minus >> n & 1u) && dim - n >= 1) dom_part |= 1u << (dim - n);
+  }
+  for (int d = 1; d <= 31; ++d) {
+    if (!(dom.nearest >> d & 1u) || d > dim) continue;
+    int target = d;
+    // Nearest weekday, never leaving the month (like Quartz): a Saturday 1st moves to
+    // Monday the 3rd, a Sunday last day moves back to Friday.
+    if (weekday(d) == 6) target = d > 1 ? d - 1 : d + 2;
+    if (weekday(d) == 0) target = d < dim ? d + 1 : d - 2;
+    dom_part |= 1u << target;
+  }
+  if (dom.last_weekday) {
+    const int wl = weekday(dim);
+    dom_part |= 1u << (wl == 6 ? dim - 1 : wl == 0 ? dim - 2 : dim);
+  }
+  uint32_t dow_part = 0;
+  for (int d = 1; d <= dim; ++d) {
+    if (dow.bits >> weekday(d) & 1u) dow_part |= 1u << d;
+  }
+  for (int n = 1; n <= 5; ++n) {
+    for (int w = 0; w < 7; ++w) {
+      if (!(dow.nth[static_cast<size_t>(n)] >> w & 1u)) continue;
+      const int d = 1 + (w - w1 + 7) % 7 + 7 * (n - 1);
+      if (d <= dim) dow_part |= 1u << d;
+    }
+  }
+  for (int w = 0; w < 7; ++w) {
+    if (dow.last_of >> w & 1u) dow_part |= 1u << (dim - (weekday(dim) - w + 7) % 7);
+  }
+  // Vixie/Debian: both restricted -> either matches; otherwise both must match.
+  return (!dom.star && !dow.star) ? (dom_part | dow_part) : (dom_part & dow_part);
+}
+
+std::string month_list(uint16_t months) {
+  std::string out;
+  for (int m = 1; m <= 12; ++m) {
+    if (!(months >> m & 1u)) continue;
+    if (!out.empty()) out += ',';
+    out += kMonthNames[m - 1];
+  }
+  return out;
+}
+
+struct Token {
+  std::string_view text;
+  size_t col;  // 1-based
+};
+
+const char* macro_expansion(std::string_view word) {
+  std::string w(word);
+  for (auto& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (w == "@yearly" || w == "@annually") return "0 0 1 1 *";
+  if (w == "@monthly") return "0 0 1 * *";
+  if (w == "@weekly") return "0 0 * * 0";
+  if (w == "@daily" || w == "@midnight") return "0 0 * * *";
+  if (w == "@hourly") return "0 * * * *";
+  return nullptr;
+}
+
+}  // namespace
+
+// Builds a CronExpr; a friend of CronExpr so it can fill the masks.
+class CronParser {
+ public:
+  static Result<CronExpr> parse(std::string_view text);
+
+ private:
+  static Result<CronExpr> fields(std::string_view text, const std::vector<Token>& toks,
+                                 std::string original);
+  static Result<CronExpr> macro(std::string_view text, const std::vector<Token>& toks);
+};
+
+Result<CronExpr> CronParser::parse(std::string_view text) {
+  if (text.size() > 1024) {
+    return Error("expression at column 1025: expression is " + std::to_string(text.size()) +
+                     " bytes long; expected at most 1024",
+                 "expression");
+  }
+  std::vector<Token> toks;
+  for (size_t i = 0; i < text.size();) {
+    if (is_space(text[i])) { ++i; continue; }
+    const size_t start = i;
+    while (i < text.size() && !is_space(text[i])) ++i;
+    toks.push_back({text.substr(start, i - start), start + 1});
+  }
+  if (toks.empty()) {
+    return Error("expression at column 1: empty; expected 5 fields (minute hour day-of-month month "
+                 "day-of-week), 6 with a leading seconds field, or a macro such as @daily",
+                 "expression");
+  }
+  if (toks[0].text[0] == '@') return macro(text, toks);
+  return fields(text, toks, std::string(text));
+}
+
+Result<CronExpr> CronParser::macro(std::string_view text, const std::vector<Token>& toks) {
+  const Token& head = toks[0];
+  std::string lower(head.text);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "@every") {
+    if (toks.size() < 2) {
+      return Error("@every at column " + std::to_string(head.col + head.text.size()) +
+                       ": missing duration; expected e.g. \"@every 90s\" or \"@every 1h30m\"",
+                   "@every");
+    }
+    if (toks.size() > 2) {
+      return Error("@every at column " + std::to_string(toks[2].col) + ": unexpected " + quote(toks[2].text) +
+                       "; expected one duration such as 1h30m (no spaces)",
+                   "@every");
+    }
+    auto d = parse_duration_ms(toks[1].text);
+    const std::string at = "@every at column " + std::to_string(toks[1].col) + ": ";
+    if (!d.ok()) return Error(at + d.error().message, "@every");
+    if (*d < 1000 || *d % 1000 != 0) {
+      return Error(at + quote(toks[1].text) + " is not a whole number of seconds >= 1s", "@every");
+    }
+    CronExpr e;
+    e.text_ = std::string(text);
+    e.valid_ = true;
+    e.every_s_ = *d / 1000;
+    return e;
+  }
+  const char* expansion = macro_expansion(head.text);
+  if (expansion == nullptr) {
+    return Error("expression at column " + std::to_string(head.col) + ": unknown macro " + quote(head.text) +
+                     "; expected @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly "
+                     "or @every <duration>",
+                 "expression");
+  }
+  if (toks.size() > 1) {
+    return Error("expression at column " + std::to_string(toks[1].col) + ": unexpected " + quote(toks[1].text) +
+                     " after " + std::string(head.text) + "; a macro stands alone",
+                 "expression");
+  }
+  std::vector<Token> expanded;
+  const std::string_view ex(expansion);
+  for (size_t i = 0; i < ex.size(); i += 2) expanded.push_back({ex.substr(i, 1), head.col});
+  return fields(text, expanded, std::string(text));
+}
+
+Result<CronExpr> CronParser::fields(std::string_view text, const std::vector<Token>& toks,
+                                    std::string original) {
+  if (toks.size() < 5 || toks.size() > 6) {
+    const size_t col = toks.size() > 6 ? toks[6].col : text.size() + 1;
+    return Error("expression at column " + std::to_string(col) + ": found " + std::to_string(toks.size()) +
+                     " fields; expected 5 (minute hour day-of-month month day-of-week) or 6 (a "
+                     "leading seconds field)",
+                 "expression");
+  }
+  const bool with_seconds = toks.size() == 6;
+  const size_t base = with_seconds ? 1 : 0;
+  const FieldSpec* specs[] = {&kMinute, &kHour, &kDom, &kMonth, &kDow};
+  FieldSet sets[6];
+  if (with_seconds) {
+    if (Status s = FieldReader(kSecond, toks[0].text, toks[0].col).parse(sets[5]); !s.ok()) return s.error();
+  } else {
+    sets[5].bits = 1;  // second 0
+  }
+  for (size_t i = 0; i < 5; ++i) {
+    const Token& t = toks[base + i];
+    if (Status s = FieldReader(*specs[i], t.text, t.col).parse(sets[i]); !s.ok()) return s.error();
+  }
+  const FieldSet& dom = sets[2];
+  const FieldSet& dow = sets[4];
+  CronExpr e;
+  e.text_ = std::move(original);
+  e.has_seconds_ = with_seconds;
+  e.seconds_ = sets[5].bits;
+  e.minutes_ = sets[0].bits;
+  e.hours_ = static_cast<uint32_t>(sets[1].bits);
+  e.months_ = static_cast<uint16_t>(sets[3].bits);
+  e.wildcard_time_ = sets[0].star || sets[1].star || (with_seconds && sets[5].star);
+  for (int dim = 28; dim <= 31; ++dim) {
+    for (int w1 = 0; w1 < 7; ++w1) {
+      e.day_masks_[static_cast<size_t>(dim - 28)][static_cast<size_t>(w1)] = fold_days(dom, dow, dim, w1);
+    }
+  }
+  // Every (month, length, weekday of the 1st) shape occurs in each 400-year cycle, so the
+  // expression fires iff one selected shape has a matching day.
+  static constexpr int kMonthDays[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool fires = false;
+  for (int m = 1; m <= 12 && !fires; ++m) {
+    if (!(e.months_ >> m & 1u)) continue;
+    const int longest = m == 2 ? 29 : kMonthDays[m];
+    for (int dim = kMonthDays[m]; dim <= longest && !fires; ++dim) {
+      for (const uint32_t mask : e.day_masks_[static_cast<size_t>(dim - 28)]) fires = fires || mask != 0;
+    }
+  }
+  if (!fires) {
+    const Token& t = toks[base + 2];
+    return Error("day-of-month at column " + std::to_string(t.col) + ": the expression never fires: no day in " +
+                     month_list(e.months_) + " matches day-of-month " + quote(t.text) + " and day-of-week " +
+                     quote(toks[base + 4].text),
+                 "day-of-month");
+  }
+  e.valid_ = true;
+  return e;
+}
+
+Result<CronExpr> CronExpr::parse(std::string_view text) { return CronParser::parse(text); }
+
+}  // namespace caesium::schedule

@@ -1,0 +1,76 @@
+// Entry: one schedule entry of an entity, stored in its volume under
+// `<entity>/caesium/schedule/<name>` (DESIGN.md §1, §5).  docs/entries.md is the user
+// reference for every field.
+//
+// Identifiers (entity, name, handler, node ids in bind/origin, tags) use a safe charset
+// [A-Za-z0-9._:@-], 1..200 bytes, and are never "." or "..": they appear in store keys,
+// URLs, environment variables and log lines, and must not need escaping there.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "schedule/timing.h"
+
+namespace caesium::schedule {
+
+inline constexpr std::string_view kScheduleKeyInfix = "/caesium/schedule/";
+inline constexpr size_t kMaxIdentifierBytes = 200;
+inline constexpr size_t kMaxPayloadBytes = 64 * 1024;
+inline constexpr size_t kMaxBindSelectors = 64;
+inline constexpr std::string_view kTagPrefix = "tag:";
+
+enum class Semantics : uint8_t { at_least_once = 0, at_most_once = 1 };
+enum class MisfirePolicy : uint8_t { skip = 0, fire_once = 1, fire_all = 2 };
+
+struct Entry {
+  std::string entity;
+  std::string name;
+  Timing timing = Timer{};
+  int64_t jitter_ms = 0;  // fire = scheduled + [0, jitter_ms], deterministic per occurrence
+  std::string handler;    // name of a handler configured on the nodes
+  Semantics semantics = Semantics::at_least_once;
+  // Node ids and/or "tag:<t>" selectors; empty = every replica of the volume.
+  std::vector<std::string> bind;
+  bool prefer_origin = false;  // prefer running on `origin` when it is eligible
+  std::string origin;          // node id that created the entry
+  int64_t created_utc_ms = 0;
+  int64_t accept_timeout_ms = 10'000;   // > 0
+  int64_t complete_time_ms = 0;         // 0 = wait indefinitely once accepted
+  int64_t misfire_window_ms = 600'000;  // how late a missed occurrence may still run
+  MisfirePolicy misfire = MisfirePolicy::fire_once;
+  std::string payload;  // opaque bytes handed to the handler, <= 64 KiB
+
+  friend bool operator==(const Entry&, const Entry&) = default;
+};
+
+// "<entity>/caesium/schedule/<name>".  REQUIRES nothing: it concatenates; validate()
+// is what guarantees the parts are identifiers.
+std::string entry_key(std::string_view entity, std::string_view name);
+inline std::string entry_key(const Entry& e) { return entry_key(e.entity, e.name); }
+
+struct EntryKey {
+  std::string entity;
+  std::string name;
+};
+// Splits a store key into entity and name; an error when the key is not a schedule key
+// or a part is not an identifier.
+Result<EntryKey> parse_entry_key(std::string_view key);
+// Cheap test used by the store watcher: does `key` have the schedule-key shape?
+bool is_entry_key(std::string_view key);
+
+// Checks `value` against the identifier rules; the message names `field`.
+Status validate_identifier(std::string_view value, const std::string& field);
+
+// Checks every field; the Error names the bad field (Error::field, e.g. "accept_timeout",
+// "timer.repeat_for", "bind[2]") and says why.  A cron timing must be compiled (its
+// expr/zone match its text/tz).
+Status validate(const Entry& entry);
+
+std::string_view to_string(Semantics s);
+std::string_view to_string(MisfirePolicy p);
+
+}  // namespace caesium::schedule

@@ -1,0 +1,148 @@
+#include "schedule/entry_codec.h"
+
+#include "base/bytes.h"
+
+namespace caesium::schedule {
+namespace {
+
+// ByteReader's failures stick but do not say where; this wrapper remembers the first
+// field whose read failed (or that held a bad value) so the error can name it.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : r_(in) {}
+
+  uint8_t u8(const char* field) { return note(field, r_.u8()); }
+  uint64_t varint(const char* field) { return note(field, r_.varint()); }
+  int64_t svarint(const char* field) { return note(field, r_.svarint()); }
+  std::string str(const char* field, size_t max_len) { return note(field, r_.str(max_len)); }
+
+  void fail(const char* field, const std::string& why) {
+    if (error_.empty()) error_ = std::string(field) + ": " + why;
+  }
+  bool ok() const { return error_.empty(); }
+  bool at_end() const { return r_.at_end(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  template <class T>
+  T note(const char* field, T v) {
+    if (!r_.ok()) fail(field, "truncated or malformed");
+    return v;
+  }
+  ByteReader r_;
+  std::string error_;
+};
+
+// Generous bounds for strings whose real limits validate() checks later; they only
+// stop a hostile length from allocating much before that.
+constexpr size_t kMaxExprBytes = 1024;
+constexpr size_t kMaxZoneBytes = 64;
+
+}  // namespace
+
+std::string encode_entry(const Entry& e) {
+  ByteWriter w;
+  w.u8('C');
+  w.u8('E');
+  w.u8(kEntryEncodingVersion);
+  w.str(e.entity);
+  w.str(e.name);
+  if (const auto* cron = std::get_if<CronTiming>(&e.timing)) {
+    w.u8(0);
+    w.str(cron->text);
+    w.str(cron->tz);
+  } else {
+    const auto& t = std::get<Timer>(e.timing);
+    w.u8(1);
+    w.u8(static_cast<uint8_t>(t.kind));
+    w.svarint(t.at_utc_ms);
+    w.svarint(t.after_ms);
+    w.svarint(t.interval_ms);
+    w.svarint(t.repeat_for_ms);
+    w.varint(t.count);
+  }
+  w.svarint(e.jitter_ms);
+  w.str(e.handler);
+  w.u8(static_cast<uint8_t>(e.semantics));
+  w.varint(e.bind.size());
+  for (const auto& b : e.bind) w.str(b);
+  w.u8(e.prefer_origin ? 1 : 0);
+  w.str(e.origin);
+  w.svarint(e.created_utc_ms);
+  w.svarint(e.accept_timeout_ms);
+  w.svarint(e.complete_time_ms);
+  w.svarint(e.misfire_window_ms);
+  w.u8(static_cast<uint8_t>(e.misfire));
+  w.str(e.payload);
+  return w.take();
+}
+
+Result<Entry> decode_entry(std::string_view bytes) {
+  Reader r(bytes);
+  if (bytes.size() < 3 || bytes[0] != 'C' || bytes[1] != 'E') {
+    return Error("entry encoding: not an entry (bad magic)", "encoding");
+  }
+  r.u8("magic");
+  r.u8("magic");
+  const uint8_t version = r.u8("version");
+  if (version != kEntryEncodingVersion) {
+    return Error("entry encoding: unsupported version " + std::to_string(version) + " (this node reads version " +
+                     std::to_string(kEntryEncodingVersion) + ")",
+                 "encoding");
+  }
+  Entry e;
+  e.entity = r.str("entity", kMaxIdentifierBytes);
+  e.name = r.str("name", kMaxIdentifierBytes);
+  const uint8_t timing = r.u8("timing");
+  std::string cron_text, tz;
+  if (timing == 0) {
+    cron_text = r.str("cron", kMaxExprBytes);
+    tz = r.str("tz", kMaxZoneBytes);
+  } else if (timing == 1) {
+    Timer t;
+    const uint8_t kind = r.u8("timer.kind");
+    if (kind > static_cast<uint8_t>(TimerKind::interval)) r.fail("timer.kind", "unknown kind " + std::to_string(kind));
+    t.kind = static_cast<TimerKind>(kind);
+    t.at_utc_ms = r.svarint("timer.at");
+    t.after_ms = r.svarint("timer.after");
+    t.interval_ms = r.svarint("timer.interval");
+    t.repeat_for_ms = r.svarint("timer.repeat_for");
+    t.count = r.varint("timer.count");
+    e.timing = t;
+  } else if (r.ok()) {
+    r.fail("timing", "unknown timing tag " + std::to_string(timing));
+  }
+  e.jitter_ms = r.svarint("jitter");
+  e.handler = r.str("handler", kMaxIdentifierBytes);
+  const uint8_t semantics = r.u8("semantics");
+  if (semantics > 1) r.fail("semantics", "unknown value " + std::to_string(semantics));
+  e.semantics = static_cast<Semantics>(semantics);
+  const uint64_t n_bind = r.varint("bind");
+  if (n_bind > kMaxBindSelectors) r.fail("bind", "too many selectors (" + std::to_string(n_bind) + ")");
+  for (uint64_t i = 0; i < n_bind && r.ok(); ++i) e.bind.push_back(r.str("bind", kMaxIdentifierBytes + kTagPrefix.size()));
+  const uint8_t flags = r.u8("flags");
+  if (flags > 1) r.fail("flags", "unknown flag bits");
+  e.prefer_origin = (flags & 1) != 0;
+  e.origin = r.str("origin", kMaxIdentifierBytes);
+  e.created_utc_ms = r.svarint("created");
+  e.accept_timeout_ms = r.svarint("accept_timeout");
+  e.complete_time_ms = r.svarint("complete_time");
+  e.misfire_window_ms = r.svarint("misfire_window");
+  const uint8_t misfire = r.u8("misfire");
+  if (misfire > 2) r.fail("misfire", "unknown policy " + std::to_string(misfire));
+  e.misfire = static_cast<MisfirePolicy>(misfire);
+  e.payload = r.str("payload", kMaxPayloadBytes);
+  if (r.ok() && !r.at_end()) r.fail("entry", "unexpected bytes after the payload");
+  if (!r.ok()) return Error("entry encoding: " + r.error(), "encoding");
+  if (timing == 0) {
+    auto compiled = CronTiming::make(cron_text, tz);
+    if (!compiled.ok()) return Error("entry encoding: " + compiled.error().message, compiled.error().field);
+    e.timing = std::move(*compiled);
+  }
+  if (Status s = validate(e); !s.ok()) {
+    return Error("entry encoding: invalid entry: " + s.error().message, s.error().field);
+  }
+  return e;
+}
+
+}  // namespace caesium::schedule

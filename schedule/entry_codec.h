@@ -1,0 +1,38 @@
+// The compact binary form of an Entry: the value stored under its key in the replicated
+// volume store.  Replicas exchange these bytes, so decoding treats them as untrusted.
+//
+// Layout, version 1 (varint = LEB128; svarint = zigzag LEB128; str = varint length then
+// bytes):
+//   "CE" 0x01                          magic and version
+//   str entity, str name
+//   u8 timing: 0 cron  -> str text, str tz
+//              1 timer -> u8 kind, svarint at, after, interval, repeat_for; varint count
+//   svarint jitter
+//   str handler, u8 semantics
+//   varint n, n x str bind
+//   u8 flags (bit 0 prefer_origin; other bits must be 0), str origin
+//   svarint created, accept_timeout, complete_time, misfire_window
+//   u8 misfire, str payload
+// Nothing may follow.  A newer version is rejected with a message naming it, so an old
+// node never misreads a new entry.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "schedule/entry.h"
+
+namespace caesium::schedule {
+
+inline constexpr uint8_t kEntryEncodingVersion = 1;
+
+// REQUIRES: validate(entry) succeeded (the encoding itself never fails).
+std::string encode_entry(const Entry& entry);
+
+// Decodes, recompiles the cron expression and zone, and validates.  Truncated,
+// oversized, trailing or otherwise malformed input is an Error naming what is wrong;
+// never a crash.  Cost is linear in the input and allocation is bounded by its size.
+Result<Entry> decode_entry(std::string_view bytes);
+
+}  // namespace caesium::schedule
