@@ -174,6 +174,7 @@ void World::start_process(uint32_t node, bool drain_now) {
   n.busy_count = 0;
   n.busy_reported = false;
   n.tick_at_ms = kNever;
+  n.tick_deferred = false;
   n.backlog_until_ms = 0;
   n.up_since_ms = now_ms_;
   record_status(node);
@@ -197,6 +198,7 @@ void World::stop_process(uint32_t node) {
   n.up_total_ms += now_ms_ - n.up_since_ms;
   ++n.generation;
   n.tick_at_ms = kNever;
+  n.tick_deferred = false;
   ++n.tick_token;
   for (auto& ex : executions_) {
     if (ex.node == node && ex.outcome == Execution::Outcome::kRunning) {
@@ -223,6 +225,8 @@ void World::drain(uint32_t node) {
   while (p.poll_transmit(tx)) send(node, tx);
   node::StorageBatch batch;
   while (p.poll_storage(batch)) submit_storage(node, batch);
+  // Group commit: everything this input produced goes into one sync (if none is running).
+  if (n.disk.wants_sync()) start_sync(node);
   node::Invocation inv;
   while (p.poll_invocation(inv)) execute(node, inv);
   Observation obs;
@@ -235,6 +239,7 @@ void World::schedule_tick(uint32_t node, bool after_tick) {
   const int64_t deadline = n.process->next_deadline_mono();
   if (deadline == kNever) {
     n.tick_at_ms = kNever;
+    n.tick_deferred = false;
     ++n.tick_token;
     n.busy_count = 0;
     return;
@@ -258,6 +263,10 @@ void World::schedule_tick(uint32_t node, bool after_tick) {
   }
   t = std::max(t, now_ms_);
   if (t == n.tick_at_ms) return;
+  // A tick postponed by slowness stays put when the deadline is still due by then:
+  // rescheduling it would postpone it again and again.
+  if (n.tick_deferred && t <= n.tick_at_ms) return;
+  n.tick_deferred = false;
   n.tick_at_ms = t;
   Event e;
   e.kind = EventKind::kTick;
@@ -273,9 +282,11 @@ void World::on_tick_event(Event& e) {
   if (!n.up || e.generation != n.generation || e.a != n.tick_token) return;
   if (defer_if_slow(e)) {
     n.tick_at_ms = e.time_ms;
+    n.tick_deferred = true;
     return;
   }
   n.tick_at_ms = kNever;
+  n.tick_deferred = false;
   ++ticks_;
   mix(0x71C4 ^ e.node);
   n.process->on_tick(clock_of(e.node));
@@ -293,9 +304,7 @@ void World::submit_storage(uint32_t node, node::StorageBatch& batch) {
   batch = node::StorageBatch{};
   if (!st.ok()) {
     violate({"storage_seq", st.error().message, now_ms_, spec(node).id});
-    return;
   }
-  if (n.disk.wants_sync()) start_sync(node);
 }
 
 void World::start_sync(uint32_t node) {
@@ -316,8 +325,7 @@ void World::on_sync_done(const Event& e) {
   ++syncs_;
   mix(0x5F9C ^ e.a);
   n.process->on_durable(e.a, clock_of(e.node));
-  if (n.up && n.disk.wants_sync()) start_sync(e.node);
-  drain(e.node);
+  drain(e.node);  // starts the next sync if batches are waiting
 }
 
 // --- Handler executions ----------------------------------------------------------------------
