@@ -77,8 +77,9 @@ void EchoProcess::leave(Clock) {
 }
 
 void EchoProcess::heard(uint32_t peer, Clock now) {
+  // Hearing from a member that left means it came back (leave stops all its traffic).
   peers_[peer].last_heard_mono = now.mono_ms;
-  if (options_.watch && peers_[peer].state != 3) set_state(peer, 0);
+  if (options_.watch) set_state(peer, 0);
 }
 
 void EchoProcess::on_datagram(const std::string& from_addr, const std::string& bytes, Clock now) {
@@ -182,7 +183,7 @@ void EchoProcess::on_tick(Clock now) {
   if (options_.watch) {
     for (uint32_t i = 0; i < peers_.size(); ++i) {
       Peer& p = peers_[i];
-      if (i == self_ || p.state == 3) continue;
+      if (i == self_ || p.state == 3) continue;  // left: no need to watch
       const int64_t silent = now.mono_ms - p.last_heard_mono;
       if (p.state == 0 && silent >= options_.suspect_after_ms) set_state(i, 1);
       if (p.state == 1 && silent >= options_.dead_after_ms) set_state(i, 2);

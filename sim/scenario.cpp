@@ -58,6 +58,7 @@ void read_nodes(TomlReader& top, Scenario& s) {
     for (const toml::node& item : *nodes) {
       if (!item.is_table()) top.fail(item, "node", "must be an array of tables ([[node]])");
       TomlReader r(*item.as_table(), "node[" + std::to_string(i++) + "]", top.path());
+      r.allow_only({"id", "gossip_addr", "stream_addr", "priority", "tags"});
       NodeSpec n;
       auto id = r.string("id");
       if (!id || id->empty()) r.fail_here("a node needs a non-empty id");
@@ -74,6 +75,7 @@ void read_nodes(TomlReader& top, Scenario& s) {
   }
   if (const toml::table* gen = top.table("nodes")) {
     TomlReader r(*gen, "nodes", top.path());
+    r.allow_only({"count", "prefix"});
     if (!s.cluster.nodes.empty()) r.fail_here("use either [[node]] tables or [nodes] count, not both");
     const int64_t count = r.integer("count", 1, 100000).value_or(0);
     if (count == 0) r.fail_here("needs count = N");
@@ -156,6 +158,7 @@ void read_scenario(const toml::table& root, Scenario& s) {
     for (const toml::node& item : *vols) {
       if (!item.is_table()) top.fail(item, "volume", "must be an array of tables ([[volume]])");
       TomlReader r(*item.as_table(), "volume[" + std::to_string(i++) + "]", s.path);
+      r.allow_only({"name", "replicas"});
       VolumeSpec v;
       v.name = r.string("name").value_or("");
       v.replicas = r.string_list("replicas").value_or(std::vector<std::string>{});

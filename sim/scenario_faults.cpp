@@ -24,6 +24,7 @@ std::vector<std::pair<std::string, std::string>> read_pairs(TomlReader& r, const
 
 void read_oneway(TomlReader& r, const toml::table& t, FaultSpec& f) {
   TomlReader o(t, r.name("oneway"), r.path());
+  o.allow_only({"from", "to"});
   auto from = o.string("from"), to = o.string("to");
   if (!from || !to) o.fail_here("needs from = \"node\" and to = \"node\"");
   o.finish();
@@ -33,6 +34,8 @@ void read_oneway(TomlReader& r, const toml::table& t, FaultSpec& f) {
 }  // namespace
 
 void read_fault(TomlReader& r, FaultSpec& f) {
+  r.allow_only({"at", "partition", "heal", "cut", "oneway", "crash", "restart", "wipe_disk",
+                "leave", "skew", "slow"});
   auto at = r.duration("at");
   if (!at) r.fail_here("a fault needs at = \"<duration>\"");
   f.at_ms = *at;
@@ -96,6 +99,7 @@ void read_fault(TomlReader& r, FaultSpec& f) {
   } else if (const toml::table* skew = r.table("skew")) {
     f.kind = FaultSpec::Kind::kSkew;
     TomlReader s(*skew, r.name("skew"), r.path());
+    s.allow_only({"node", "offset", "drift"});
     auto node = s.string("node");
     if (!node) s.fail_here("needs node = \"id\"");
     f.nodes = {*node};
@@ -105,6 +109,7 @@ void read_fault(TomlReader& r, FaultSpec& f) {
   } else if (const toml::table* slow = r.table("slow")) {
     f.kind = FaultSpec::Kind::kSlow;
     TomlReader s(*slow, r.name("slow"), r.path());
+    s.allow_only({"node", "delay", "for"});
     auto node = s.string("node");
     auto delay = s.duration("delay");
     if (!node || !delay || *delay <= 0) s.fail_here("needs node = \"id\" and delay = \"<duration>\" > 0");

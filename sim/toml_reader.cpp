@@ -142,3 +142,16 @@ void TomlReader::finish() const {
 }
 
 }  // namespace caesium::sim
+
+namespace caesium::sim {
+
+void TomlReader::allow_only(std::initializer_list<const char*> allowed) const {
+  for (const auto& [k, v] : table_) {
+    const std::string key(k.str());
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || key == a;
+    if (!ok) fail(v, key, "unknown key");
+  }
+}
+
+}  // namespace caesium::sim

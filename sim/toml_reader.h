@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <set>
 #include <string>
@@ -56,6 +57,9 @@ class TomlReader {
 
   // Rejects keys never read.  Call last.
   void finish() const;
+  // Rejects, up front, every key not in `allowed` — so a misspelt key is reported as
+  // such rather than as a missing required key.
+  void allow_only(std::initializer_list<const char*> allowed) const;
 
   std::string name(const std::string& key) const { return section_.empty() ? key : section_ + "." + key; }
   const std::string& path() const { return path_; }

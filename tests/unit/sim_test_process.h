@@ -87,7 +87,8 @@ struct TestWorld {
   std::vector<TestProcess*> procs;
   std::unique_ptr<World> world;
 
-  TestWorld(int n, WorldOptions options) : procs(static_cast<size_t>(n), nullptr) {
+  TestWorld(int n, WorldOptions options, std::vector<Checker*> checkers = {})
+      : procs(static_cast<size_t>(n), nullptr) {
     world = std::make_unique<World>(make_cluster(n), std::move(options),
                                     [this](const ProcessContext& ctx) {
                                       auto p = std::make_unique<TestProcess>();
@@ -95,6 +96,7 @@ struct TestWorld {
                                       procs[ctx.self] = p.get();
                                       return p;
                                     });
+    for (Checker* c : checkers) world->add_checker(c);
     world->start();
   }
   TestProcess& p(uint32_t i) { return *procs[i]; }
