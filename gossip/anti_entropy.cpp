@@ -190,7 +190,7 @@ Status SyncSession::push(Task task) {
 }
 
 unsigned SyncSession::step_bits_for(uint64_t count, unsigned prefix_bits) const {
-  const uint64_t per_leaf = std::clamp<uint64_t>(options_.list_threshold, 1, uint64_t{1} << 16);
+  const uint64_t per_leaf = std::clamp<uint64_t>(options_.leaf_target, 1, uint64_t{1} << 16);
   unsigned bits = 1;  // the smallest with count <= per_leaf * 2^bits
   while (bits < 47 && count > (per_leaf << bits)) ++bits;
   // Too far for one message: go about half way (one more bit, since the first step is

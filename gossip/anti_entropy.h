@@ -14,7 +14,7 @@
 //           it, so it is always the winning record and one exchange settles both ways.
 //
 // The step b is chosen by the side that describes a range, from its own count c there:
-// b = the bits that bring the children to <= list_threshold items, or, when that is more
+// b = the bits that bring the children to <= leaf_target items, or, when that is more
 // than single_step_bits, about half of it (plus one), so that two steps reach the lists.
 // With the defaults, 10 differences among 1M records take 3 round trips and ~10 KiB
 // (`caesium-bench sync`).  Where one side's range is empty the other sends its records
@@ -50,7 +50,11 @@
 namespace caesium::gossip {
 
 struct SyncOptions {
-  size_t list_threshold = 24;         // list a range's items when holding at most this many
+  size_t leaf_target = 24;            // descend until ranges hold about this many records
+  size_t list_threshold = 48;         // list a range's items when holding at most this many
+                                      // (2x the target: a range that drew more than the mean
+                                      // is still listed, not split again, which would cost a
+                                      // round trip: P(Poisson(15) > 48) ~ 1e-11)
   unsigned single_step_bits = 10;     // one step of up to 2^10 sub-ranges, else two steps
   size_t max_message_bytes = size_t{1} << 20;  // soft budget per outgoing message
   size_t max_pending_work = size_t{1} << 20;   // queued ranges + key hashes + items
