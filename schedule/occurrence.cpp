@@ -45,28 +45,9 @@ ProcessId get_process(ByteReader& r) {
 
 }  // namespace
 
-std::optional<EntryName> split_entry_key(std::string_view key) {
-  const size_t at = key.find(kSchedulePrefixMarker);
-  if (at == std::string_view::npos || at == 0) return std::nullopt;
-  EntryName n{std::string(key.substr(0, at)), std::string(key.substr(at + kSchedulePrefixMarker.size()))};
-  if (n.name.empty() || n.entity.find('/') != std::string::npos || n.name.find('/') != std::string::npos) {
-    return std::nullopt;
-  }
-  return n;
-}
-
-std::string make_entry_key(std::string_view entity, std::string_view name) {
-  std::string k(entity);
-  k += kSchedulePrefixMarker;
-  k += name;
-  return k;
-}
-
-bool is_entry_key(std::string_view key) { return split_entry_key(key).has_value(); }
-
 std::string occ_prefix(const OccurrenceId& occ) {
   std::string p(kOccPrefix);
-  if (auto n = split_entry_key(occ.entry_key)) {
+  if (auto n = parse_entry_key(occ.entry_key); n.ok()) {
     p += n->entity;
     p += '/';
     p += n->name;
@@ -114,7 +95,7 @@ std::optional<ParsedOccKey> parse_occ_key(std::string_view key) {
   auto t = parse_hex16(parts[2]);
   if (!t || parts[4].find('/') != std::string_view::npos) return std::nullopt;
   ParsedOccKey out;
-  out.occ.entry_key = make_entry_key(parts[0], parts[1]);
+  out.occ.entry_key = entry_key(parts[0], parts[1]);
   out.occ.scheduled_utc_ms = unbias(*t);
   if (parts[3] == "m") out.kind = ParsedOccKey::Kind::kOwner;
   else if (parts[3] == "w") out.kind = ParsedOccKey::Kind::kWorker;

@@ -26,21 +26,12 @@
 #include <vector>
 
 #include "base/result.h"
+#include "schedule/entry.h"
 #include "schedule/fire_messages.h"
 
 namespace caesium::schedule {
 
 inline constexpr std::string_view kOccPrefix = "~occ/";
-inline constexpr std::string_view kSchedulePrefixMarker = "/caesium/schedule/";
-
-// "<entity>/caesium/schedule/<name>" -> {entity, name}; nullopt for any other key.
-struct EntryName {
-  std::string entity;
-  std::string name;
-};
-std::optional<EntryName> split_entry_key(std::string_view key);
-std::string make_entry_key(std::string_view entity, std::string_view name);
-bool is_entry_key(std::string_view key);
 
 // "~occ/<entity>/<name>/<T16hex>/"
 std::string occ_prefix(const OccurrenceId& occ);

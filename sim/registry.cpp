@@ -3,6 +3,7 @@
 #include <map>
 
 #include "sim/echo_process.h"
+#include "sim/node_process.h"
 
 namespace caesium::sim {
 
@@ -20,6 +21,7 @@ void register_process_kind(ProcessKind kind) {
 
 void register_builtin_process_kinds() {
   if (kinds().count("echo") == 0) register_process_kind(echo_process_kind());
+  register_node_process_kind();
 }
 
 const ProcessKind* find_process_kind(const std::string& name) {

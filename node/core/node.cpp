@@ -1,0 +1,504 @@
+// Node core, part 1: lifecycle, frames in and out, the outbox with durability
+// barriers, storage batches, and the pump that runs the internal queues to quiescence.
+#include "node/core/node.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "base/bytes.h"
+
+namespace caesium::node {
+namespace {
+
+constexpr std::string_view kFormatKey = "n/format";
+constexpr std::string_view kFormatValue = "caesium/1";
+constexpr std::string_view kNodeKey = "n/node";
+constexpr std::string_view kClusterKey = "n/cluster";
+constexpr std::string_view kIncarnationKey = "n/incarnation";
+constexpr std::string_view kHorizonKey = "n/horizon";
+constexpr std::string_view kConfigKey = "c/config";
+constexpr std::string_view kVolumePrefix = "v/";
+
+std::string encode_i64(int64_t v) {
+  ByteWriter w;
+  w.svarint(v);
+  return w.take();
+}
+
+Result<int64_t> decode_i64(std::string_view s) {
+  ByteReader r(s);
+  const int64_t v = r.svarint();
+  if (!r.done()) return Error("corrupt integer record");
+  return v;
+}
+
+schedule::FireMessage to_fire(wire::CoreMessage& m) {
+  return std::visit(
+      [](auto& x) -> schedule::FireMessage {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_constructible_v<schedule::FireMessage, T>) {
+          return schedule::FireMessage{std::move(x)};
+        } else {
+          assert(false);
+          return schedule::FireMessage{};
+        }
+      },
+      m);
+}
+
+}  // namespace
+
+std::string encode_stored_record(const schedule::Record& r) {
+  ByteWriter w;
+  w.u8(1);
+  w.svarint(r.version.physical_ms);
+  w.varint(r.version.logical);
+  w.str(r.version.origin);
+  w.boolean(r.value.has_value());
+  if (r.value) w.str(*r.value);
+  return w.take();
+}
+
+Result<schedule::Record> decode_stored_record(std::string_view key, std::string_view bytes) {
+  ByteReader r(bytes);
+  schedule::Record rec;
+  rec.key = std::string(key);
+  if (r.u8() != 1) return Error("stored record '" + rec.key + "' has an unknown format");
+  rec.version.physical_ms = r.svarint();
+  rec.version.logical = static_cast<uint32_t>(r.varint());
+  rec.version.origin = r.str(1024);
+  if (r.boolean()) rec.value = r.str();
+  if (!r.done()) return Error("stored record '" + rec.key + "' is corrupt");
+  return rec;
+}
+
+Node::Node(NodeOptions options, uint64_t seed)
+    : options_(std::move(options)), rng_(seed), replay_(options_.replay_window_ms) {
+  boot_id_ = rng_.next_u64() | 1;
+  cipher_ = std::make_unique<wire::FrameCipher>(options_.keyring, options_.cluster_name, boot_id_);
+}
+
+Node::~Node() = default;
+
+Status Node::start(const std::vector<StoredRecord>& records, Clock now) {
+  assert(!started_);
+  last_ = now;
+  started_mono_ms_ = now.mono_ms;
+  bool formatted = false;
+  int64_t stored_incarnation = 0, horizon = 0;
+  std::optional<ClusterConfig> stored_config;
+  std::vector<std::pair<std::string, schedule::Record>> volume_records;
+  std::vector<const StoredRecord*> grants;
+  for (const auto& rec : records) {
+    if (rec.key == kFormatKey) {
+      if (rec.value != kFormatValue) {
+        return Error("the data directory was written by an unknown format '" + rec.value + "' (expected " +
+                     std::string(kFormatValue) + ")");
+      }
+      formatted = true;
+    } else if (rec.key == kNodeKey) {
+      if (rec.value != options_.id) {
+        return Error("the data directory belongs to node '" + rec.value + "', not '" + options_.id + "'");
+      }
+    } else if (rec.key == kClusterKey) {
+      if (rec.value != options_.cluster_name) {
+        return Error("the data directory belongs to cluster '" + rec.value + "', not '" + options_.cluster_name + "'");
+      }
+    } else if (rec.key == kIncarnationKey) {
+      auto v = decode_i64(rec.value);
+      if (!v) return Error("the data directory's incarnation record is corrupt");
+      stored_incarnation = *v;
+    } else if (rec.key == kHorizonKey) {
+      auto v = decode_i64(rec.value);
+      if (!v) return Error("the data directory's amnesia record is corrupt");
+      horizon = *v;
+    } else if (rec.key == kConfigKey) {
+      auto c = decode_cluster_config(rec.value);
+      if (!c) return Error("the stored cluster config is corrupt: " + c.error().message);
+      stored_config = std::move(*c);
+    } else if (rec.key.rfind(kVolumePrefix, 0) == 0) {
+      const std::string_view rest = std::string_view(rec.key).substr(kVolumePrefix.size());
+      const size_t slash = rest.find('/');
+      if (slash == std::string_view::npos) return Error("corrupt volume record key '" + rec.key + "'");
+      auto r = decode_stored_record(rest.substr(slash + 1), rec.value);
+      if (!r) return r.error();
+      volume_records.emplace_back(std::string(rest.substr(0, slash)), std::move(*r));
+    } else if (rec.key.rfind(schedule::kGrantPrefix, 0) == 0) {
+      grants.push_back(&rec);
+    } else {
+      return Error("the data directory holds an unknown record '" + rec.key + "'");
+    }
+  }
+  if (!records.empty() && !formatted) return Error("the data directory is not a Caesium data directory");
+
+  incarnation_ = static_cast<uint64_t>(stored_incarnation) + 1;
+  storage_put(std::string(kIncarnationKey), encode_i64(static_cast<int64_t>(incarnation_)));
+  if (!formatted) {
+    // A fresh or wiped disk: whatever this node granted or accepted in a previous life
+    // is forgotten, so it abstains on everything that could have been due back then.
+    storage_put(std::string(kFormatKey), std::string(kFormatValue));
+    storage_put(std::string(kNodeKey), options_.id);
+    storage_put(std::string(kClusterKey), options_.cluster_name);
+    horizon = now.utc_ms + 2 * options_.scheduler.max_clock_skew_ms;
+    storage_put(std::string(kHorizonKey), encode_i64(horizon));
+  }
+
+  scheduler_ = std::make_unique<schedule::Scheduler>(schedule::ProcessId{options_.id, boot_id_},
+                                                     options_.scheduler, static_cast<schedule::SchedulerHost&>(*this), now.mono_ms, now.utc_ms);
+  scheduler_->set_amnesia_horizon(horizon);
+
+  loading_ = true;
+  ClusterConfig config = options_.initial_config;
+  bool persist = !stored_config.has_value();
+  if (stored_config && stored_config->epoch >= config.epoch) {
+    config = std::move(*stored_config);
+  } else {
+    persist = true;
+  }
+  if (Status s = adopt_config(std::move(config), now, persist); !s.ok()) return s;
+  for (auto& [volume, rec] : volume_records) {
+    auto it = volumes_.find(volume);
+    if (it == volumes_.end()) continue;  // a volume this node no longer replicates
+    it->second.store->merge(rec, now.utc_ms);
+  }
+  for (const auto* g : grants) scheduler_->on_local_record(g->key, g->value);
+  loading_ = false;
+
+  gossip::MembershipConfig mc = options_.membership;
+  membership_ = std::make_unique<gossip::Membership>(options_.id, options_.gossip_addr, self_meta(), incarnation_,
+                                                     mc, rng_.fork());
+  membership_->join(options_.seeds, now.mono_ms);
+  started_ = true;
+  pump(now);
+  return Status::success();
+}
+
+void Node::leave(Clock now) {
+  last_ = now;
+  if (left_ || !started_) return;
+  left_ = true;
+  active_ = false;
+  scheduler_->set_active(false, now);
+  membership_->leave(now.mono_ms);
+  pump(now);
+}
+
+// --- frames in ------------------------------------------------------------------------------
+
+bool Node::open_frame(std::string_view bytes, node::Channel channel, wire::Envelope& out, Clock now) {
+  wire::OpenedFrame opened;
+  wire::FrameError err{};
+  if (!cipher_->open(bytes, opened, err)) {
+    ++counters_.auth_failures;
+    return false;
+  }
+  const auto expected = channel == Channel::kDatagram ? wire::FrameChannel::kDatagram : wire::FrameChannel::kStream;
+  if (opened.channel != expected) {
+    ++counters_.malformed;
+    return false;
+  }
+  auto env = wire::decode(opened.plaintext);
+  if (!env) {
+    ++counters_.malformed;
+    return false;
+  }
+  if (env->version != wire::kProtocolVersion || env->boot_id != opened.boot_id) {
+    ++counters_.unknown_messages;
+    return false;
+  }
+  if (env->sender == options_.id) {
+    // Our own id from another process: a node id conflict (membership reports it), or
+    // a reflected frame.  Either way not for us.
+    ++counters_.misrouted;
+    return false;
+  }
+  const auto verdict = replay_.check(env->sender, env->boot_id, opened.channel, env->seq, env->sent_utc_ms, now.utc_ms);
+  if (verdict != wire::ReplayGuard::Verdict::kFresh) {
+    ++counters_.replays;
+    return false;
+  }
+  out = std::move(*env);
+  return true;
+}
+
+void Node::on_datagram(std::string_view from_addr, std::string_view bytes, Clock now) {
+  (void)from_addr;
+  last_ = now;
+  ++counters_.datagrams_in;
+  counters_.datagram_bytes_in += bytes.size();
+  if (!started_) return;
+  wire::Envelope env;
+  if (!open_frame(bytes, Channel::kDatagram, env, now)) return;
+  if (auto* packet = std::get_if<gossip::Packet>(&env.body)) {
+    membership_->on_packet(gossip::Peer{env.sender, env.sender_addr}, *packet, now.mono_ms);
+  } else if (std::holds_alternative<wire::UnknownBody>(env.body)) {
+    ++counters_.unknown_messages;
+  } else {
+    ++counters_.malformed;
+  }
+  pump(now);
+}
+
+void Node::on_stream(std::string_view from_addr, std::string_view bytes, Clock now) {
+  (void)from_addr;
+  last_ = now;
+  ++counters_.frames_in;
+  counters_.frame_bytes_in += bytes.size();
+  if (!started_) return;
+  wire::Envelope env;
+  if (!open_frame(bytes, Channel::kStream, env, now)) return;
+  if (auto* pp = std::get_if<gossip::PushPull>(&env.body)) {
+    membership_->on_push_pull(gossip::Peer{env.sender, env.sender_addr}, *pp, now.mono_ms);
+  } else if (auto* batch = std::get_if<std::vector<wire::CoreMessage>>(&env.body)) {
+    for (auto& m : *batch) on_core_message(env.sender, m, now);
+  } else if (std::holds_alternative<wire::UnknownBody>(env.body)) {
+    ++counters_.unknown_messages;
+  } else {
+    ++counters_.malformed;
+  }
+  pump(now);
+}
+
+void Node::on_core_message(const std::string& from, wire::CoreMessage& msg, Clock now) {
+  if (std::holds_alternative<wire::UnknownMessage>(msg)) {
+    ++counters_.unknown_messages;
+  } else if (auto* req = std::get_if<wire::ConfigRequest>(&msg)) {
+    if (config_.epoch >= req->epoch) queue_core(from, wire::ConfigDoc{config_.epoch, config_.encode()}, false);
+  } else if (auto* doc = std::get_if<wire::ConfigDoc>(&msg)) {
+    on_config_doc(from, *doc, now);
+  } else if (auto* push = std::get_if<wire::StorePush>(&msg)) {
+    on_store_push(from, *push, now);
+  } else if (auto* sync = std::get_if<gossip::SyncMessage>(&msg)) {
+    on_sync(from, *sync, now);
+  } else {
+    scheduler_->on_message(from, to_fire(msg), now);
+  }
+}
+
+void Node::on_tick(Clock now) {
+  last_ = now;
+  if (!started_) return;
+  membership_->on_tick(now.mono_ms);
+  maybe_activate(now);
+  scheduler_->on_tick(now);
+  start_syncs(now);
+  if (now.mono_ms >= next_maintenance_mono_ms_) {
+    next_maintenance_mono_ms_ = now.mono_ms + options_.maintenance_interval_ms;
+    maintenance(now);
+  }
+  pump(now);
+}
+
+void Node::on_durable(uint64_t seq, Clock now) {
+  last_ = now;
+  durable_seq_ = std::max(durable_seq_, seq);
+  if (started_) pump(now);
+}
+
+void Node::on_invocation_done(const InvocationResult& result, Clock now) {
+  last_ = now;
+  if (!started_) return;
+  scheduler_->on_invocation_done(result, now);
+  refresh_meta(now);
+  pump(now);
+}
+
+// Runs the internal queues until nothing moves: store changes to the scheduler,
+// messages to ourselves, membership output and events.  Each step only ever consumes
+// queued work, and every queue is finite, so this terminates.
+void Node::pump(Clock now) {
+  for (int rounds = 0; rounds < 1'000'000; ++rounds) {
+    bool progress = false;
+    while (!deferred_records_.empty()) {
+      DeferredRecord d = std::move(deferred_records_.front());
+      deferred_records_.pop_front();
+      scheduler_->on_record(d.volume, d.key, d.value, now);
+      progress = true;
+    }
+    // Released messages to ourselves are taken out first: delivering one may queue more.
+    std::vector<wire::CoreMessage> mine;
+    for (auto it = core_out_.begin(); it != core_out_.end();) {
+      if (it->to == options_.id && it->barrier <= durable_seq_) {
+        mine.push_back(std::move(it->msg));
+        it = core_out_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& m : mine) on_core_message(options_.id, m, now);
+    progress = progress || !mine.empty();
+    drain_membership(now);
+    if (!progress && deferred_records_.empty()) break;
+  }
+}
+
+// --- frames out -----------------------------------------------------------------------------
+
+void Node::queue_core(const std::string& to, wire::CoreMessage msg, bool after_durable) {
+  core_out_.push_back(PendingMessage{to, std::move(msg), after_durable ? write_barrier() : 0});
+}
+
+void Node::send(const std::string& node, schedule::FireMessage msg, bool after_durable) {
+  wire::CoreMessage m = std::visit([](auto&& x) -> wire::CoreMessage { return wire::CoreMessage{std::move(x)}; },
+                                   std::move(msg));
+  queue_core(node, std::move(m), after_durable);
+}
+
+void Node::seal_and_queue(node::Channel channel, const std::string& to_addr, wire::Body body, Clock now) {
+  wire::Envelope env;
+  env.sender = options_.id;
+  env.sender_addr = options_.gossip_addr;
+  env.sent_utc_ms = now.utc_ms;
+  env.boot_id = boot_id_;
+  env.seq = ++seq_out_[{to_addr, static_cast<uint8_t>(channel)}];
+  env.body = std::move(body);
+  const auto fc = channel == Channel::kDatagram ? wire::FrameChannel::kDatagram : wire::FrameChannel::kStream;
+  Transmit t;
+  t.channel = channel;
+  t.to_addr = to_addr;
+  t.bytes = cipher_->seal(fc, wire::encode(env));
+  if (channel == Channel::kDatagram) {
+    ++counters_.datagrams_out;
+    counters_.datagram_bytes_out += t.bytes.size();
+  } else {
+    ++counters_.frames_out;
+    counters_.frame_bytes_out += t.bytes.size();
+  }
+  transmits_.push_back(std::move(t));
+}
+
+// Groups released core messages into one stream frame per destination (split when a
+// frame would exceed the frame size budget).
+void Node::flush_datagrams_and_streams(Clock now) {
+  flush_pushes(now);
+  std::map<std::string, std::vector<wire::CoreMessage>> by_dest;
+  for (auto it = core_out_.begin(); it != core_out_.end();) {
+    if (it->to != options_.id && it->barrier <= durable_seq_) {
+      by_dest[it->to].push_back(std::move(it->msg));
+      it = core_out_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [to, msgs] : by_dest) {
+    const gossip::MemberMeta* meta = membership_->meta_of(to);
+    if (meta == nullptr || meta->stream_addr.empty()) {
+      counters_.misrouted += msgs.size();
+      continue;
+    }
+    // Split into frames of bounded size; a message is estimated by a cheap upper bound
+    // of its encoding so most frames need no re-encoding.
+    std::vector<wire::CoreMessage> frame;
+    size_t frame_bytes = 0;
+    for (auto& m : msgs) {
+      size_t est = 256;
+      if (auto* p = std::get_if<wire::StorePush>(&m)) {
+        for (const auto& r : p->records) est += gossip::wire_size(r) + 32;
+      } else if (auto* s = std::get_if<gossip::SyncMessage>(&m)) {
+        est += gossip::wire_size(*s);
+      } else if (auto* d = std::get_if<schedule::Dispatch>(&m)) {
+        est += d->payload.size();
+      }
+      if (!frame.empty() && frame_bytes + est > options_.max_stream_frame_bytes) {
+        seal_and_queue(Channel::kStream, meta->stream_addr, wire::Body{std::move(frame)}, now);
+        frame.clear();
+        frame_bytes = 0;
+      }
+      frame.push_back(std::move(m));
+      frame_bytes += est;
+    }
+    if (!frame.empty()) seal_and_queue(Channel::kStream, meta->stream_addr, wire::Body{std::move(frame)}, now);
+  }
+}
+
+bool Node::poll_transmit(Transmit& out) {
+  if (!started_) return false;
+  if (transmits_.empty()) flush_datagrams_and_streams(last_);
+  if (transmits_.empty()) return false;
+  out = std::move(transmits_.front());
+  transmits_.pop_front();
+  return true;
+}
+
+// --- storage --------------------------------------------------------------------------------
+
+void Node::storage_put(std::string key, std::string value) {
+  ++counters_.storage_ops;
+  open_batch_.push_back(StorageOp{StorageOp::Kind::kPut, std::move(key), std::move(value)});
+}
+
+void Node::storage_erase(std::string key) {
+  ++counters_.storage_ops;
+  open_batch_.push_back(StorageOp{StorageOp::Kind::kErase, std::move(key), {}});
+}
+
+void Node::local_put(const std::string& key, std::string value) { storage_put(key, std::move(value)); }
+void Node::local_erase(const std::string& key) { storage_erase(key); }
+
+uint64_t Node::write_barrier() const { return open_batch_.empty() ? polled_seq_ : polled_seq_ + 1; }
+
+bool Node::poll_storage(StorageBatch& out) {
+  if (open_batch_.empty()) return false;
+  out.seq = ++polled_seq_;
+  out.ops = std::move(open_batch_);
+  open_batch_.clear();
+  return true;
+}
+
+void Node::invoke(Invocation invocation) {
+  invocations_out_.push_back(PendingInvocation{std::move(invocation), write_barrier()});
+}
+
+bool Node::poll_invocation(Invocation& out) {
+  if (invocations_out_.empty() || invocations_out_.front().barrier > durable_seq_) return false;
+  out = std::move(invocations_out_.front().inv);
+  invocations_out_.pop_front();
+  return true;
+}
+
+bool Node::poll_event(NodeEvent& out) {
+  if (events_.empty()) return false;
+  out = std::move(events_.front());
+  events_.pop_front();
+  return true;
+}
+
+void Node::emit(const schedule::FireEvent& event) {
+  NodeEvent e;
+  e.kind = NodeEvent::Kind::kFire;
+  e.volume = event.volume;
+  e.fire = event;
+  events_.push_back(std::move(e));
+}
+
+int64_t Node::next_deadline_mono() const {
+  if (!started_) return kNever;
+  // Work that is ready now (released messages, a batch to persist) wants an immediate
+  // turn; the driver drains outputs after every input anyway, so this only matters
+  // for work released by a durability notification.
+  int64_t best = std::min(membership_->next_deadline_ms(), scheduler_->next_deadline_mono());
+  best = std::min(best, next_maintenance_mono_ms_);
+  for (const auto& [name, v] : volumes_) best = std::min(best, v.next_sync_mono_ms);
+  for (const auto& [key, s] : sessions_) best = std::min(best, s.last_activity_mono_ms + options_.sync_session_timeout_ms);
+  if (!active_ && !left_) best = std::min(best, started_mono_ms_ + options_.startup_grace_ms);
+  return best;
+}
+
+void Node::check_invariants() const {
+  assert(durable_seq_ <= polled_seq_);
+  assert(started_ == (scheduler_ != nullptr && membership_ != nullptr));
+  if (!started_) return;
+  scheduler_->check_invariants();
+  membership_->check_invariants();
+  for (const auto& [name, v] : volumes_) {
+    assert(v.store != nullptr);
+    assert(v.store->check_invariants());
+    (void)v;
+  }
+  for (const auto& [key, s] : sessions_) {
+    assert(volumes_.count(s.volume) > 0);
+    (void)s;
+  }
+}
+
+}  // namespace caesium::node

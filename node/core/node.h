@@ -1,0 +1,279 @@
+// The Node core: one Caesium node as a sans-IO state machine.  It composes
+//   - membership (gossip/membership: SWIM + Lifeguard) over datagrams,
+//   - one replicated VolumeStore per volume this node replicates, kept in sync by
+//     pushes of local writes and periodic anti-entropy (gossip/anti_entropy),
+//   - the scheduler (schedule/scheduler: index, claims, grants, dispatch, workers),
+//   - the cluster configuration (node/core/cluster_config), spread by gossip,
+//   - frames: every message encoded with the one schema and sealed with the cluster key.
+//
+// The driver (daemon or simulator) feeds inputs with both clocks and drains outputs
+// (node/core/io.h).  Nothing here reads a clock, does I/O or draws entropy: the seed
+// for the node's Rng (boot id, probe order, session ids) is passed in.
+//
+// Durability: every output that promises something (a grant, an acceptance, a
+// dispatch that follows an owner record, an API acknowledgement) is held until the
+// storage batch holding the promise is durable (`on_durable`).  Storage batches are
+// cut when the driver polls them, so a driver that polls once per loop iteration gets
+// group commit for free.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "base/rng.h"
+#include "gossip/anti_entropy.h"
+#include "gossip/membership.h"
+#include "node/core/cluster_config.h"
+#include "node/core/io.h"
+#include "node/wire/codec.h"
+#include "node/wire/frame.h"
+#include "schedule/entry.h"
+#include "schedule/scheduler.h"
+#include "schedule/store.h"
+
+namespace caesium::node {
+
+struct NodeOptions {
+  std::string id;
+  std::string cluster_name = "caesium";
+  std::string gossip_addr;  // where peers send datagrams
+  std::string stream_addr;  // where peers open streams
+  std::string api_addr;     // advertised for request forwarding (may be empty)
+  std::vector<std::string> seeds;  // stream addresses to join through
+  wire::Keyring keyring = wire::Keyring::single(wire::Key{});
+  ClusterConfig initial_config;    // used unless a higher epoch is stored or learned
+  gossip::Capacity capacity{1, 1024, 16};
+  gossip::MembershipConfig membership;
+  schedule::SchedulerOptions scheduler;
+  schedule::VolumeStoreOptions store;
+  gossip::SyncOptions sync;
+  int64_t sync_interval_ms = 10'000;    // anti-entropy with one peer replica per volume
+  int64_t sync_session_timeout_ms = 30'000;
+  int64_t startup_grace_ms = 3'000;     // masters decide nothing before join or this long
+  int64_t replay_window_ms = 120'000;   // frames older/newer than this are refused
+  int64_t maintenance_interval_ms = 30'000;  // retention sweeps, tombstone purge
+  size_t max_stream_frame_bytes = size_t{4} << 20;
+};
+
+// What happened inside the node: for logs, metrics, the simulator's report.
+struct NodeEvent {
+  enum class Kind : uint8_t {
+    kMember = 0,   // membership view of `subject` changed (state, incarnation)
+    kMaster = 1,   // this node now considers `subject` master of `volume` ("" = none)
+    kFire = 2,     // a scheduler event (fire)
+    kConfig = 3,   // cluster config adopted or conflicting (text)
+    kWarning = 4,  // something dropped or refused that an operator may care about (text)
+  };
+  Kind kind = Kind::kMember;
+  std::string subject;
+  std::string volume;
+  gossip::MemberState state = gossip::MemberState::kAlive;
+  uint64_t incarnation = 0;
+  schedule::FireEvent fire;
+  std::string text;
+};
+
+struct NodeCounters {
+  uint64_t datagrams_in = 0, datagrams_out = 0, datagram_bytes_in = 0, datagram_bytes_out = 0;
+  uint64_t frames_in = 0, frames_out = 0, frame_bytes_in = 0, frame_bytes_out = 0;
+  uint64_t auth_failures = 0;     // wrong key, wrong cluster, tampered, not a frame
+  uint64_t replays = 0;           // replayed or too-old frames
+  uint64_t malformed = 0;         // authenticated but undecodable
+  uint64_t unknown_messages = 0;  // from a newer version: counted and dropped
+  uint64_t misrouted = 0;         // messages for volumes we do not replicate, or to unknown peers
+  uint64_t store_pushes_out = 0, store_pushes_in = 0, records_pushed = 0, records_merged = 0;
+  uint64_t syncs_started = 0, syncs_completed = 0, syncs_failed = 0, sync_records_applied = 0;
+  uint64_t config_conflicts = 0;
+  uint64_t storage_ops = 0;
+};
+
+// The result of an API write: the record written and the storage sequence that must be
+// durable before the write may be acknowledged.
+struct WriteAck {
+  schedule::Record record;
+  uint64_t durable_seq = 0;
+};
+
+// How volume records are kept in node storage ("v/<volume>/<key>").
+std::string encode_stored_record(const schedule::Record& record);
+Result<schedule::Record> decode_stored_record(std::string_view key, std::string_view bytes);
+
+class Node final : private schedule::SchedulerHost {
+ public:
+  Node(NodeOptions options, uint64_t seed);
+  ~Node() override;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // Starts from what storage holds (empty: a fresh or wiped disk).  A store that
+  // belongs to another node or cluster, or that cannot be decoded, is an Error.
+  Status start(const std::vector<StoredRecord>& records, Clock now);
+  void leave(Clock now);
+
+  // --- inputs ---------------------------------------------------------------------------
+  void on_datagram(std::string_view from_addr, std::string_view bytes, Clock now);
+  void on_stream(std::string_view from_addr, std::string_view bytes, Clock now);
+  void on_tick(Clock now);
+  void on_durable(uint64_t seq, Clock now);
+  void on_invocation_done(const InvocationResult& result, Clock now);
+
+  // --- outputs --------------------------------------------------------------------------
+  int64_t next_deadline_mono() const;
+  bool poll_transmit(Transmit& out);
+  bool poll_storage(StorageBatch& out);
+  bool poll_invocation(Invocation& out);
+  bool poll_event(NodeEvent& out);
+
+  // --- API (local to this node; the daemon forwards requests for other volumes) ----------
+  bool is_replica(std::string_view volume) const;
+  Result<WriteAck> put_entry(const std::string& volume, const schedule::Entry& entry, Clock now);
+  Result<WriteAck> delete_entry(const std::string& volume, const std::string& entity, const std::string& name,
+                                Clock now);
+  std::optional<schedule::Entry> get_entry(const std::string& volume, const std::string& entity,
+                                           const std::string& name) const;
+  // Entries of a volume in key order, after `start_after` (a key), at most `limit`.
+  std::vector<schedule::Entry> list_entries(const std::string& volume, std::string_view entity_prefix,
+                                            std::string_view start_after, size_t limit) const;
+  struct OccurrenceHistory {
+    schedule::OccurrenceId occ;
+    std::vector<schedule::OwnerRecord> owners;
+    std::vector<std::pair<std::string, schedule::WorkerRecord>> workers;  // by fire id
+  };
+  std::vector<OccurrenceHistory> history(const std::string& volume, const std::string& entity,
+                                         const std::string& name, size_t limit) const;
+  std::optional<int64_t> next_occurrence(const std::string& volume, const std::string& key) const;
+  Result<WriteAck> apply_config(ClusterConfig config, Clock now);  // REQUIRES epoch > current
+  // The durable sequence that covers everything written so far.
+  uint64_t write_barrier() const;
+  uint64_t durable_seq() const { return durable_seq_; }
+
+  // --- introspection ----------------------------------------------------------------------
+  const std::string& id() const { return options_.id; }
+  uint64_t boot_id() const { return boot_id_; }
+  const ClusterConfig& config() const { return config_; }
+  const gossip::Membership& membership() const { return *membership_; }
+  const NodeCounters& counters() const { return counters_; }
+  const schedule::SchedulerCounters& scheduler_counters() const { return scheduler_->counters(); }
+  std::optional<std::string> master_of(const std::string& volume) const;
+  const schedule::VolumeStore* store(const std::string& volume) const;
+  std::vector<std::pair<std::string, uint64_t>> volume_digests() const;
+  bool active() const { return active_; }
+  size_t running_invocations() const { return scheduler_->running_invocations(); }
+  void check_invariants() const;
+
+ private:
+  struct VolumeState {
+    std::unique_ptr<schedule::VolumeStore> store;
+    std::map<std::string, schedule::Record> push;  // local writes not yet pushed, by key
+    int64_t next_sync_mono_ms = 0;
+    uint64_t initiator_session = 0;  // 0 = none running
+  };
+  struct Session {
+    std::string volume;
+    std::string peer;
+    std::unique_ptr<gossip::SyncSession> sync;
+    int64_t last_activity_mono_ms = 0;
+  };
+  struct PendingMessage {
+    std::string to;  // node id
+    wire::CoreMessage msg;
+    uint64_t barrier = 0;  // released when durable_seq_ >= barrier
+  };
+  struct PendingInvocation {
+    Invocation inv;
+    uint64_t barrier = 0;
+  };
+
+  // SchedulerHost
+  void send(const std::string& node, schedule::FireMessage msg, bool after_durable) override;
+  void store_put(const std::string& volume, const std::string& key, std::string value) override;
+  void local_put(const std::string& key, std::string value) override;
+  void local_erase(const std::string& key) override;
+  void invoke(Invocation invocation) override;
+  void emit(const schedule::FireEvent& event) override;
+  schedule::PeerView peer(const std::string& node) const override;
+  std::optional<std::string> store_get(const std::string& volume, const std::string& key) const override;
+
+  // node.cpp: frames, outbox, storage, the pump
+  void pump(Clock now);
+  void queue_core(const std::string& to, wire::CoreMessage msg, bool after_durable);
+  void flush_datagrams_and_streams(Clock now);
+  void seal_and_queue(node::Channel channel, const std::string& to_addr, wire::Body body, Clock now);
+  bool open_frame(std::string_view bytes, node::Channel channel, wire::Envelope& out, Clock now);
+  void storage_put(std::string key, std::string value);
+  void storage_erase(std::string key);
+  void on_core_message(const std::string& from, wire::CoreMessage& msg, Clock now);
+
+  // node_gossip.cpp: membership glue, masters, config spread
+  void drain_membership(Clock now);
+  void refresh_masters(Clock now);
+  void refresh_meta(Clock now);
+  gossip::MemberMeta self_meta() const;
+  void on_config_doc(const std::string& from, const wire::ConfigDoc& doc, Clock now);
+  Status adopt_config(ClusterConfig config, Clock now, bool persist);
+  void maybe_activate(Clock now);
+
+  // node_volumes.cpp: stores, pushes, anti-entropy, retention
+  void open_volume(const std::string& name, Clock now);
+  void close_volume(const std::string& name);
+  void on_store_change(const std::string& volume, const schedule::Change& change);
+  void flush_pushes(Clock now);
+  void on_store_push(const std::string& from, const wire::StorePush& push, Clock now);
+  void on_sync(const std::string& from, const gossip::SyncMessage& msg, Clock now);
+  void start_syncs(Clock now);
+  void maintenance(Clock now);
+
+  NodeOptions options_;
+  Rng rng_;
+  uint64_t boot_id_ = 0;
+  uint64_t incarnation_ = 0;
+  bool started_ = false;
+  bool active_ = false;
+  bool left_ = false;
+  int64_t started_mono_ms_ = 0;
+  Clock last_{};
+
+  ClusterConfig config_;
+  std::unique_ptr<gossip::Membership> membership_;
+  std::unique_ptr<schedule::Scheduler> scheduler_;
+  std::unique_ptr<wire::FrameCipher> cipher_;
+  wire::ReplayGuard replay_;
+  std::map<std::string, VolumeState> volumes_;
+  std::map<std::pair<std::string, uint64_t>, Session> sessions_;  // (peer, session id)
+  std::map<std::string, std::optional<std::string>> masters_;     // volume -> master in our view
+  std::map<std::string, int64_t> config_requested_mono_;           // peer -> last request time
+  std::map<std::string, uint64_t> known_boots_;                    // peer -> boot id last seen
+
+  // outputs
+  std::deque<Transmit> transmits_;
+  std::deque<PendingMessage> core_out_;
+  std::deque<PendingInvocation> invocations_out_;
+  std::deque<NodeEvent> events_;
+  struct DeferredRecord {
+    std::string volume;
+    std::string key;
+    std::optional<std::string> value;
+  };
+  std::deque<DeferredRecord> deferred_records_;
+  bool loading_ = false;  // during start(): store changes are not persisted again
+
+  // storage
+  std::vector<StorageOp> open_batch_;
+  uint64_t polled_seq_ = 0;   // last batch handed to the driver
+  uint64_t durable_seq_ = 0;  // last batch the driver reported durable
+
+  // frame sequence numbers per (destination address, channel)
+  std::map<std::pair<std::string, uint8_t>, uint64_t> seq_out_;
+  int64_t next_maintenance_mono_ms_ = 0;
+  NodeCounters counters_;
+};
+
+}  // namespace caesium::node

@@ -1,0 +1,98 @@
+// Node core, part 4: the local API — entries and their occurrence history.  Writes
+// return the storage sequence that must be durable before the caller acknowledges.
+#include <algorithm>
+
+#include "node/core/node.h"
+
+namespace caesium::node {
+
+bool Node::is_replica(std::string_view volume) const { return volumes_.count(std::string(volume)) > 0; }
+
+Result<WriteAck> Node::put_entry(const std::string& volume, const schedule::Entry& entry, Clock now) {
+  last_ = now;
+  auto it = volumes_.find(volume);
+  if (it == volumes_.end()) return Error("this node does not replicate volume '" + volume + "'", "volume");
+  if (Status s = schedule::validate(entry); !s.ok()) return s.error();
+  const std::string key = schedule::entry_key(entry.entity, entry.name);
+  schedule::Record rec = it->second.store->put(key, schedule::encode_entry(entry), now.utc_ms);
+  it->second.push[rec.key] = rec;
+  pump(now);
+  return WriteAck{std::move(rec), write_barrier()};
+}
+
+Result<WriteAck> Node::delete_entry(const std::string& volume, const std::string& entity, const std::string& name,
+                                    Clock now) {
+  last_ = now;
+  auto it = volumes_.find(volume);
+  if (it == volumes_.end()) return Error("this node does not replicate volume '" + volume + "'", "volume");
+  const std::string key = schedule::entry_key(entity, name);
+  auto existing = it->second.store->find(key);
+  if (!existing || !existing->value) return Error("no entry '" + name + "' for entity '" + entity + "'", "name");
+  schedule::Record rec = it->second.store->erase(key, now.utc_ms);
+  it->second.push[rec.key] = rec;
+  pump(now);
+  return WriteAck{std::move(rec), write_barrier()};
+}
+
+std::optional<schedule::Entry> Node::get_entry(const std::string& volume, const std::string& entity,
+                                               const std::string& name) const {
+  auto value = store_get(volume, schedule::entry_key(entity, name));
+  if (!value) return std::nullopt;
+  auto e = schedule::decode_entry(*value);
+  if (!e) return std::nullopt;
+  return std::move(*e);
+}
+
+std::vector<schedule::Entry> Node::list_entries(const std::string& volume, std::string_view entity_prefix,
+                                                std::string_view start_after, size_t limit) const {
+  std::vector<schedule::Entry> out;
+  auto it = volumes_.find(volume);
+  if (it == volumes_.end()) return out;
+  // Entry keys are "<entity>/caesium/schedule/<name>": scanning by entity prefix visits
+  // other records of those entities too (their state), which are skipped.
+  std::string after(start_after);
+  while (out.size() < limit) {
+    size_t visited = 0;
+    std::string last;
+    it->second.store->scan(entity_prefix, after, 256, [&](const schedule::RecordView& r) {
+      ++visited;
+      last = std::string(r.key);
+      if (out.size() >= limit || !r.value || !schedule::is_entry_key(r.key)) return;
+      auto e = schedule::decode_entry(*r.value);
+      if (e) out.push_back(std::move(*e));
+    });
+    if (visited == 0) break;
+    after = last;
+  }
+  return out;
+}
+
+std::vector<Node::OccurrenceHistory> Node::history(const std::string& volume, const std::string& entity,
+                                                   const std::string& name, size_t limit) const {
+  std::vector<OccurrenceHistory> out;
+  auto it = volumes_.find(volume);
+  if (it == volumes_.end()) return out;
+  const std::string prefix = std::string(schedule::kOccPrefix) + entity + "/" + name + "/";
+  std::map<int64_t, OccurrenceHistory> by_time;
+  it->second.store->scan(prefix, {}, SIZE_MAX, [&](const schedule::RecordView& r) {
+    if (!r.value) return;
+    auto parsed = schedule::parse_occ_key(r.key);
+    if (!parsed) return;
+    OccurrenceHistory& h = by_time[parsed->occ.scheduled_utc_ms];
+    h.occ = parsed->occ;
+    if (parsed->kind == schedule::ParsedOccKey::Kind::kOwner) {
+      if (auto o = schedule::decode_owner_record(*r.value)) h.owners.push_back(std::move(*o));
+    } else if (auto w = schedule::decode_worker_record(*r.value)) {
+      h.workers.emplace_back(parsed->suffix, std::move(*w));
+    }
+  });
+  // Most recent first.
+  for (auto rit = by_time.rbegin(); rit != by_time.rend() && out.size() < limit; ++rit) out.push_back(std::move(rit->second));
+  return out;
+}
+
+std::optional<int64_t> Node::next_occurrence(const std::string& volume, const std::string& key) const {
+  return scheduler_ ? scheduler_->next_scheduled(volume, key) : std::nullopt;
+}
+
+}  // namespace caesium::node

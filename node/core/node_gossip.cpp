@@ -1,0 +1,200 @@
+// Node core, part 2: membership glue — packets out, member events in, the master of
+// each volume, this node's advertised meta, and spreading the cluster config.
+#include <algorithm>
+
+#include "gossip/master.h"
+#include "node/core/node.h"
+
+namespace caesium::node {
+
+gossip::MemberMeta Node::self_meta() const {
+  gossip::MemberMeta m;
+  m.stream_addr = options_.stream_addr;
+  m.api_addr = options_.api_addr;
+  const NodeSpec* spec = config_.node(options_.id);
+  m.priority = spec && spec->priority ? *spec->priority
+                                      : default_priority(options_.capacity.cores, options_.capacity.memory_mb);
+  if (spec) m.tags = spec->tags;
+  m.capacity = options_.capacity;
+  if (scheduler_) {
+    const size_t running = scheduler_->running_invocations();
+    const uint32_t slots = std::max<uint32_t>(1, options_.capacity.max_running);
+    m.load.running = static_cast<uint32_t>(std::min<size_t>(running, slots));
+    m.load.queued = static_cast<uint32_t>(running > slots ? running - slots : 0);
+  }
+  m.config_epoch = config_.epoch;
+  m.protocol_version = 1;
+  m.boot_id = boot_id_;
+  return m;
+}
+
+void Node::refresh_meta(Clock now) {
+  if (!membership_ || left_) return;
+  const gossip::MemberMeta m = self_meta();
+  if (m == membership_->self_meta()) return;
+  // Load-only changes are rate-limited inside membership; a refused update is simply
+  // retried on the next change.
+  (void)membership_->set_meta(m, now.mono_ms);
+}
+
+void Node::drain_membership(Clock now) {
+  if (!membership_) return;
+  gossip::Outgoing out;
+  while (membership_->poll_send(out)) {
+    if (out.channel == gossip::Outgoing::Channel::kDatagram) {
+      seal_and_queue(Channel::kDatagram, out.to_addr, wire::Body{std::get<gossip::Packet>(std::move(out.msg))}, now);
+    } else {
+      seal_and_queue(Channel::kStream, out.to_addr, wire::Body{std::get<gossip::PushPull>(std::move(out.msg))}, now);
+    }
+  }
+  gossip::MemberEvent ev;
+  bool changed = false;
+  while (membership_->poll_event(ev)) {
+    NodeEvent e;
+    e.kind = NodeEvent::Kind::kMember;
+    e.subject = ev.node;
+    e.state = ev.state;
+    e.incarnation = ev.incarnation;
+    e.text = ev.detail;
+    if (ev.kind == gossip::MemberEvent::Kind::kConflict) {
+      e.kind = NodeEvent::Kind::kWarning;
+      e.text = "node id conflict: " + ev.node + ": " + ev.detail;
+    }
+    events_.push_back(std::move(e));
+    if (ev.node == options_.id) continue;
+    // The scheduler cares about reachability and restarts (boot id), not load.
+    const gossip::MemberMeta* meta = membership_->meta_of(ev.node);
+    uint64_t& known_boot = known_boots_[ev.node];
+    const uint64_t boot = meta ? meta->boot_id : 0;
+    if (ev.kind != gossip::MemberEvent::Kind::kUpdated || boot != known_boot) {
+      known_boot = boot;
+      scheduler_->on_peer_change(ev.node, now);
+      changed = true;
+    }
+    if (meta && meta->config_epoch > config_.epoch) {
+      auto& last = config_requested_mono_[ev.node];
+      if (last == 0 || now.mono_ms - last >= 1'000) {
+        last = now.mono_ms;
+        queue_core(ev.node, wire::ConfigRequest{meta->config_epoch}, false);
+      }
+    }
+  }
+  if (changed) refresh_masters(now);
+  maybe_activate(now);
+}
+
+void Node::refresh_masters(Clock now) {
+  for (const auto& [volume, v] : volumes_) {
+    (void)v;
+    const VolumeSpec* spec = config_.volume(volume);
+    std::optional<std::string> m;
+    if (spec && !left_) m = gossip::master_of(spec->replicas, *membership_);
+    auto& known = masters_[volume];
+    if (known == m) continue;
+    known = m;
+    scheduler_->set_master(volume, m && *m == options_.id, now);
+    NodeEvent e;
+    e.kind = NodeEvent::Kind::kMaster;
+    e.volume = volume;
+    e.subject = m.value_or("");
+    events_.push_back(std::move(e));
+  }
+}
+
+std::optional<std::string> Node::master_of(const std::string& volume) const {
+  auto it = masters_.find(volume);
+  return it == masters_.end() ? std::nullopt : it->second;
+}
+
+void Node::maybe_activate(Clock now) {
+  if (active_ || left_ || !membership_) return;
+  if (membership_->member_count() > 1 || now.mono_ms - started_mono_ms_ >= options_.startup_grace_ms) {
+    active_ = true;
+    refresh_masters(now);
+    scheduler_->set_active(true, now);
+  }
+}
+
+schedule::PeerView Node::peer(const std::string& node) const {
+  schedule::PeerView p;
+  if (node == options_.id) {
+    p.reachable = !left_;
+    p.known = true;
+    p.boot = boot_id_;
+    p.load = static_cast<uint32_t>(scheduler_ ? scheduler_->running_invocations() : 0);
+    p.slots = options_.capacity.max_running;
+    return p;
+  }
+  if (!membership_) return p;
+  auto state = membership_->state_of(node);
+  if (!state) return p;
+  p.known = true;
+  p.reachable = gossip::is_reachable(*state);
+  if (const gossip::MemberMeta* m = membership_->meta_of(node)) {
+    p.boot = m->boot_id;
+    p.load = m->load.running + m->load.queued;
+    p.slots = m->capacity.max_running;
+  }
+  return p;
+}
+
+// --- cluster config -----------------------------------------------------------------------------
+
+void Node::on_config_doc(const std::string& from, const wire::ConfigDoc& doc, Clock now) {
+  auto config = decode_cluster_config(doc.document);
+  if (!config || config->epoch != doc.epoch) {
+    ++counters_.malformed;
+    return;
+  }
+  if (config->epoch > config_.epoch) {
+    (void)adopt_config(std::move(*config), now, true);
+  } else if (config->epoch == config_.epoch && config->fingerprint() != config_.fingerprint()) {
+    // Two different configs with the same epoch: reported, never merged.
+    ++counters_.config_conflicts;
+    NodeEvent e;
+    e.kind = NodeEvent::Kind::kConfig;
+    e.subject = from;
+    e.text = "cluster config conflict: node " + from + " holds a different config with the same epoch " +
+             std::to_string(config->epoch) + "; keeping ours";
+    events_.push_back(std::move(e));
+  }
+}
+
+Status Node::adopt_config(ClusterConfig config, Clock now, bool persist) {
+  auto normalized = normalize(std::move(config));
+  if (!normalized) return normalized.error();
+  config_ = std::move(*normalized);
+  if (persist) storage_put("c/config", config_.encode());
+  scheduler_->set_topology(config_.topology(), now);
+  const std::vector<std::string> mine = config_.volumes_of(options_.id);
+  std::vector<std::string> gone;
+  for (const auto& [name, v] : volumes_) {
+    (void)v;
+    if (!std::binary_search(mine.begin(), mine.end(), name)) gone.push_back(name);
+  }
+  for (const auto& name : gone) close_volume(name);
+  for (const auto& name : mine) {
+    if (!volumes_.count(name)) open_volume(name, now);
+  }
+  if (membership_) {
+    refresh_meta(now);
+    refresh_masters(now);
+  }
+  NodeEvent e;
+  e.kind = NodeEvent::Kind::kConfig;
+  e.text = "cluster config epoch " + std::to_string(config_.epoch) + " adopted";
+  events_.push_back(std::move(e));
+  return Status::success();
+}
+
+Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now) {
+  last_ = now;
+  if (config.epoch <= config_.epoch) {
+    return Error("a new cluster config needs an epoch above the current " + std::to_string(config_.epoch), "epoch");
+  }
+  if (Status s = adopt_config(std::move(config), now, true); !s.ok()) return s.error();
+  pump(now);
+  return WriteAck{{}, write_barrier()};
+}
+
+}  // namespace caesium::node

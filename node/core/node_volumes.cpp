@@ -1,0 +1,208 @@
+// Node core, part 3: the volume stores — persistence of every change, pushes of local
+// writes to the other replicas, periodic anti-entropy with one peer replica, and the
+// retention sweeps (expired occurrence records, old tombstones).
+#include <algorithm>
+
+#include "node/core/node.h"
+
+namespace caesium::node {
+
+void Node::open_volume(const std::string& name, Clock now) {
+  VolumeState& v = volumes_[name];
+  v.store = std::make_unique<schedule::VolumeStore>(name, options_.id, options_.store);
+  v.store->set_observer([this, name](const schedule::Change& c) { on_store_change(name, c); });
+  // Occurrence state past its retention is dropped by every replica without a
+  // tombstone; refusing it on merge keeps anti-entropy from bringing it back.
+  v.store->set_merge_filter([this](const schedule::Record& r) {
+    if (!schedule::is_occ_key(r.key)) return true;
+    auto parsed = schedule::parse_occ_key(r.key);
+    if (!parsed) return false;
+    return parsed->occ.scheduled_utc_ms >= last_.utc_ms - options_.scheduler.occurrence_retention_ms;
+  });
+  // Spread the first sync of each volume over the first interval.
+  v.next_sync_mono_ms = now.mono_ms + static_cast<int64_t>(rng_.below(
+                                          static_cast<uint64_t>(std::max<int64_t>(1, options_.sync_interval_ms))));
+}
+
+void Node::close_volume(const std::string& name) {
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    if (it->second.volume == name) it = sessions_.erase(it);
+    else ++it;
+  }
+  volumes_.erase(name);
+  masters_.erase(name);
+}
+
+void Node::on_store_change(const std::string& volume, const schedule::Change& change) {
+  const std::string storage_key = "v/" + volume + "/" + std::string(change.key);
+  if (!loading_) {
+    if (change.new_record) {
+      storage_put(storage_key, encode_stored_record(change.new_record->to_record()));
+    } else {
+      storage_erase(storage_key);
+    }
+  }
+  DeferredRecord d;
+  d.volume = volume;
+  d.key = std::string(change.key);
+  if (change.new_record && change.new_record->value) d.value = std::string(*change.new_record->value);
+  deferred_records_.push_back(std::move(d));
+}
+
+void Node::store_put(const std::string& volume, const std::string& key, std::string value) {
+  auto it = volumes_.find(volume);
+  if (it == volumes_.end()) {
+    ++counters_.misrouted;
+    return;
+  }
+  schedule::Record rec = it->second.store->put(key, std::move(value), last_.utc_ms);
+  it->second.push[rec.key] = std::move(rec);
+}
+
+std::optional<std::string> Node::store_get(const std::string& volume, const std::string& key) const {
+  auto it = volumes_.find(volume);
+  if (it == volumes_.end()) return std::nullopt;
+  auto view = it->second.store->find(key);
+  if (!view || !view->value) return std::nullopt;
+  return std::string(*view->value);
+}
+
+void Node::flush_pushes(Clock now) {
+  (void)now;
+  for (auto& [name, v] : volumes_) {
+    if (v.push.empty()) continue;
+    std::vector<schedule::Record> records;
+    records.reserve(v.push.size());
+    for (auto& [k, r] : v.push) records.push_back(std::move(r));
+    v.push.clear();
+    const VolumeSpec* spec = config_.volume(name);
+    if (spec == nullptr) continue;
+    std::vector<std::string> peers = spec->replicas;
+    peers.insert(peers.end(), spec->previous_replicas.begin(), spec->previous_replicas.end());
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    for (const auto& p : peers) {
+      if (p == options_.id || !membership_->reachable(p)) continue;  // anti-entropy repairs the rest
+      ++counters_.store_pushes_out;
+      counters_.records_pushed += records.size();
+      queue_core(p, wire::StorePush{name, records}, false);
+    }
+  }
+}
+
+void Node::on_store_push(const std::string& from, const wire::StorePush& push, Clock now) {
+  (void)from;
+  auto it = volumes_.find(push.volume);
+  if (it == volumes_.end()) {
+    ++counters_.misrouted;
+    return;
+  }
+  ++counters_.store_pushes_in;
+  for (const auto& rec : push.records) {
+    if (it->second.store->merge(rec, now.utc_ms)) ++counters_.records_merged;
+  }
+}
+
+// --- anti-entropy -----------------------------------------------------------------------------
+
+void Node::start_syncs(Clock now) {
+  for (auto& [name, v] : volumes_) {
+    if (now.mono_ms < v.next_sync_mono_ms) continue;
+    const int64_t jitter = static_cast<int64_t>(rng_.below(static_cast<uint64_t>(std::max<int64_t>(1, options_.sync_interval_ms / 4))));
+    v.next_sync_mono_ms = now.mono_ms + options_.sync_interval_ms - options_.sync_interval_ms / 8 + jitter;
+    if (v.initiator_session != 0) continue;
+    const VolumeSpec* spec = config_.volume(name);
+    if (spec == nullptr) continue;
+    std::vector<std::string> peers;
+    for (const auto& r : spec->replicas) {
+      if (r != options_.id && membership_->reachable(r)) peers.push_back(r);
+    }
+    if (peers.empty()) continue;
+    const std::string& peer = peers[rng_.below(peers.size())];
+    const uint64_t id = rng_.next_u64() | 1;
+    Session s;
+    s.volume = name;
+    s.peer = peer;
+    s.sync = std::make_unique<gossip::SyncSession>(gossip::SyncSession::Role::kInitiator, v.store.get(), id, options_.sync);
+    s.last_activity_mono_ms = now.mono_ms;
+    queue_core(peer, s.sync->start(now.utc_ms), false);
+    sessions_.emplace(std::make_pair(peer, id), std::move(s));
+    v.initiator_session = id;
+    ++counters_.syncs_started;
+  }
+}
+
+void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Clock now) {
+  auto vit = volumes_.find(msg.volume);
+  if (vit == volumes_.end()) {
+    ++counters_.misrouted;
+    return;
+  }
+  const auto key = std::make_pair(from, msg.session_id);
+  auto it = sessions_.find(key);
+  if (it == sessions_.end()) {
+    if (msg.seq != 0) return;  // the rest of a session we already dropped
+    Session s;
+    s.volume = msg.volume;
+    s.peer = from;
+    s.sync = std::make_unique<gossip::SyncSession>(gossip::SyncSession::Role::kResponder, vit->second.store.get(),
+                                                   msg.session_id, options_.sync);
+    it = sessions_.emplace(key, std::move(s)).first;
+  }
+  Session& s = it->second;
+  s.last_activity_mono_ms = now.mono_ms;
+  const uint64_t applied_before = s.sync->stats().records_applied;
+  auto reply = s.sync->on_message(msg, now.utc_ms);
+  counters_.sync_records_applied += s.sync->stats().records_applied - applied_before;
+  if (!reply) {
+    ++counters_.syncs_failed;
+  } else if (reply->has_value()) {
+    queue_core(from, std::move(**reply), false);
+  }
+  if (!reply || s.sync->done()) {
+    if (reply && !s.sync->failed()) ++counters_.syncs_completed;
+    if (s.sync->role() == gossip::SyncSession::Role::kInitiator && vit->second.initiator_session == msg.session_id) {
+      vit->second.initiator_session = 0;
+    }
+    sessions_.erase(it);
+  }
+}
+
+std::vector<std::pair<std::string, uint64_t>> Node::volume_digests() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const auto& [name, v] : volumes_) out.emplace_back(name, v.store->root_digest());
+  return out;
+}
+
+const schedule::VolumeStore* Node::store(const std::string& volume) const {
+  auto it = volumes_.find(volume);
+  return it == volumes_.end() ? nullptr : it->second.store.get();
+}
+
+// --- retention ------------------------------------------------------------------------------
+
+void Node::maintenance(Clock now) {
+  // Sessions whose peer went silent.
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    if (now.mono_ms - it->second.last_activity_mono_ms > options_.sync_session_timeout_ms) {
+      auto v = volumes_.find(it->second.volume);
+      if (v != volumes_.end() && v->second.initiator_session == it->first.second) v->second.initiator_session = 0;
+      ++counters_.syncs_failed;
+      it = sessions_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  const int64_t horizon = now.utc_ms - options_.scheduler.occurrence_retention_ms;
+  for (auto& [name, v] : volumes_) {
+    v.store->purge_tombstones(now.utc_ms);
+    std::vector<std::string> expired;
+    v.store->scan(schedule::kOccPrefix, {}, SIZE_MAX, [&](const schedule::RecordView& r) {
+      auto parsed = schedule::parse_occ_key(r.key);
+      if (!parsed || parsed->occ.scheduled_utc_ms < horizon) expired.emplace_back(r.key);
+    }, true);
+    for (const auto& k : expired) v.store->remove_local(k);
+  }
+}
+
+}  // namespace caesium::node

@@ -1,0 +1,451 @@
+// Scheduler, part 1: the occurrence index (entries -> UTC wheel), occurrence records
+// from the volume store, timers, purging.  Deciding is in scheduler_master.cpp, voting
+// and running in scheduler_replica.cpp.
+#include "schedule/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "schedule/timing.h"
+
+namespace caesium::schedule {
+
+const char* to_string(FireEvent::Kind k) {
+  switch (k) {
+    case FireEvent::Kind::kDue: return "due";
+    case FireEvent::Kind::kOwned: return "owned";
+    case FireEvent::Kind::kDispatched: return "dispatched";
+    case FireEvent::Kind::kAccepted: return "accepted";
+    case FireEvent::Kind::kCompleted: return "completed";
+    case FireEvent::Kind::kWithheld: return "withheld";
+    case FireEvent::Kind::kMissed: return "missed";
+    case FireEvent::Kind::kLost: return "lost";
+    case FireEvent::Kind::kSkipped: return "skipped";
+    case FireEvent::Kind::kRedispatched: return "redispatched";
+    case FireEvent::Kind::kGranted: return "granted";
+  }
+  return "?";
+}
+
+Scheduler::Scheduler(ProcessId self, SchedulerOptions options, SchedulerHost& host,
+                     int64_t start_mono_ms, int64_t start_utc_ms)
+    : self_(std::move(self)),
+      options_(options),
+      host_(host),
+      last_{start_mono_ms, start_utc_ms},
+      utc_wheel_(start_utc_ms),
+      mono_wheel_(start_mono_ms) {}
+
+Scheduler::~Scheduler() = default;
+
+// --- configuration ----------------------------------------------------------------------
+
+void Scheduler::set_topology(Topology topology, Clock now) {
+  last_ = now;
+  topology_ = std::move(topology);
+  // Entries of volumes this node no longer replicates are dropped from the index.
+  std::vector<std::pair<std::string, std::string>> gone;
+  for (const auto& [k, slot] : entry_index_) {
+    if (!is_replica(k.first)) gone.push_back(k);
+  }
+  for (const auto& k : gone) remove_entry(k.first, k.second);
+  for (const auto& [name, v] : topology_.volumes) dirty_volumes_.insert(name);
+}
+
+void Scheduler::set_master(const std::string& volume, bool master, Clock now) {
+  last_ = now;
+  const bool was = masters_.count(volume) > 0;
+  if (master == was) return;
+  if (master) {
+    masters_.insert(volume);
+    dirty_volumes_.insert(volume);
+  } else {
+    masters_.erase(volume);
+  }
+}
+
+void Scheduler::set_active(bool active, Clock now) {
+  last_ = now;
+  if (active && !active_) {
+    for (const auto& v : masters_) dirty_volumes_.insert(v);
+  }
+  active_ = active;
+}
+
+void Scheduler::on_peer_change(const std::string& node, Clock now) {
+  last_ = now;
+  // Owner duties first: a worker of ours may have died.
+  for (auto& [key, o] : occs_) {
+    if (o.phase != Phase::kOwned || o.attempts.empty()) continue;
+    const Attempt& a = o.attempts.back();
+    if (a.info.worker == node) owner_step(o, now);
+  }
+  // Masters re-decide: an owner or a holder may have vanished, quorum may have changed.
+  for (const auto& v : masters_) dirty_volumes_.insert(v);
+  for (const auto& [name, v] : topology_.volumes) {
+    (void)v;
+    dirty_volumes_.insert(name);
+  }
+}
+
+bool Scheduler::is_replica(const std::string& volume) const {
+  auto it = topology_.volumes.find(volume);
+  if (it == topology_.volumes.end()) return false;
+  const auto& r = it->second.replicas;
+  const auto& p = it->second.previous_replicas;
+  return std::binary_search(r.begin(), r.end(), self_.node) || std::binary_search(p.begin(), p.end(), self_.node);
+}
+
+// --- records ------------------------------------------------------------------------------
+
+void Scheduler::on_record(const std::string& volume, const std::string& key,
+                          const std::optional<std::string>& value, Clock now) {
+  last_ = now;
+  if (!is_replica(volume)) return;
+  if (is_entry_key(key)) {
+    if (!value) {
+      remove_entry(volume, key);
+      return;
+    }
+    auto entry = decode_entry(*value);
+    if (!entry.ok()) {
+      ++counters_.bad_records;
+      return;
+    }
+    upsert_entry(volume, key, std::make_shared<const Entry>(std::move(entry).value()), now);
+    return;
+  }
+  if (!is_occ_key(key)) return;
+  auto parsed = parse_occ_key(key);
+  if (!parsed) {
+    ++counters_.bad_records;
+    return;
+  }
+  if (parsed->kind == ParsedOccKey::Kind::kOwner) {
+    on_owner_record(volume, *parsed, value, now);
+  } else {
+    on_worker_record(volume, *parsed, value, now);
+  }
+}
+
+void Scheduler::on_local_record(const std::string& key, const std::string& value) {
+  auto parsed = parse_grant_key(key);
+  if (!parsed) {
+    ++counters_.bad_records;
+    return;
+  }
+  auto holder = decode_grant(value);
+  if (!holder.ok()) {
+    ++counters_.bad_records;
+    return;
+  }
+  grants_[{parsed->volume, parsed->occ}] = *holder;
+}
+
+void Scheduler::on_owner_record(const std::string& volume, const ParsedOccKey& k,
+                                const std::optional<std::string>& value, Clock now) {
+  Occ* existing = find_occ(volume, k.occ);
+  if (!value) {
+    if (existing) existing->owner_records.erase(k.suffix);
+    return;
+  }
+  auto rec = decode_owner_record(*value);
+  if (!rec.ok()) {
+    ++counters_.bad_records;
+    return;
+  }
+  // Records of occurrences past retention are not worth tracking.
+  if (k.occ.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms) return;
+  Occ& o = existing ? *existing : track(volume, k.occ, now);
+  o.owner_records[k.suffix] = std::move(rec).value();
+  if (o.phase != Phase::kOwned && !terminal(o.phase)) reconsider(o, now);
+}
+
+void Scheduler::on_worker_record(const std::string& volume, const ParsedOccKey& k,
+                                 const std::optional<std::string>& value, Clock now) {
+  Occ* existing = find_occ(volume, k.occ);
+  if (!value) {
+    if (existing) existing->worker_records.erase(k.suffix);
+    return;
+  }
+  auto rec = decode_worker_record(*value);
+  if (!rec.ok()) {
+    ++counters_.bad_records;
+    return;
+  }
+  if (k.occ.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms) return;
+  Occ& o = existing ? *existing : track(volume, k.occ, now);
+  const WorkerRecord& w = o.worker_records[k.suffix] = std::move(rec).value();
+  if (o.phase == Phase::kOwned) {
+    for (auto& a : o.attempts) {
+      if (a.info.fire_id != k.suffix) continue;
+      if (finished(w.state)) {
+        a.state = AttemptState::kFinished;
+      } else if (w.state == WorkerState::kAccepted &&
+                 (a.state == AttemptState::kSent || a.state == AttemptState::kRevoking)) {
+        a.state = AttemptState::kAccepted;
+        a.accepted_mono_ms = now.mono_ms;
+      }
+    }
+    owner_step(o, now);
+    return;
+  }
+  if (finished(w.state) && !terminal(o.phase)) {
+    if (o.phase == Phase::kClaiming) release_grants(o, o.entry.get(), now);
+    finish(o, Phase::kDone, "", now);
+  }
+}
+
+// --- the occurrence index -------------------------------------------------------------------
+
+const Scheduler::EntryRec* Scheduler::entry_of(const std::string& volume, const std::string& key) const {
+  auto it = entry_index_.find({volume, key});
+  return it == entry_index_.end() ? nullptr : &entries_[it->second];
+}
+
+std::optional<int64_t> Scheduler::next_scheduled(const std::string& volume, const std::string& key) const {
+  const EntryRec* e = entry_of(volume, key);
+  if (e == nullptr) return std::nullopt;
+  return e->next_scheduled_utc_ms;
+}
+
+void Scheduler::upsert_entry(const std::string& volume, const std::string& key,
+                             std::shared_ptr<const Entry> entry, Clock now) {
+  auto it = entry_index_.find({volume, key});
+  uint32_t slot;
+  if (it == entry_index_.end()) {
+    if (!free_entry_slots_.empty()) {
+      slot = free_entry_slots_.back();
+      free_entry_slots_.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(entries_.size());
+      entries_.emplace_back();
+    }
+    entry_index_.emplace(std::make_pair(volume, key), slot);
+    EntryRec& rec = entries_[slot];
+    rec = EntryRec{};
+    rec.volume = volume;
+    rec.key = key;
+    rec.live = true;
+    // A newly seen entry starts at its creation, but occurrences further back than its
+    // misfire window are beyond catching up (DESIGN.md §6, catch-up).
+    rec.cursor_utc_ms = std::max(entry->created_utc_ms - 1, now.utc_ms - entry->misfire_window_ms - 1);
+  } else {
+    slot = it->second;
+    EntryRec& rec = entries_[slot];
+    if (rec.armed) utc_wheel_.cancel(rec.handle);
+    rec.armed = false;
+    // A re-created entry (a new creation instant) starts over from its creation.
+    if (entry->created_utc_ms != rec.entry->created_utc_ms) {
+      rec.cursor_utc_ms = std::max(rec.cursor_utc_ms, entry->created_utc_ms - 1);
+    }
+  }
+  entries_[slot].entry = std::move(entry);
+  arm_entry(slot, now);
+}
+
+void Scheduler::remove_entry(const std::string& volume, const std::string& key) {
+  auto it = entry_index_.find({volume, key});
+  if (it == entry_index_.end()) return;
+  EntryRec& rec = entries_[it->second];
+  if (rec.armed) utc_wheel_.cancel(rec.handle);
+  rec = EntryRec{};
+  free_entry_slots_.push_back(it->second);
+  entry_index_.erase(it);
+}
+
+void Scheduler::arm_entry(uint32_t slot, Clock now) {
+  (void)now;
+  EntryRec& rec = entries_[slot];
+  assert(rec.live);
+  assert(!rec.armed);
+  rec.next_scheduled_utc_ms = next_occurrence(*rec.entry, rec.cursor_utc_ms);
+  if (!rec.next_scheduled_utc_ms) return;
+  rec.next_fire_utc_ms = fire_time(*rec.entry, *rec.next_scheduled_utc_ms);
+  rec.handle = utc_wheel_.insert(rec.next_fire_utc_ms, slot);
+  rec.armed = true;
+}
+
+// The UTC wheel reached an entry's next fire time: the occurrence becomes due on this
+// replica, and the entry's following occurrence is armed.
+void Scheduler::entry_due(uint32_t slot, Clock now) {
+  EntryRec& rec = entries_[slot];
+  if (!rec.live || !rec.next_scheduled_utc_ms) return;
+  rec.armed = false;
+  const std::shared_ptr<const Entry> entry = rec.entry;
+  const std::string volume = rec.volume;
+  const OccurrenceId id{rec.key, *rec.next_scheduled_utc_ms};
+  const int64_t fire = rec.next_fire_utc_ms;
+  rec.cursor_utc_ms = id.scheduled_utc_ms;
+  arm_entry(slot, now);  // may reallocate nothing; rec stays valid (entries_ not resized)
+  const EntryRec& after = entries_[slot];
+
+  const int64_t lateness = now.utc_ms - fire;
+  const bool master = active_ && masters_.count(volume) > 0;
+  Occ* known = find_occ(volume, id);
+  if (known == nullptr) {
+    // Catch-up bound: an occurrence already superseded by a later due one, under a
+    // policy that will not run it, is not worth tracking (keeps a long outage from
+    // filling memory).  The master counts it.
+    const bool superseded = after.next_scheduled_utc_ms && after.next_fire_utc_ms <= now.utc_ms;
+    if (lateness > entry->misfire_window_ms ||
+        (lateness > options_.misfire_threshold_ms && superseded &&
+         entry->misfire != MisfirePolicy::fire_all)) {
+      if (master) {
+        if (lateness > entry->misfire_window_ms) ++counters_.missed;
+        else ++counters_.skipped;
+      }
+      return;
+    }
+  }
+  Occ& o = known ? *known : track(volume, id, now);
+  o.fire_utc_ms = fire;
+  o.at_most_once = entry->semantics == Semantics::at_most_once;
+  if (!o.due) {
+    o.due = true;
+    ++counters_.due;
+    emit(FireEvent::Kind::kDue, o, now);
+  }
+  reconsider(o, now);
+}
+
+Scheduler::Occ& Scheduler::track(const std::string& volume, const OccurrenceId& id, Clock now) {
+  (void)now;
+  OccKey key{volume, id};
+  auto it = occs_.find(key);
+  if (it != occs_.end()) return it->second;
+  Occ& o = occs_[key];
+  o.serial = next_serial_++;
+  o.volume = volume;
+  o.id = id;
+  o.fire_utc_ms = id.scheduled_utc_ms;
+  if (const EntryRec* e = entry_of(volume, id.entry_key)) {
+    o.fire_utc_ms = fire_time(*e->entry, id.scheduled_utc_ms);
+    o.at_most_once = e->entry->semantics == Semantics::at_most_once;
+  }
+  occ_by_serial_[o.serial] = key;
+  return o;
+}
+
+Scheduler::Occ* Scheduler::find_occ(const std::string& volume, const OccurrenceId& id) {
+  auto it = occs_.find(OccKey{volume, id});
+  return it == occs_.end() ? nullptr : &it->second;
+}
+
+// --- timers -------------------------------------------------------------------------------
+
+int64_t Scheduler::utc_to_mono(int64_t utc_ms) const {
+  if (utc_ms == kNever) return kNever;
+  return last_.mono_ms + (utc_ms - last_.utc_ms);
+}
+
+void Scheduler::set_timer(Occ& o, int64_t mono_ms) {
+  if (o.timer_armed) {
+    if (o.timer_mono_ms == mono_ms) return;
+    mono_wheel_.cancel(o.timer);
+    o.timer_armed = false;
+  }
+  o.timer_mono_ms = mono_ms;
+  if (mono_ms == kNever) return;
+  o.timer = mono_wheel_.insert(mono_ms, o.serial);
+  o.timer_armed = true;
+}
+
+void Scheduler::on_tick(Clock now) {
+  last_ = now;
+  // Occurrences whose fire time passed on this replica's clock.  Collected first: the
+  // handlers arm the entries' next occurrences on the same wheel.
+  std::vector<uint32_t> due;
+  utc_wheel_.poll(now.utc_ms, [&](const wheel::Expired& e) { due.push_back(static_cast<uint32_t>(e.payload)); });
+  for (uint32_t slot : due) entry_due(slot, now);
+  // Catch-up: arming may have put past occurrences on the wheel again.
+  for (int rounds = 0; rounds < 64; ++rounds) {
+    due.clear();
+    utc_wheel_.poll(now.utc_ms, [&](const wheel::Expired& e) { due.push_back(static_cast<uint32_t>(e.payload)); });
+    if (due.empty()) break;
+    for (uint32_t slot : due) entry_due(slot, now);
+  }
+
+  std::vector<uint64_t> timers;
+  mono_wheel_.poll(now.mono_ms, [&](const wheel::Expired& e) { timers.push_back(e.payload); });
+  for (uint64_t serial : timers) {
+    auto it = occ_by_serial_.find(serial);
+    if (it == occ_by_serial_.end()) continue;
+    Occ& o = occs_.at(it->second);
+    o.timer_armed = false;
+    o.timer_mono_ms = kNever;
+    reconsider(o, now);
+  }
+
+  if (!dirty_volumes_.empty()) {
+    std::set<std::string> dirty;
+    dirty.swap(dirty_volumes_);
+    for (const auto& v : dirty) reconsider_volume(v, now);
+  }
+
+  if (now.mono_ms >= next_purge_mono_ms_) {
+    next_purge_mono_ms_ = now.mono_ms + 5'000;
+    purge(now);
+  }
+}
+
+int64_t Scheduler::next_deadline_mono() const {
+  int64_t best = kNever;
+  if (auto d = utc_wheel_.next_deadline()) best = std::min(best, utc_to_mono(*d));
+  if (auto d = mono_wheel_.next_deadline()) best = std::min(best, *d);
+  if (!dirty_volumes_.empty()) best = std::min(best, last_.mono_ms);
+  if (!occs_.empty() || !grants_.empty()) best = std::min(best, next_purge_mono_ms_);
+  return best;
+}
+
+void Scheduler::purge(Clock now) {
+  for (auto it = occs_.begin(); it != occs_.end();) {
+    Occ& o = it->second;
+    const bool linger_over = terminal(o.phase) && now.mono_ms - o.terminal_since_mono_ms > options_.terminal_linger_ms;
+    // Unresolved occurrences this node only tracked are forgotten well after any
+    // decision could still be made about them.
+    const int64_t window = o.entry ? o.entry->misfire_window_ms : 0;
+    const bool stale = o.phase == Phase::kTracking &&
+                       now.utc_ms - o.fire_utc_ms > window + 2 * options_.terminal_linger_ms;
+    const bool expired = o.id.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms;
+    if ((linger_over || stale || expired) && o.phase != Phase::kOwned && o.phase != Phase::kClaiming) {
+      if (o.timer_armed) mono_wheel_.cancel(o.timer);
+      occ_by_serial_.erase(o.serial);
+      it = occs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = grants_.begin(); it != grants_.end();) {
+    if (it->first.second.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms) {
+      host_.local_erase(grant_key(it->first.first, it->first.second));
+      it = grants_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Scheduler::check_invariants() const {
+  assert(entry_index_.size() + free_entry_slots_.size() == entries_.size());
+  for (const auto& [k, slot] : entry_index_) {
+    assert(slot < entries_.size());
+    const EntryRec& e = entries_[slot];
+    assert(e.live);
+    assert(e.volume == k.first);
+    assert(e.key == k.second);
+    assert(!e.armed || utc_wheel_.pending(e.handle));
+    (void)e;
+  }
+  assert(occ_by_serial_.size() == occs_.size());
+  for (const auto& [k, o] : occs_) {
+    assert(o.volume == k.first);
+    assert(o.id == k.second);
+    assert(!o.timer_armed || mono_wheel_.pending(o.timer));
+    assert(o.phase != Phase::kOwned || o.entry != nullptr);
+    (void)o;
+  }
+  assert(mono_wheel_.size() <= occs_.size());
+}
+
+}  // namespace caesium::schedule

@@ -1,0 +1,343 @@
+// The scheduler: every replica's index of upcoming occurrences, and the firing
+// protocol of DESIGN.md §6 — master, claims, grants, workers — as one sans-IO state
+// machine per node (covering all the volumes this node is a replica of).
+//
+// Roles, per occurrence o = (volume, entry, scheduled T), fire time F = T + jitter:
+//   replica  holds the entry, tracks o once F passes by its clock, votes on claims
+//            (grants the first claimant, durably, only once o is due by its clock),
+//            and learns the fate of o from occurrence records in the volume store.
+//   master   the replica the membership view elects for the volume; decides each due o.
+//   owner    the process (node + boot id) that holds o: it won a quorum claim, or
+//            fired it degraded (at-least-once without quorum), or took it over
+//            (at-least-once, previous owner gone).  Only the owner dispatches.
+//   worker   the replica the owner picks to run the handler; records accept/complete.
+//
+// Safety argument for at-most-once (the checker in sim/ tests it under faults):
+//   1. An AMO occurrence is dispatched only by a process holding grants from a majority
+//      of the *configured* eligible set (of both sets during a replica change).  Grants
+//      are durable before they are sent and a replica grants o at most once (until the
+//      claimant releases it, which it does only when it does not own o), so two
+//      processes can never both own o: majorities intersect.
+//   2. A wiped replica (amnesia) abstains on every occurrence due before its restart
+//      horizon (restart time + 2 x max skew): those are exactly the ones it may have
+//      granted in its previous life.  Later ones it cannot have granted before.
+//   3. The owner redispatches an AMO occurrence only after the previous worker refused
+//      or durably revoked it.  A worker accepts an attempt at most once (durable worker
+//      record), never after the attempt's accept deadline, and — if wiped since — never
+//      an attempt issued before its restart horizon.  A new owner never redispatches an
+//      AMO occurrence: ownership of AMO work is not transferable, so in-flight AMO work
+//      whose owner vanished is reported `lost`, never re-run.
+// At-least-once gives up uniqueness where it must: without quorum it fires in its own
+// component (`possible_duplicate`), and a master whose owner vanished takes over.
+//
+// Outputs go through SchedulerHost.  The host must not call back into the scheduler
+// from inside a host call (store writes are applied after the scheduler returns; the
+// scheduler updates its own view of what it wrote immediately, and treats the echo
+// from the store observer as idempotent).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/time.h"
+#include "schedule/entry.h"
+#include "schedule/entry_codec.h"
+#include "schedule/fire_messages.h"
+#include "schedule/invocation.h"
+#include "schedule/occurrence.h"
+#include "wheel/timing_wheel.h"
+
+namespace caesium::schedule {
+
+using FireMessage =
+    std::variant<Claim, ClaimReply, Release, Dispatch, DispatchReply, Revoke, RevokeReply>;
+
+// What the scheduler needs to know of the cluster configuration.
+struct Topology {
+  struct Volume {
+    std::vector<std::string> replicas;           // sorted
+    std::vector<std::string> previous_replicas;  // non-empty while a replica change is in flight
+  };
+  std::map<std::string, Volume> volumes;
+  std::map<std::string, std::vector<std::string>> node_tags;  // sorted tags per node id
+};
+
+// The membership view of one node, as the scheduler needs it.
+struct PeerView {
+  bool reachable = false;  // alive or suspect (self is always reachable)
+  bool known = false;      // present in the membership at all
+  uint64_t boot = 0;       // its current boot id, when known
+  uint32_t load = 0;       // running + queued handlers it reports
+  uint32_t slots = 0;      // handler slots it advertises (0 = unknown)
+};
+
+struct SchedulerOptions {
+  int64_t claim_retry_ms = 300;           // resend claims to replicas that did not answer
+  int64_t claim_give_up_ms = 3'000;       // at-least-once: fire degraded if no quorum by then
+  int64_t misfire_threshold_ms = 30'000;  // later than this, an occurrence is a misfire
+  int64_t occurrence_retention_ms = 24 * kMsPerHour;
+  int64_t revoke_retry_ms = 1'000;
+  int64_t max_clock_skew_ms = 1'000;
+  int64_t max_backlog_per_entry = 10'000;  // catch-up enumeration bound per entry
+  int64_t terminal_linger_ms = 60'000;     // keep finished occurrences in memory this long
+  bool test_grant_every_claim = false;     // TEST ONLY: break the protocol (checker must bite)
+};
+
+// Something that happened to an occurrence, for metrics, history, logs and the
+// simulator's report.  Emitted by the node where it happened.
+struct FireEvent {
+  enum class Kind : uint8_t {
+    kDue,           // tracked as due on this replica
+    kOwned,         // this node became owner (path tells how)
+    kDispatched,    // owner sent attempt `attempt` to `node`
+    kAccepted,      // this worker accepted
+    kCompleted,     // this worker's handler finished (ok tells success)
+    kWithheld,      // at-most-once without quorum: not fired (yet)
+    kMissed,        // owner/master decided it never fires (window passed, policy, no replica)
+    kLost,          // at-most-once in flight whose owner/worker vanished; never re-run
+    kSkipped,       // misfire policy skipped it
+    kRedispatched,  // owner dispatches another attempt
+    kGranted,       // this replica granted a claim
+  };
+  Kind kind = Kind::kDue;
+  std::string volume;
+  OccurrenceId occ;
+  std::string node;
+  uint32_t attempt = 0;
+  bool at_most_once = false;
+  FirePath path = FirePath::kQuorum;
+  bool ok = true;
+  int64_t lateness_ms = 0;
+  std::string detail;
+};
+const char* to_string(FireEvent::Kind k);
+
+class SchedulerHost {
+ public:
+  virtual ~SchedulerHost() = default;
+  // Sends a firing message to `node` (self included: the host loops it back).  With
+  // `after_durable`, not before everything written so far is durable.
+  virtual void send(const std::string& node, FireMessage msg, bool after_durable) = 0;
+  // Writes a record into a volume's replicated store (persisted and pushed by the host).
+  virtual void store_put(const std::string& volume, const std::string& key, std::string value) = 0;
+  // Node-local durable state (grants).
+  virtual void local_put(const std::string& key, std::string value) = 0;
+  virtual void local_erase(const std::string& key) = 0;
+  // Starts a handler, after everything written so far is durable.
+  virtual void invoke(Invocation invocation) = 0;
+  virtual void emit(const FireEvent& event) = 0;
+  virtual PeerView peer(const std::string& node) const = 0;
+  // Reads a record of a volume's replicated store (in memory; store_put is visible at
+  // once).  nullopt when absent or a tombstone.
+  virtual std::optional<std::string> store_get(const std::string& volume, const std::string& key) const = 0;
+};
+
+struct SchedulerCounters {
+  uint64_t due = 0, owned_quorum = 0, owned_degraded = 0, owned_takeover = 0;
+  uint64_t dispatched = 0, redispatched = 0, accepted = 0, completed = 0, failed = 0;
+  uint64_t withheld = 0, missed = 0, lost = 0, skipped = 0, granted = 0, refused_claims = 0;
+  uint64_t bad_records = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(ProcessId self, SchedulerOptions options, SchedulerHost& host, int64_t start_mono_ms,
+            int64_t start_utc_ms);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // --- configuration and view ---------------------------------------------------------
+  void set_topology(Topology topology, Clock now);
+  // Whether this node is master of `volume` in its own view.
+  void set_master(const std::string& volume, bool master, Clock now);
+  // Masters do not decide anything before the node has joined (startup grace): a node
+  // alone in its own view would otherwise fire everything degraded.
+  void set_active(bool active, Clock now);
+  // Occurrences due at or before this UTC instant may have been granted or accepted in a
+  // previous life whose disk is gone; this node abstains / refuses on them.  0 = none.
+  void set_amnesia_horizon(int64_t utc_ms) { amnesia_horizon_utc_ms_ = utc_ms; }
+  // A peer's reachability, boot id or load changed.
+  void on_peer_change(const std::string& node, Clock now);
+
+  // --- inputs ---------------------------------------------------------------------------
+  // A record of a volume store changed (store observer), or was loaded at start.
+  // value = nullopt: deleted or removed.  Entry keys and occurrence keys matter; other
+  // keys are ignored.
+  void on_record(const std::string& volume, const std::string& key,
+                 const std::optional<std::string>& value, Clock now);
+  // A node-local record loaded at start (grants).
+  void on_local_record(const std::string& key, const std::string& value);
+  void on_message(const std::string& from, const FireMessage& msg, Clock now);
+  void on_invocation_done(const InvocationResult& result, Clock now);
+  void on_tick(Clock now);
+
+  // --- outputs and introspection ---------------------------------------------------------
+  int64_t next_deadline_mono() const;  // kNever if nothing is scheduled
+  const SchedulerCounters& counters() const { return counters_; }
+  size_t entry_count() const { return entry_index_.size(); }
+  size_t tracked_occurrences() const { return occs_.size(); }
+  size_t running_invocations() const { return running_.size(); }
+  size_t grant_count() const { return grants_.size(); }
+  // The next scheduled instant of an entry, if it has one (for the API).
+  std::optional<int64_t> next_scheduled(const std::string& volume, const std::string& key) const;
+  // Debug/simulation: asserts internal consistency.
+  void check_invariants() const;
+
+ private:
+  enum class Phase : uint8_t {
+    kTracking,   // known; not owned by this node (maybe someone else's, maybe undecided)
+    kClaiming,   // this node runs a claim round
+    kOwned,      // this node owns it: dispatching / waiting for the worker
+    kWithheld,   // at-most-once without quorum in view: waiting for quorum or the window
+    kDone,       // ran (a worker record says completed or failed)
+    kMissed,
+    kLost,
+    kSkipped,
+  };
+  static bool terminal(Phase p) { return p >= Phase::kDone; }
+
+  enum class AttemptState : uint8_t { kSent, kAccepted, kFinished, kRefused, kRevoking, kRevoked, kAbandoned };
+  struct Attempt {
+    AttemptInfo info;
+    AttemptState state = AttemptState::kSent;
+    int64_t sent_mono_ms = 0;
+    int64_t accepted_mono_ms = 0;
+    int64_t revoke_sent_mono_ms = 0;
+  };
+
+  struct EntryRec;
+  struct Occ {
+    uint64_t serial = 0;  // mono-wheel payload
+    std::string volume;
+    OccurrenceId id;
+    int64_t fire_utc_ms = 0;
+    bool due = false;  // this replica's clock reached F (or it was enumerated as past)
+    bool at_most_once = false;
+    Phase phase = Phase::kTracking;
+    // claim round (phase kClaiming)
+    std::set<std::string> granted, refused, answered;
+    std::map<std::string, int64_t> not_due_until_mono;
+    int64_t claim_started_mono_ms = 0, claim_last_sent_mono_ms = 0;
+    uint32_t claim_rounds = 0;
+    std::optional<ProcessId> holder;  // who holds a grant (from replies or my own grant)
+    // ownership (phase kOwned)
+    std::shared_ptr<const Entry> entry;  // captured when this node started deciding
+    FirePath path = FirePath::kQuorum;
+    int64_t takeover_wait_until_utc_ms = 0;  // takeover of an accepted attempt (complete_time > 0)
+    bool possible_duplicate = false;
+    std::vector<Attempt> attempts;
+    // knowledge from the volume store
+    std::map<std::string, OwnerRecord> owner_records;   // by owner node
+    std::map<std::string, WorkerRecord> worker_records; // by fire id
+    // timer
+    wheel::Handle timer{};
+    bool timer_armed = false;
+    int64_t timer_mono_ms = kNever;
+    int64_t terminal_since_mono_ms = 0;
+  };
+  using OccKey = std::pair<std::string, OccurrenceId>;  // (volume, occurrence)
+
+  struct EntryRec {
+    std::string volume;
+    std::string key;
+    std::shared_ptr<const Entry> entry;
+    int64_t cursor_utc_ms = 0;  // occurrences scheduled at or before this were enqueued
+    std::optional<int64_t> next_scheduled_utc_ms;
+    int64_t next_fire_utc_ms = 0;
+    wheel::Handle handle{};
+    bool armed = false;
+    bool live = false;  // slot in use
+  };
+
+  // scheduler.cpp: index, records, timers
+  void upsert_entry(const std::string& volume, const std::string& key, std::shared_ptr<const Entry> entry, Clock now);
+  void remove_entry(const std::string& volume, const std::string& key);
+  void arm_entry(uint32_t slot, Clock now);
+  void entry_due(uint32_t slot, Clock now);
+  void on_owner_record(const std::string& volume, const ParsedOccKey& k, const std::optional<std::string>& value, Clock now);
+  void on_worker_record(const std::string& volume, const ParsedOccKey& k, const std::optional<std::string>& value, Clock now);
+  Occ& track(const std::string& volume, const OccurrenceId& id, Clock now);
+  Occ* find_occ(const std::string& volume, const OccurrenceId& id);
+  const EntryRec* entry_of(const std::string& volume, const std::string& key) const;
+  void set_timer(Occ& o, int64_t mono_ms);
+  void purge(Clock now);
+  int64_t utc_to_mono(int64_t utc_ms) const;
+  bool is_replica(const std::string& volume) const;
+
+  // scheduler_master.cpp: deciding, claiming, owning
+  void reconsider(Occ& o, Clock now);
+  void reconsider_volume(const std::string& volume, Clock now);
+  void start_claim(Occ& o, const Entry& e, Clock now);
+  void send_claims(Occ& o, const Entry& e, Clock now, bool all);
+  void on_claim_reply(const std::string& from, const ClaimReply& r, Clock now);
+  void evaluate_claim(Occ& o, const Entry& e, Clock now);
+  void become_owner(Occ& o, const Entry& e, FirePath path, bool possible_duplicate, Clock now);
+  void dispatch_attempt(Occ& o, const Entry& e, Clock now, const std::set<std::string>& exclude);
+  void write_owner_record(Occ& o, OwnerOutcome outcome, const std::string& reason, Clock now);
+  void owner_step(Occ& o, Clock now);
+  void finish(Occ& o, Phase phase, const std::string& reason, Clock now);
+  void on_dispatch_reply(const std::string& from, const DispatchReply& r, Clock now);
+  void on_revoke_reply(const std::string& from, const RevokeReply& r, Clock now);
+  void release_grants(Occ& o, const Entry* e, Clock now);
+  std::optional<std::string> choose_worker(const Occ& o, const Entry& e, const std::set<std::string>& exclude) const;
+  std::vector<std::vector<std::string>> quorum_sets(const std::string& volume, const Entry& e) const;
+  std::vector<std::string> eligible(const std::string& volume, const Entry& e) const;
+  bool node_matches_binding(const std::string& node, const Entry& e) const;
+  bool quorum_reachable(const std::string& volume, const Entry& e) const;
+  bool has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const;
+  bool majority_impossible(const Occ& o, const Entry& e) const;
+  bool owner_alive(const ProcessId& owner) const;
+  bool misfire_policy_allows(const Occ& o, const Entry& e, Clock now) const;
+  void emit(FireEvent::Kind kind, const Occ& o, Clock now, const std::string& node = {},
+            uint32_t attempt = 0, const std::string& detail = {}, bool ok = true);
+
+  // scheduler_replica.cpp: grants and the worker side
+  void on_claim(const std::string& from, const Claim& c, Clock now);
+  void on_release(const Release& r);
+  void on_dispatch(const std::string& from, const Dispatch& d, Clock now);
+  void on_revoke(const std::string& from, const Revoke& r, Clock now);
+  void put_worker_record(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
+                         const WorkerRecord& rec, Clock now);
+
+  ProcessId self_;
+  SchedulerOptions options_;
+  SchedulerHost& host_;
+  Topology topology_;
+  std::set<std::string> masters_;
+  bool active_ = false;
+  int64_t amnesia_horizon_utc_ms_ = 0;
+  Clock last_{};
+
+  std::vector<EntryRec> entries_;
+  std::vector<uint32_t> free_entry_slots_;
+  std::map<std::pair<std::string, std::string>, uint32_t> entry_index_;
+  wheel::TimingWheel utc_wheel_;   // payload: entry slot
+  wheel::TimingWheel mono_wheel_;  // payload: occurrence serial
+  std::map<OccKey, Occ> occs_;
+  std::map<uint64_t, OccKey> occ_by_serial_;
+  uint64_t next_serial_ = 1;
+  std::map<OccKey, ProcessId> grants_;
+  struct Running {
+    std::string volume;
+    OccurrenceId occ;
+    std::string fire_id;
+    uint32_t attempt = 0;
+    bool possible_duplicate = false;
+    int64_t accepted_utc_ms = 0;
+  };
+  std::map<uint64_t, Running> running_;
+  uint64_t next_invocation_id_ = 1;
+  std::map<std::string, uint32_t> outstanding_;  // attempts this owner has in flight, by worker
+  std::set<std::string> dirty_volumes_;          // reconsider on next tick
+  int64_t next_purge_mono_ms_ = 0;
+  SchedulerCounters counters_;
+};
+
+}  // namespace caesium::schedule

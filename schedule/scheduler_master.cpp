@@ -1,0 +1,671 @@
+// Scheduler, part 2: deciding.  The master of a volume decides each due occurrence
+// (claim with quorum, fire degraded, withhold, skip, miss); the owner of an occurrence
+// drives its attempts to a worker (accept timeout, revoke, complete_time, worker death,
+// takeover).  DESIGN.md §6.
+#include <algorithm>
+#include <cassert>
+
+#include "base/hash.h"
+#include "schedule/scheduler.h"
+#include "schedule/timing.h"
+
+namespace caesium::schedule {
+namespace {
+
+size_t count_in(const std::set<std::string>& votes, const std::vector<std::string>& set) {
+  size_t n = 0;
+  for (const auto& node : set) n += votes.count(node);
+  return n;
+}
+
+}  // namespace
+
+void Scheduler::emit(FireEvent::Kind kind, const Occ& o, Clock now, const std::string& node,
+                     uint32_t attempt, const std::string& detail, bool ok) {
+  FireEvent e;
+  e.kind = kind;
+  e.volume = o.volume;
+  e.occ = o.id;
+  e.node = node;
+  e.attempt = attempt;
+  e.at_most_once = o.at_most_once;
+  e.path = o.path;
+  e.ok = ok;
+  e.lateness_ms = now.utc_ms - o.fire_utc_ms;
+  e.detail = detail;
+  host_.emit(e);
+}
+
+// --- eligibility and quorum ---------------------------------------------------------------
+
+bool Scheduler::node_matches_binding(const std::string& node, const Entry& e) const {
+  if (e.bind.empty()) return true;
+  for (const auto& b : e.bind) {
+    if (b.rfind("tag:", 0) == 0) {
+      auto it = topology_.node_tags.find(node);
+      if (it == topology_.node_tags.end()) continue;
+      const std::string tag = b.substr(4);
+      if (std::binary_search(it->second.begin(), it->second.end(), tag)) return true;
+    } else if (b == node) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> Scheduler::eligible(const std::string& volume, const Entry& e) const {
+  std::vector<std::string> out;
+  auto it = topology_.volumes.find(volume);
+  if (it == topology_.volumes.end()) return out;
+  for (const auto& n : it->second.replicas) {
+    if (node_matches_binding(n, e)) out.push_back(n);
+  }
+  return out;
+}
+
+// The sets a claim needs a majority of: the eligible set, and during a replica change
+// also the eligible set of the previous configuration (joint consensus, DESIGN.md §4).
+// The denominator is always the configured set, never the live view.
+std::vector<std::vector<std::string>> Scheduler::quorum_sets(const std::string& volume, const Entry& e) const {
+  std::vector<std::vector<std::string>> sets;
+  sets.push_back(eligible(volume, e));
+  auto it = topology_.volumes.find(volume);
+  if (it != topology_.volumes.end() && !it->second.previous_replicas.empty()) {
+    std::vector<std::string> prev;
+    for (const auto& n : it->second.previous_replicas) {
+      if (node_matches_binding(n, e)) prev.push_back(n);
+    }
+    if (!prev.empty()) sets.push_back(std::move(prev));
+  }
+  return sets;
+}
+
+bool Scheduler::has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const {
+  for (const auto& set : quorum_sets(volume, e)) {
+    if (set.empty() || count_in(votes, set) * 2 <= set.size()) return false;
+  }
+  return true;
+}
+
+bool Scheduler::quorum_reachable(const std::string& volume, const Entry& e) const {
+  std::set<std::string> reach;
+  for (const auto& set : quorum_sets(volume, e)) {
+    for (const auto& n : set) {
+      if (host_.peer(n).reachable) reach.insert(n);
+    }
+  }
+  return has_majority(reach, volume, e);
+}
+
+bool Scheduler::majority_impossible(const Occ& o, const Entry& e) const {
+  for (const auto& set : quorum_sets(o.volume, e)) {
+    const size_t possible = set.size() - count_in(o.refused, set);
+    if (possible * 2 <= set.size()) return true;
+  }
+  return false;
+}
+
+// Whether the process is alive in our view.  boot == 0 means "whatever process runs
+// on that node now" (a worker, which is named by node only).
+bool Scheduler::owner_alive(const ProcessId& owner) const {
+  if (owner.node == self_.node) return owner.boot == 0 || owner.boot == self_.boot;
+  const PeerView p = host_.peer(owner.node);
+  if (!p.reachable) return false;
+  return p.boot == 0 || owner.boot == 0 || p.boot == owner.boot;
+}
+
+// Least loaded reachable eligible replica (DESIGN.md §6); the origin when the entry
+// prefers it and it can run there.  Ties are broken by a hash of (occurrence, node) so
+// that work spreads instead of piling onto the lexically first node.
+std::optional<std::string> Scheduler::choose_worker(const Occ& o, const Entry& e,
+                                                    const std::set<std::string>& exclude) const {
+  const std::vector<std::string> candidates = eligible(o.volume, e);
+  if (e.prefer_origin && !e.origin.empty() && !exclude.count(e.origin) &&
+      std::binary_search(candidates.begin(), candidates.end(), e.origin) && host_.peer(e.origin).reachable) {
+    return e.origin;
+  }
+  std::optional<std::string> best;
+  uint64_t best_score = UINT64_MAX, best_tie = 0;
+  for (const auto& n : candidates) {
+    if (exclude.count(n)) continue;
+    const PeerView p = host_.peer(n);
+    if (!p.reachable) continue;
+    auto out = outstanding_.find(n);
+    const uint64_t busy = uint64_t{p.load} + (out == outstanding_.end() ? 0 : out->second);
+    const uint64_t score = busy * 1024 / std::max<uint64_t>(1, p.slots);
+    const uint64_t tie = hash_combine(hash64(n), static_cast<uint64_t>(o.id.scheduled_utc_ms) ^ hash64(o.id.entry_key));
+    if (score < best_score || (score == best_score && tie < best_tie)) {
+      best = n;
+      best_score = score;
+      best_tie = tie;
+    }
+  }
+  return best;
+}
+
+bool Scheduler::misfire_policy_allows(const Occ& o, const Entry& e, Clock now) const {
+  if (now.utc_ms - o.fire_utc_ms <= options_.misfire_threshold_ms) return true;
+  switch (e.misfire) {
+    case MisfirePolicy::fire_all: return true;
+    case MisfirePolicy::skip: return false;
+    case MisfirePolicy::fire_once: {
+      // Only the most recent due occurrence of the entry runs.
+      const EntryRec* rec = entry_of(o.volume, o.id.entry_key);
+      return rec == nullptr || rec->cursor_utc_ms <= o.id.scheduled_utc_ms;
+    }
+  }
+  return true;
+}
+
+// --- deciding -------------------------------------------------------------------------------
+
+void Scheduler::reconsider_volume(const std::string& volume, Clock now) {
+  std::vector<OccKey> keys;
+  for (auto it = occs_.lower_bound(OccKey{volume, OccurrenceId{}}); it != occs_.end() && it->first.first == volume; ++it) {
+    if (!terminal(it->second.phase)) keys.push_back(it->first);
+  }
+  for (const auto& k : keys) {
+    auto it = occs_.find(k);
+    if (it != occs_.end()) reconsider(it->second, now);
+  }
+}
+
+void Scheduler::reconsider(Occ& o, Clock now) {
+  if (terminal(o.phase)) return;
+  for (const auto& [fid, w] : o.worker_records) {
+    if (finished(w.state)) {
+      if (o.phase == Phase::kClaiming) release_grants(o, o.entry.get(), now);
+      finish(o, Phase::kDone, "", now);
+      return;
+    }
+  }
+  if (o.phase == Phase::kOwned) {
+    owner_step(o, now);
+    return;
+  }
+  const EntryRec* rec = entry_of(o.volume, o.id.entry_key);
+  std::shared_ptr<const Entry> entry = o.entry ? o.entry : (rec ? rec->entry : nullptr);
+  if (o.phase == Phase::kClaiming) {
+    assert(entry);
+    evaluate_claim(o, *entry, now);
+    return;
+  }
+  if (!active_ || !masters_.count(o.volume) || !o.due || !entry) return;
+  const Entry& e = *entry;
+  o.entry = entry;
+  o.at_most_once = e.semantics == Semantics::at_most_once;
+  const int64_t lateness = now.utc_ms - o.fire_utc_ms;
+
+  // Someone else's decision, as recorded in the volume store.
+  for (const auto& [node, r] : o.owner_records) {
+    if (r.owner == self_) continue;
+    if (r.outcome != OwnerOutcome::kOpen) {
+      const Phase p = r.outcome == OwnerOutcome::kLost ? Phase::kLost
+                      : r.outcome == OwnerOutcome::kSkipped ? Phase::kSkipped
+                                                           : Phase::kMissed;
+      o.phase = p;
+      o.terminal_since_mono_ms = now.mono_ms;
+      set_timer(o, kNever);
+      return;
+    }
+    if (owner_alive(r.owner)) return;  // its owner is at work
+  }
+  // An owner vanished before the occurrence ran.
+  for (const auto& [node, r] : o.owner_records) {
+    if (r.owner == self_ || r.outcome != OwnerOutcome::kOpen || owner_alive(r.owner)) continue;
+    if (!o.at_most_once) {
+      // At-least-once: take it over.  With complete_time > 0 an accepted attempt gets
+      // its complete_time before being redispatched (seed 003, scheduler replacement).
+      int64_t wait_until = 0;
+      if (e.complete_time_ms > 0) {
+        for (const auto& [fid, w] : o.worker_records) {
+          if (w.state == WorkerState::kAccepted && owner_alive(w.worker)) {
+            wait_until = std::max(wait_until, w.accepted_utc_ms + e.complete_time_ms);
+          }
+        }
+      }
+      o.takeover_wait_until_utc_ms = wait_until;
+      become_owner(o, e, FirePath::kTakeover, true, now);
+      return;
+    }
+    // At-most-once ownership is not transferable.  An accepted attempt on a live worker
+    // still completes; anything else may or may not have run and is lost.
+    for (const auto& [fid, w] : o.worker_records) {
+      if (w.state == WorkerState::kAccepted && owner_alive(w.worker)) return;
+    }
+    finish(o, Phase::kLost, "owner " + r.owner.node + " vanished before the occurrence completed", now);
+    return;
+  }
+  if (o.holder && !(*o.holder == self_)) {
+    if (owner_alive(*o.holder)) return;  // granted to a live process: it decides
+    if (!o.at_most_once) {
+      become_owner(o, e, FirePath::kTakeover, true, now);
+    } else {
+      finish(o, Phase::kLost, "claimant " + o.holder->node + " vanished after its claim", now);
+    }
+    return;
+  }
+  if (lateness > e.misfire_window_ms) {
+    finish(o, Phase::kMissed, "not fired within its misfire window", now);
+    return;
+  }
+  if (!misfire_policy_allows(o, e, now)) {
+    finish(o, Phase::kSkipped, "late beyond the misfire threshold; policy skips it", now);
+    return;
+  }
+  if (eligible(o.volume, e).empty()) {
+    finish(o, Phase::kMissed, "no replica of the volume matches the entry's binding", now);
+    return;
+  }
+  if (quorum_reachable(o.volume, e)) {
+    start_claim(o, e, now);
+  } else if (!o.at_most_once) {
+    become_owner(o, e, FirePath::kDegraded, true, now);
+  } else {
+    if (o.phase != Phase::kWithheld) {
+      o.phase = Phase::kWithheld;
+      ++counters_.withheld;
+      emit(FireEvent::Kind::kWithheld, o, now, {}, 0, "no quorum of the eligible replicas is reachable");
+    }
+    // Until quorum returns (a peer change) or the window closes.
+    set_timer(o, utc_to_mono(o.fire_utc_ms + e.misfire_window_ms) + 1);
+  }
+}
+
+// --- claiming -------------------------------------------------------------------------------
+
+void Scheduler::start_claim(Occ& o, const Entry& e, Clock now) {
+  o.phase = Phase::kClaiming;
+  o.granted.clear();
+  o.refused.clear();
+  o.answered.clear();
+  o.not_due_until_mono.clear();
+  o.holder.reset();
+  o.claim_started_mono_ms = now.mono_ms;
+  ++o.claim_rounds;
+  send_claims(o, e, now, true);
+}
+
+void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
+  const auto worker = choose_worker(o, e, {});
+  Claim c{o.volume, o.id, self_, worker.value_or(""), o.fire_utc_ms};
+  std::set<std::string> targets;
+  for (const auto& set : quorum_sets(o.volume, e)) targets.insert(set.begin(), set.end());
+  int64_t next = now.mono_ms + options_.claim_retry_ms;
+  for (const auto& n : targets) {
+    if (o.answered.count(n)) continue;
+    auto nd = o.not_due_until_mono.find(n);
+    if (nd != o.not_due_until_mono.end() && nd->second > now.mono_ms) {
+      next = std::min(next, nd->second);
+      continue;
+    }
+    if (!all && n != self_.node && !host_.peer(n).reachable) continue;
+    host_.send(n, c, false);
+  }
+  o.claim_last_sent_mono_ms = now.mono_ms;
+  int64_t deadline = next;
+  if (!o.at_most_once) deadline = std::min(deadline, o.claim_started_mono_ms + options_.claim_give_up_ms);
+  deadline = std::min(deadline, utc_to_mono(o.fire_utc_ms + e.misfire_window_ms) + 1);
+  set_timer(o, std::max(deadline, now.mono_ms + 1));
+}
+
+void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clock now) {
+  Occ* o = find_occ(r.volume, r.occ);
+  const bool granted_to_me = (r.outcome == ClaimOutcome::kGranted || r.outcome == ClaimOutcome::kHeld) &&
+                             r.holder == self_;
+  if (o == nullptr || o->phase != Phase::kClaiming) {
+    // A late grant for a round this node abandoned: hand it back, unless we own o.
+    if (granted_to_me && (o == nullptr || o->phase != Phase::kOwned)) {
+      host_.send(from, Release{r.volume, r.occ, self_}, false);
+    }
+    return;
+  }
+  o->answered.insert(from);
+  switch (r.outcome) {
+    case ClaimOutcome::kGranted:
+    case ClaimOutcome::kHeld:
+      if (granted_to_me) {
+        o->granted.insert(from);
+      } else {
+        o->holder = r.holder;
+        o->refused.insert(from);
+        ++counters_.refused_claims;
+      }
+      break;
+    case ClaimOutcome::kNotDue:
+      // The replica's clock is behind ours: ask again when it says o is due.
+      o->answered.erase(from);
+      o->not_due_until_mono[from] = now.mono_ms + std::max<int64_t>(1, r.retry_after_ms);
+      break;
+    case ClaimOutcome::kAbstain:
+      o->refused.insert(from);
+      break;
+  }
+  evaluate_claim(*o, *o->entry, now);
+}
+
+void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
+  if (has_majority(o.granted, o.volume, e)) {
+    become_owner(o, e, FirePath::kQuorum, false, now);
+    return;
+  }
+  const int64_t lateness = now.utc_ms - o.fire_utc_ms;
+  if (lateness > e.misfire_window_ms) {
+    release_grants(o, &e, now);
+    finish(o, Phase::kMissed, "no quorum granted the claim within the misfire window", now);
+    return;
+  }
+  if (majority_impossible(o, e)) {
+    release_grants(o, &e, now);
+    o.phase = Phase::kTracking;
+    if (o.holder) {
+      reconsider(o, now);  // defer to the holder, or take over if it vanished
+      return;
+    }
+    // A split vote or abstentions: try again after a backoff that favours lower
+    // claim-round counts spread by node, so two claimants do not collide forever.
+    const int64_t backoff = options_.claim_retry_ms * (1 + static_cast<int64_t>(hash64(self_.node) % 4));
+    set_timer(o, now.mono_ms + backoff);
+    return;
+  }
+  if (!o.at_most_once && now.mono_ms - o.claim_started_mono_ms >= options_.claim_give_up_ms) {
+    // At-least-once cannot wait for a quorum that does not answer (one-way links, a
+    // replica that is "reachable" only in our view): fire in this component.
+    release_grants(o, &e, now);
+    become_owner(o, e, FirePath::kDegraded, true, now);
+    return;
+  }
+  if (now.mono_ms >= o.timer_mono_ms || !o.timer_armed) send_claims(o, e, now, false);
+}
+
+void Scheduler::release_grants(Occ& o, const Entry* e, Clock now) {
+  (void)now;
+  (void)e;
+  for (const auto& n : o.granted) host_.send(n, Release{o.volume, o.id, self_}, false);
+  o.granted.clear();
+}
+
+// --- owning -------------------------------------------------------------------------------
+
+void Scheduler::become_owner(Occ& o, const Entry& e, FirePath path, bool possible_duplicate, Clock now) {
+  o.phase = Phase::kOwned;
+  o.path = path;
+  o.possible_duplicate = possible_duplicate;
+  switch (path) {
+    case FirePath::kQuorum: ++counters_.owned_quorum; break;
+    case FirePath::kDegraded: ++counters_.owned_degraded; break;
+    case FirePath::kTakeover: ++counters_.owned_takeover; break;
+  }
+  emit(FireEvent::Kind::kOwned, o, now, self_.node, 0, to_string(path));
+  if (o.takeover_wait_until_utc_ms > now.utc_ms) {
+    write_owner_record(o, OwnerOutcome::kOpen, "", now);
+    set_timer(o, utc_to_mono(o.takeover_wait_until_utc_ms));
+    return;
+  }
+  dispatch_attempt(o, e, now, {});
+}
+
+void Scheduler::write_owner_record(Occ& o, OwnerOutcome outcome, const std::string& reason, Clock now) {
+  OwnerRecord r;
+  r.owner = self_;
+  r.path = o.path;
+  r.outcome = outcome;
+  r.reason = reason;
+  r.decided_utc_ms = now.utc_ms;
+  for (const auto& a : o.attempts) r.attempts.push_back(a.info);
+  host_.store_put(o.volume, owner_record_key(o.id, self_.node), encode(r));
+  o.owner_records[self_.node] = std::move(r);
+}
+
+void Scheduler::dispatch_attempt(Occ& o, const Entry& e, Clock now, const std::set<std::string>& exclude_in) {
+  std::set<std::string> exclude = exclude_in;
+  for (const auto& a : o.attempts) {
+    if (a.state == AttemptState::kRefused || a.state == AttemptState::kRevoked ||
+        a.state == AttemptState::kAbandoned) {
+      exclude.insert(a.info.worker);
+    }
+  }
+  auto worker = choose_worker(o, e, exclude);
+  if (!worker) worker = choose_worker(o, e, exclude_in);  // everyone refused once: try again
+  if (!worker) {
+    // No reachable eligible worker now; look again shortly (or when a peer changes).
+    set_timer(o, now.mono_ms + options_.claim_retry_ms);
+    return;
+  }
+  uint32_t n = 0;
+  for (const auto& a : o.attempts) n = std::max(n, a.info.attempt);
+  for (const auto& [node, r] : o.owner_records) {
+    for (const auto& a : r.attempts) n = std::max(n, a.attempt);
+  }
+  for (const auto& [fid, w] : o.worker_records) n = std::max(n, w.attempt);
+  ++n;
+  Attempt a;
+  a.info = AttemptInfo{n, make_fire_id(o.volume, o.id, self_, n), *worker, now.utc_ms};
+  a.state = AttemptState::kSent;
+  a.sent_mono_ms = now.mono_ms;
+  o.attempts.push_back(a);
+  // The owner record is durable before the dispatch leaves, so an owner that restarts
+  // with its disk knows what it sent.
+  write_owner_record(o, OwnerOutcome::kOpen, "", now);
+
+  Dispatch d;
+  d.volume = o.volume;
+  d.occ = o.id;
+  d.owner = self_;
+  d.fire_id = a.info.fire_id;
+  d.attempt = n;
+  d.at_most_once = o.at_most_once;
+  d.possible_duplicate = o.possible_duplicate;
+  d.accept_by_utc_ms = now.utc_ms + e.accept_timeout_ms;
+  d.handler = e.handler;
+  d.payload = e.payload;
+  if (const auto* timer = std::get_if<Timer>(&e.timing)) {
+    d.sequence = timer_sequence(*timer, e.created_utc_ms, o.id.scheduled_utc_ms);
+  }
+  d.issued_utc_ms = now.utc_ms;
+  host_.send(*worker, std::move(d), true);
+  ++outstanding_[*worker];
+  if (n == 1 || o.attempts.size() == 1) {
+    ++counters_.dispatched;
+    emit(FireEvent::Kind::kDispatched, o, now, *worker, n);
+  } else {
+    ++counters_.redispatched;
+    emit(FireEvent::Kind::kRedispatched, o, now, *worker, n);
+  }
+  set_timer(o, now.mono_ms + e.accept_timeout_ms);
+}
+
+// Drives an owned occurrence: accept timeouts, revocation, complete_time, worker
+// death, the misfire window.  Idempotent; called on every relevant event.
+void Scheduler::owner_step(Occ& o, Clock now) {
+  assert(o.phase == Phase::kOwned);
+  const Entry& e = *o.entry;
+  for (const auto& [fid, w] : o.worker_records) {
+    if (finished(w.state)) {
+      finish(o, Phase::kDone, "", now);
+      return;
+    }
+  }
+  if (o.attempts.empty()) {
+    if (o.takeover_wait_until_utc_ms > now.utc_ms) {
+      set_timer(o, utc_to_mono(o.takeover_wait_until_utc_ms));
+      return;
+    }
+    o.takeover_wait_until_utc_ms = 0;
+    if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
+      write_owner_record(o, OwnerOutcome::kMissed, "no worker accepted within the misfire window", now);
+      finish(o, Phase::kMissed, "no worker accepted within the misfire window", now);
+      return;
+    }
+    dispatch_attempt(o, e, now, {});
+    return;
+  }
+  Attempt& a = o.attempts.back();
+  const bool worker_up = owner_alive(ProcessId{a.info.worker, 0});
+  const bool window_over = now.utc_ms - o.fire_utc_ms > e.misfire_window_ms;
+  auto abandon_and_redispatch = [&](const char* why) {
+    a.state = AttemptState::kAbandoned;
+    if (auto it = outstanding_.find(a.info.worker); it != outstanding_.end() && it->second > 0) --it->second;
+    o.possible_duplicate = true;  // the abandoned attempt may still run
+    (void)why;
+    if (window_over) {
+      write_owner_record(o, OwnerOutcome::kMissed, why, now);
+      finish(o, Phase::kMissed, why, now);
+      return;
+    }
+    dispatch_attempt(o, e, now, {a.info.worker});
+  };
+  switch (a.state) {
+    case AttemptState::kSent: {
+      const int64_t deadline = a.sent_mono_ms + e.accept_timeout_ms;
+      if (!worker_up) {
+        if (o.at_most_once) {
+          write_owner_record(o, OwnerOutcome::kLost, "worker " + a.info.worker + " died before accepting", now);
+          finish(o, Phase::kLost, "worker died before accepting", now);
+        } else {
+          abandon_and_redispatch("worker died before accepting");
+        }
+        return;
+      }
+      if (now.mono_ms < deadline) {
+        set_timer(o, deadline);
+        return;
+      }
+      if (!o.at_most_once) {
+        abandon_and_redispatch("no accept within accept_timeout");
+        return;
+      }
+      // At-most-once: the worker must promise it never will before anyone else may run it.
+      a.state = AttemptState::kRevoking;
+      a.revoke_sent_mono_ms = now.mono_ms;
+      host_.send(a.info.worker, Revoke{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms}, false);
+      set_timer(o, now.mono_ms + options_.revoke_retry_ms);
+      return;
+    }
+    case AttemptState::kRevoking: {
+      if (!worker_up || window_over) {
+        const std::string why = !worker_up ? "worker died while being revoked" : "worker never answered the revoke";
+        write_owner_record(o, OwnerOutcome::kLost, why, now);
+        finish(o, Phase::kLost, why, now);
+        return;
+      }
+      if (now.mono_ms >= a.revoke_sent_mono_ms + options_.revoke_retry_ms) {
+        a.revoke_sent_mono_ms = now.mono_ms;
+        host_.send(a.info.worker, Revoke{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms}, false);
+      }
+      set_timer(o, a.revoke_sent_mono_ms + options_.revoke_retry_ms);
+      return;
+    }
+    case AttemptState::kAccepted: {
+      if (!worker_up) {
+        if (o.at_most_once) {
+          write_owner_record(o, OwnerOutcome::kLost, "worker died while running", now);
+          finish(o, Phase::kLost, "worker died while running", now);
+        } else {
+          abandon_and_redispatch("worker died while running");
+        }
+        return;
+      }
+      if (e.complete_time_ms > 0 && !o.at_most_once) {
+        const int64_t deadline = a.accepted_mono_ms + e.complete_time_ms;
+        if (now.mono_ms >= deadline) {
+          abandon_and_redispatch("not completed within complete_time");
+          return;
+        }
+        set_timer(o, deadline);
+        return;
+      }
+      set_timer(o, kNever);  // complete_time = 0: wait indefinitely
+      return;
+    }
+    case AttemptState::kRefused:
+    case AttemptState::kRevoked:
+      if (window_over) {
+        write_owner_record(o, OwnerOutcome::kMissed, "no worker accepted within the misfire window", now);
+        finish(o, Phase::kMissed, "no worker accepted within the misfire window", now);
+        return;
+      }
+      dispatch_attempt(o, e, now, {a.info.worker});
+      return;
+    case AttemptState::kFinished:
+      finish(o, Phase::kDone, "", now);
+      return;
+    case AttemptState::kAbandoned:
+      dispatch_attempt(o, e, now, {a.info.worker});
+      return;
+  }
+}
+
+void Scheduler::on_dispatch_reply(const std::string& from, const DispatchReply& r, Clock now) {
+  Occ* o = find_occ(r.volume, r.occ);
+  if (o == nullptr || o->phase != Phase::kOwned) return;
+  for (auto& a : o->attempts) {
+    if (a.info.fire_id != r.fire_id || a.info.worker != from) continue;
+    if (r.outcome == DispatchOutcome::kAccepted) {
+      if (a.state == AttemptState::kSent || a.state == AttemptState::kRevoking) {
+        a.state = AttemptState::kAccepted;
+        a.accepted_mono_ms = now.mono_ms;
+      }
+    } else if (a.state == AttemptState::kSent || a.state == AttemptState::kRevoking) {
+      a.state = AttemptState::kRefused;
+      if (auto it = outstanding_.find(a.info.worker); it != outstanding_.end() && it->second > 0) --it->second;
+    }
+  }
+  owner_step(*o, now);
+}
+
+void Scheduler::on_revoke_reply(const std::string& from, const RevokeReply& r, Clock now) {
+  Occ* o = find_occ(r.volume, r.occ);
+  if (o == nullptr || o->phase != Phase::kOwned) return;
+  for (auto& a : o->attempts) {
+    if (a.info.fire_id != r.fire_id || a.info.worker != from || a.state != AttemptState::kRevoking) continue;
+    switch (r.outcome) {
+      case RevokeOutcome::kRevoked:
+        a.state = AttemptState::kRevoked;
+        if (auto it = outstanding_.find(a.info.worker); it != outstanding_.end() && it->second > 0) --it->second;
+        break;
+      case RevokeOutcome::kAccepted:
+        a.state = AttemptState::kAccepted;
+        a.accepted_mono_ms = now.mono_ms;
+        break;
+      case RevokeOutcome::kCompleted:
+        a.state = AttemptState::kFinished;
+        break;
+      case RevokeOutcome::kUnknown:
+        write_owner_record(*o, OwnerOutcome::kLost, "worker lost its disk since the dispatch", now);
+        finish(*o, Phase::kLost, "worker lost its disk since the dispatch", now);
+        return;
+    }
+  }
+  owner_step(*o, now);
+}
+
+void Scheduler::finish(Occ& o, Phase phase, const std::string& reason, Clock now) {
+  assert(terminal(phase));
+  if (terminal(o.phase)) return;
+  const bool decided_here = phase != Phase::kDone;
+  for (auto& a : o.attempts) {
+    if (a.state == AttemptState::kSent || a.state == AttemptState::kAccepted || a.state == AttemptState::kRevoking) {
+      if (auto it = outstanding_.find(a.info.worker); it != outstanding_.end() && it->second > 0) --it->second;
+    }
+  }
+  const bool had_owner_record = o.owner_records.count(self_.node) > 0 &&
+                                o.owner_records[self_.node].outcome != OwnerOutcome::kOpen;
+  o.phase = phase;
+  o.terminal_since_mono_ms = now.mono_ms;
+  set_timer(o, kNever);
+  if (!decided_here) return;
+  OwnerOutcome outcome = OwnerOutcome::kMissed;
+  FireEvent::Kind kind = FireEvent::Kind::kMissed;
+  switch (phase) {
+    case Phase::kMissed: ++counters_.missed; break;
+    case Phase::kLost: ++counters_.lost; outcome = OwnerOutcome::kLost; kind = FireEvent::Kind::kLost; break;
+    case Phase::kSkipped: ++counters_.skipped; outcome = OwnerOutcome::kSkipped; kind = FireEvent::Kind::kSkipped; break;
+    default: break;
+  }
+  // Make the decision visible on every replica (history), once.
+  if (!had_owner_record) write_owner_record(o, outcome, reason, now);
+  emit(kind, o, now, {}, 0, reason);
+}
+
+}  // namespace caesium::schedule

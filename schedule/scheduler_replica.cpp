@@ -1,0 +1,241 @@
+// Scheduler, part 3: the replica side (votes on claims) and the worker side (accepts,
+// runs, revokes).  Every promise made here is durable before it is sent: grants,
+// acceptances, refusals and revocations.
+#include <cassert>
+
+#include "schedule/scheduler.h"
+#include "schedule/timing.h"
+
+namespace caesium::schedule {
+
+void Scheduler::on_message(const std::string& from, const FireMessage& msg, Clock now) {
+  last_ = now;
+  std::visit(
+      [&](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, Claim>) on_claim(from, m, now);
+        else if constexpr (std::is_same_v<T, ClaimReply>) on_claim_reply(from, m, now);
+        else if constexpr (std::is_same_v<T, Release>) on_release(m);
+        else if constexpr (std::is_same_v<T, Dispatch>) on_dispatch(from, m, now);
+        else if constexpr (std::is_same_v<T, DispatchReply>) on_dispatch_reply(from, m, now);
+        else if constexpr (std::is_same_v<T, Revoke>) on_revoke(from, m, now);
+        else if constexpr (std::is_same_v<T, RevokeReply>) on_revoke_reply(from, m, now);
+      },
+      msg);
+}
+
+// --- votes ----------------------------------------------------------------------------------
+
+void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
+  ClaimReply reply{c.volume, c.occ, ClaimOutcome::kAbstain, {}, 0};
+  const OccKey key{c.volume, c.occ};
+  if (!is_replica(c.volume) || c.claimant.node != from) {
+    host_.send(from, reply, false);
+    return;
+  }
+  if (options_.test_grant_every_claim) {
+    // TEST ONLY: a replica that grants every claim, so the checker can prove it bites.
+    grants_[key] = c.claimant;
+    host_.local_put(grant_key(c.volume, c.occ), encode(c.claimant));
+    reply.outcome = ClaimOutcome::kGranted;
+    reply.holder = c.claimant;
+    host_.send(from, reply, true);
+    return;
+  }
+  auto g = grants_.find(key);
+  if (g != grants_.end()) {
+    reply.outcome = g->second == c.claimant ? ClaimOutcome::kGranted : ClaimOutcome::kHeld;
+    reply.holder = g->second;
+    // A repeated grant is answered only once the original is durable.
+    host_.send(from, reply, reply.outcome == ClaimOutcome::kGranted);
+    return;
+  }
+  if (amnesia_horizon_utc_ms_ != 0 && c.fire_utc_ms <= amnesia_horizon_utc_ms_) {
+    // Due before this node lost its disk: it may have granted o in its previous life.
+    host_.send(from, reply, false);
+    return;
+  }
+  if (now.utc_ms < c.fire_utc_ms) {
+    // Never grant before o is due by this replica's own clock, so a master whose clock
+    // runs ahead cannot fire early on its own.
+    reply.outcome = ClaimOutcome::kNotDue;
+    reply.retry_after_ms = c.fire_utc_ms - now.utc_ms;
+    host_.send(from, reply, false);
+    return;
+  }
+  grants_[key] = c.claimant;
+  host_.local_put(grant_key(c.volume, c.occ), encode(c.claimant));
+  ++counters_.granted;
+  if (c.occ.scheduled_utc_ms >= now.utc_ms - options_.occurrence_retention_ms) {
+    Occ& o = track(c.volume, c.occ, now);
+    o.holder = c.claimant;
+  }
+  reply.outcome = ClaimOutcome::kGranted;
+  reply.holder = c.claimant;
+  host_.send(from, reply, true);
+}
+
+void Scheduler::on_release(const Release& r) {
+  const OccKey key{r.volume, r.occ};
+  auto g = grants_.find(key);
+  if (g == grants_.end() || !(g->second == r.claimant)) return;
+  grants_.erase(g);
+  host_.local_erase(grant_key(r.volume, r.occ));
+  if (Occ* o = find_occ(r.volume, r.occ); o && o->holder && *o->holder == r.claimant) o->holder.reset();
+}
+
+// --- the worker side ---------------------------------------------------------------------------
+
+void Scheduler::put_worker_record(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
+                                  const WorkerRecord& rec, Clock now) {
+  host_.store_put(volume, worker_record_key(occ, fire_id), encode(rec));
+  if (Occ* o = find_occ(volume, occ)) {
+    o->worker_records[fire_id] = rec;
+  } else if (occ.scheduled_utc_ms >= now.utc_ms - options_.occurrence_retention_ms && is_replica(volume)) {
+    track(volume, occ, now).worker_records[fire_id] = rec;
+  }
+}
+
+void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock now) {
+  DispatchReply reply{d.volume, d.occ, d.fire_id, DispatchOutcome::kRefused, {}};
+  auto refuse = [&](const std::string& why, bool durable) {
+    reply.reason = why;
+    if (durable) {
+      WorkerRecord rec;
+      rec.worker = self_;
+      rec.attempt = d.attempt;
+      rec.state = WorkerState::kRefused;
+      rec.detail = why;
+      put_worker_record(d.volume, d.occ, d.fire_id, rec, now);
+    }
+    host_.send(from, reply, durable);
+  };
+  if (!is_replica(d.volume)) {
+    refuse("not a replica of volume " + d.volume, false);
+    return;
+  }
+  // Idempotence: an attempt is accepted or refused once, whatever the network repeats.
+  if (auto existing = host_.store_get(d.volume, worker_record_key(d.occ, d.fire_id))) {
+    auto rec = decode_worker_record(*existing);
+    if (rec.ok() && rec->worker.node == self_.node) {
+      reply.outcome = ran(rec->state) ? DispatchOutcome::kAccepted : DispatchOutcome::kRefused;
+      reply.reason = to_string(rec->state);
+      host_.send(from, reply, true);
+      return;
+    }
+  }
+  if (const EntryRec* e = entry_of(d.volume, d.occ.entry_key); e && !node_matches_binding(self_.node, *e->entry)) {
+    refuse("this node is not in the entry's binding", true);
+    return;
+  }
+  if (now.utc_ms > d.accept_by_utc_ms) {
+    refuse("the attempt's accept deadline has passed", true);
+    return;
+  }
+  if (d.at_most_once && amnesia_horizon_utc_ms_ != 0 && d.issued_utc_ms <= amnesia_horizon_utc_ms_) {
+    // Issued before this node lost its disk: an earlier copy may have been accepted.
+    refuse("issued before this node restarted without its disk", true);
+    return;
+  }
+  WorkerRecord rec;
+  rec.worker = self_;
+  rec.attempt = d.attempt;
+  rec.state = WorkerState::kAccepted;
+  rec.accepted_utc_ms = now.utc_ms;
+  rec.possible_duplicate = d.possible_duplicate;
+  put_worker_record(d.volume, d.occ, d.fire_id, rec, now);
+  reply.outcome = DispatchOutcome::kAccepted;
+  host_.send(from, reply, true);
+
+  const uint64_t id = next_invocation_id_++;
+  running_[id] = Running{d.volume, d.occ, d.fire_id, d.attempt, d.possible_duplicate, now.utc_ms};
+  Invocation inv;
+  inv.id = id;
+  inv.handler = d.handler;
+  inv.volume = d.volume;
+  if (auto n = parse_entry_key(d.occ.entry_key); n.ok()) {
+    inv.entity = n->entity;
+    inv.entry = n->name;
+  }
+  inv.scheduled_utc_ms = d.occ.scheduled_utc_ms;
+  inv.fire_id = d.fire_id;
+  inv.attempt = d.attempt;
+  inv.possible_duplicate = d.possible_duplicate;
+  inv.sequence = d.sequence;
+  inv.payload = d.payload;
+  host_.invoke(std::move(inv));
+  ++counters_.accepted;
+  FireEvent ev;
+  ev.kind = FireEvent::Kind::kAccepted;
+  ev.volume = d.volume;
+  ev.occ = d.occ;
+  ev.node = self_.node;
+  ev.attempt = d.attempt;
+  ev.at_most_once = d.at_most_once;
+  ev.detail = d.fire_id;
+  host_.emit(ev);
+}
+
+void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
+  RevokeReply reply{r.volume, r.occ, r.fire_id, RevokeOutcome::kUnknown};
+  if (!is_replica(r.volume)) {
+    host_.send(from, reply, false);
+    return;
+  }
+  if (auto existing = host_.store_get(r.volume, worker_record_key(r.occ, r.fire_id))) {
+    auto rec = decode_worker_record(*existing);
+    if (rec.ok() && rec->worker.node == self_.node) {
+      switch (rec->state) {
+        case WorkerState::kAccepted: reply.outcome = RevokeOutcome::kAccepted; break;
+        case WorkerState::kCompleted:
+        case WorkerState::kFailed: reply.outcome = RevokeOutcome::kCompleted; break;
+        case WorkerState::kRefused:
+        case WorkerState::kRevoked: reply.outcome = RevokeOutcome::kRevoked; break;
+      }
+      host_.send(from, reply, true);
+      return;
+    }
+  }
+  if (amnesia_horizon_utc_ms_ != 0 && r.issued_utc_ms <= amnesia_horizon_utc_ms_) {
+    host_.send(from, reply, false);  // kUnknown: it may have run before the disk was lost
+    return;
+  }
+  WorkerRecord rec;
+  rec.worker = self_;
+  rec.state = WorkerState::kRevoked;
+  rec.detail = "revoked by the owner before acceptance";
+  put_worker_record(r.volume, r.occ, r.fire_id, rec, now);
+  reply.outcome = RevokeOutcome::kRevoked;
+  host_.send(from, reply, true);
+}
+
+void Scheduler::on_invocation_done(const InvocationResult& result, Clock now) {
+  last_ = now;
+  auto it = running_.find(result.id);
+  if (it == running_.end()) return;
+  const Running r = it->second;
+  running_.erase(it);
+  WorkerRecord rec;
+  rec.worker = self_;
+  rec.attempt = r.attempt;
+  rec.state = result.ok ? WorkerState::kCompleted : WorkerState::kFailed;
+  rec.accepted_utc_ms = r.accepted_utc_ms;
+  rec.finished_utc_ms = now.utc_ms;
+  rec.possible_duplicate = r.possible_duplicate;
+  rec.detail = result.detail;
+  if (is_replica(r.volume)) put_worker_record(r.volume, r.occ, r.fire_id, rec, now);
+  if (result.ok) ++counters_.completed;
+  else ++counters_.failed;
+  FireEvent ev;
+  ev.kind = FireEvent::Kind::kCompleted;
+  ev.volume = r.volume;
+  ev.occ = r.occ;
+  ev.node = self_.node;
+  ev.attempt = r.attempt;
+  ev.ok = result.ok;
+  ev.detail = result.detail;
+  host_.emit(ev);
+  if (Occ* o = find_occ(r.volume, r.occ)) reconsider(*o, now);
+}
+
+}  // namespace caesium::schedule

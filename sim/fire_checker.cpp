@@ -1,0 +1,266 @@
+#include "sim/fire_checker.h"
+
+#include <algorithm>
+
+#include "base/time.h"
+#include "schedule/entry_json.h"
+#include "schedule/occurrence.h"
+#include "schedule/timing.h"
+#include "sim/report.h"
+#include "sim/world.h"
+
+namespace caesium::sim {
+namespace {
+
+std::string occ_name(const std::string& volume, const std::string& key, int64_t scheduled_utc_ms) {
+  return volume + "/" + key + "@" + format_rfc3339_utc(scheduled_utc_ms);
+}
+
+}  // namespace
+
+FireChecker::FireChecker(const Scenario& scenario, Options options) : scenario_(scenario), options_(options) {}
+
+void FireChecker::on_start(const World& world) { (void)world; }
+
+void FireChecker::on_fault(const World& world, const FaultRecord& fault) {
+  (void)world;
+  faults_.push_back(fault);
+  if (fault.kind == FaultKind::kSkew) {
+    for (uint32_t n : fault.nodes) skewed_nodes_.insert(n);
+  }
+}
+
+void FireChecker::on_observation(const World& world, uint32_t node, const Observation& obs) {
+  if (obs.kind == Observation::Kind::kEntry) {
+    // The node accepted an API write: the entry's clock starts at the node's time.
+    const WorkloadEntry* w = nullptr;
+    for (const auto& e : scenario_.workload) {
+      if (e.volume == obs.volume && schedule::entry_key(e.entity, e.name) == obs.key) w = &e;
+    }
+    if (w == nullptr) return;
+    auto entry = schedule::entry_from_json(w->fields, w->entity, w->name, obs.at_utc_ms, world.spec(node).id);
+    if (!entry) return;  // the node refused it too
+    Created c;
+    c.volume = obs.volume;
+    c.key = obs.key;
+    c.via = world.spec(node).id;
+    c.at_ms = world.now_ms();
+    c.at_utc_ms = obs.at_utc_ms;
+    c.entry = std::move(*entry);
+    created_[{c.volume, c.key}] = std::move(c);
+    return;
+  }
+  if (obs.kind != Observation::Kind::kFire) return;
+  Decisions& d = decisions_[OccKey{obs.volume, obs.key, obs.scheduled_utc_ms}];
+  if (obs.text == "withheld") d.withheld = true;
+  else if (obs.text == "lost") d.lost = true;
+  else if (obs.text == "missed" || obs.text == "skipped") d.missed = true;
+}
+
+void FireChecker::on_execution(const World& world, const Execution& execution) {
+  const auto& inv = execution.invocation;
+  OccKey k{inv.volume, schedule::entry_key(inv.entity, inv.entry), inv.scheduled_utc_ms};
+  executions_[k].push_back(world.executions().size() - 1);
+}
+
+std::vector<std::string> FireChecker::eligible(const World& world, const Created& c) const {
+  std::vector<std::string> out;
+  for (const auto& v : world.cluster().volumes) {
+    if (v.name != c.volume) continue;
+    for (const auto& r : v.replicas) {
+      const int64_t idx = world.index_of(r);
+      if (idx < 0) continue;
+      bool match = c.entry.bind.empty();
+      for (const auto& b : c.entry.bind) {
+        if (b.rfind("tag:", 0) == 0) {
+          const auto& tags = world.spec(static_cast<uint32_t>(idx)).tags;
+          if (std::binary_search(tags.begin(), tags.end(), b.substr(4))) match = true;
+        } else if (b == r) {
+          match = true;
+        }
+      }
+      if (match) out.push_back(r);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+bool FireChecker::any_fault_between(int64_t from_ms, int64_t to_ms) const {
+  for (const auto& f : faults_) {
+    if (f.time_ms >= from_ms && f.time_ms <= to_ms) return true;
+    // A partition/cut/one-way/slowness in force across the window is a fault too.
+    if (f.time_ms < from_ms && f.kind != FaultKind::kHeal && f.kind != FaultKind::kRestart &&
+        f.kind != FaultKind::kSlowEnd) {
+      bool healed = false;
+      for (const auto& g : faults_) {
+        if (g.time_ms > f.time_ms && g.time_ms <= from_ms &&
+            (g.kind == FaultKind::kHeal || g.kind == FaultKind::kRestart || g.kind == FaultKind::kSlowEnd)) {
+          healed = true;
+        }
+      }
+      if (!healed) return true;
+    }
+  }
+  return false;
+}
+
+void FireChecker::finish(const World& world, Report& report) {
+  const int64_t end_ms = world.now_ms();
+  const int64_t epoch = scenario_.world.epoch_utc_ms;
+  const bool fault_free = faults_.empty() && scenario_.world.network.loss == 0 && scenario_.world.network.corrupt == 0;
+  const auto& execs = world.executions();
+
+  struct Tally {
+    uint64_t due = 0, once = 0, duplicates = 0, withheld = 0, missed = 0, lost = 0, executions = 0;
+  } tally[2];  // [0] at-least-once, [1] at-most-once
+  std::vector<int64_t> lateness_all, lateness_healthy, lateness_faulty;
+  std::set<OccKey> expected;
+
+  for (const auto& [ck, c] : created_) {
+    const bool amo = c.entry.semantics == schedule::Semantics::at_most_once;
+    Tally& t = tally[amo ? 1 : 0];
+    const std::vector<std::string> elig = eligible(world, c);
+    int64_t cursor = c.at_utc_ms - 1;
+    for (size_t n = 0; n < options_.max_occurrences_per_entry; ++n) {
+      auto next = schedule::next_occurrence(c.entry, cursor);
+      if (!next) break;
+      cursor = *next;
+      const int64_t fire_utc = schedule::fire_time(c.entry, *next);
+      const int64_t due_ms = fire_utc - epoch;  // the true instant the occurrence is due
+      // Occurrences too close to the end of the run have not had their chance yet.
+      if (due_ms > end_ms - 2 * options_.detection_bound_ms) break;
+      const OccKey k{c.volume, c.key, *next};
+      expected.insert(k);
+      ++t.due;
+      const std::string name = occ_name(c.volume, c.key, *next);
+      size_t started = 0, counted = 0;
+      int64_t first_start = -1;
+      auto it = executions_.find(k);
+      if (it != executions_.end()) {
+        for (size_t idx : it->second) {
+          const Execution& e = execs[idx];
+          ++started;
+          if (e.outcome != Execution::Outcome::kAbandoned) ++counted;
+          if (first_start < 0 || e.start_ms < first_start) first_start = e.start_ms;
+          // Never early.  A quorum cannot agree early unless a majority of the eligible
+          // clocks run ahead; a degraded fire may be early by its own node's skew.
+          size_t skewed_eligible = 0;
+          for (const auto& r : elig) {
+            const int64_t idx_r = world.index_of(r);
+            if (idx_r >= 0 && skewed_nodes_.count(static_cast<uint32_t>(idx_r))) ++skewed_eligible;
+          }
+          const bool quorum_could_skew = skewed_eligible * 2 > elig.size();
+          const int64_t allowance =
+              (e.invocation.possible_duplicate && skewed_nodes_.count(e.node)) || quorum_could_skew ? world.max_skew_ms() : 0;
+          if (e.start_ms < due_ms - allowance) {
+            report.violate({"early", name + " started " + std::to_string(due_ms - e.start_ms) + " ms before it was due (fire id " +
+                                         e.invocation.fire_id + ")",
+                            e.start_ms, world.spec(e.node).id});
+          }
+        }
+      }
+      t.executions += started;
+      if (started == 1) ++t.once;
+      if (started > 1) t.duplicates += started - 1;
+      const Decisions d = decisions_.count(k) ? decisions_.at(k) : Decisions{};
+      if (d.withheld) ++t.withheld;
+      if (d.lost) ++t.lost;
+      if (started == 0) ++t.missed;
+
+      if (first_start >= 0) {
+        const int64_t late = first_start - due_ms;
+        lateness_all.push_back(late);
+        const bool quiet = !any_fault_between(due_ms - options_.liveness_window_ms, first_start);
+        (quiet ? lateness_healthy : lateness_faulty).push_back(late);
+        if (quiet && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms) {
+          report.violate({"lateness.healthy", name + " ran " + std::to_string(late) + " ms late with no fault around it",
+                          first_start, {}});
+        }
+      }
+
+      if (amo && started > 1) {
+        report.violate({"amo.duplicate", name + " (at-most-once) started " + std::to_string(started) + " times", due_ms, {}});
+      }
+      if (fault_free && due_ms - c.at_ms > options_.replication_grace_ms && started != 1) {
+        report.violate({"healthy.once", name + " ran " + std::to_string(started) + " times in a run without faults", due_ms, {}});
+      }
+      // ALO: some eligible replica holding the entry stayed up long enough.
+      if (!amo && counted == 0 && due_ms + options_.detection_bound_ms <= end_ms) {
+        for (const auto& r : elig) {
+          const int64_t ri = world.index_of(r);
+          const int64_t vi = world.index_of(c.via);
+          if (ri < 0 || vi < 0) continue;
+          const auto rn = static_cast<uint32_t>(ri), vn = static_cast<uint32_t>(vi);
+          const bool holds = r == c.via || world.linked_throughout(vn, rn, c.at_ms, c.at_ms + 2'000);
+          if (holds && world.healthy_throughout(rn, c.at_ms, due_ms + options_.detection_bound_ms) &&
+              c.entry.misfire_window_ms >= options_.detection_bound_ms) {
+            report.violate({"alo.missed", name + " (at-least-once) never completed although replica " + r +
+                                              " held it and stayed up",
+                            due_ms, r});
+            break;
+          }
+        }
+      }
+      // AMO liveness: a majority of the eligible replicas up and connected around the due time.
+      if (amo && started != 1 && due_ms - c.at_ms > options_.replication_grace_ms &&
+          c.entry.misfire_window_ms >= options_.detection_bound_ms) {
+        const int64_t from = due_ms - options_.liveness_window_ms, to = due_ms + options_.liveness_window_ms;
+        std::vector<uint32_t> healthy;
+        for (const auto& r : elig) {
+          const int64_t ri = world.index_of(r);
+          if (ri >= 0 && world.healthy_throughout(static_cast<uint32_t>(ri), std::max<int64_t>(0, c.at_ms), to)) {
+            healthy.push_back(static_cast<uint32_t>(ri));
+          }
+        }
+        // The largest group of healthy replicas all pairwise connected (greedy: replicas
+        // are few, so try each as a seed).
+        size_t best = 0;
+        for (uint32_t seed : healthy) {
+          std::vector<uint32_t> group{seed};
+          for (uint32_t other : healthy) {
+            if (other == seed) continue;
+            bool ok = true;
+            for (uint32_t g : group) ok = ok && world.healthy_pair_throughout(g, other, from, to);
+            if (ok) group.push_back(other);
+          }
+          best = std::max(best, group.size());
+        }
+        if (best * 2 > elig.size()) {
+          report.violate({"amo.liveness", name + " (at-most-once) ran " + std::to_string(started) +
+                                              " times although a majority of its replicas was up and connected",
+                          due_ms, {}});
+        }
+      }
+    }
+  }
+  // Executions of occurrences no entry produced (before the evaluation cutoff).
+  const int64_t cutoff_utc = epoch + end_ms - 2 * options_.detection_bound_ms;
+  for (const auto& [k, v] : executions_) {
+    if (!expected.count(k) && k.scheduled_utc_ms <= cutoff_utc) unknown_executions_ += v.size();
+  }
+  const char* names[2] = {"alo", "amo"};
+  for (int s = 0; s < 2; ++s) {
+    const std::string p = names[s];
+    report.set(p + ".due", static_cast<double>(tally[s].due));
+    report.set(p + ".once", static_cast<double>(tally[s].once));
+    report.set(p + ".duplicates", static_cast<double>(tally[s].duplicates));
+    report.set(p + ".withheld", static_cast<double>(tally[s].withheld));
+    report.set(p + ".missed", static_cast<double>(tally[s].missed));
+    report.set(p + ".lost", static_cast<double>(tally[s].lost));
+    report.set(p + ".executions", static_cast<double>(tally[s].executions));
+  }
+  report.set("fire.unexpected_executions", static_cast<double>(unknown_executions_));
+  report.add_summary("fire.lateness_ms", lateness_all);
+  report.add_summary("fire.lateness_healthy_ms", lateness_healthy);
+  report.add_summary("fire.lateness_after_fault_ms", lateness_faulty);
+  const double occurrences = static_cast<double>(tally[0].due + tally[1].due);
+  if (occurrences > 0) {
+    const double messages = static_cast<double>(world.datagram_stats().sent + world.stream_stats().sent);
+    report.set("fire.messages_per_occurrence", messages / occurrences);
+    report.set("fire.stream_messages_per_occurrence", static_cast<double>(world.stream_stats().sent) / occurrences);
+  }
+}
+
+}  // namespace caesium::sim

@@ -1,0 +1,85 @@
+// The firing checker: what DESIGN.md §7 says must always hold, checked against the
+// simulator's ground truth (every handler execution, every fault, who was up and who
+// could reach whom), not against what the nodes believe.
+//
+// Per occurrence o of every entry the workload created (enumerated from the entry's
+// own timing, with the creating node's clock at creation):
+//   amo.duplicate  an at-most-once occurrence started more than once           (always)
+//   alo.missed     an at-least-once occurrence never completed although an eligible
+//                  replica holding the entry stayed up from its creation until the
+//                  failure-detection bound after the due time
+//   amo.liveness   an at-most-once occurrence did not run exactly once although a
+//                  majority of its eligible replicas was up and connected (to each
+//                  other) throughout a window around the due time
+//   healthy.once   in a run without faults, an occurrence did not run exactly once
+//   early          an execution started before the due time (allowing the configured
+//                  skew bound only where skewed clocks could make a quorum agree)
+//   lateness       in a fault-free window, the first execution came later than the
+//                  healthy bound
+// Figures per semantics: due, once, duplicates, withheld, missed, lost; lateness
+// (all, healthy, after a fault); messages per occurrence.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "schedule/entry.h"
+#include "sim/checker.h"
+#include "sim/scenario.h"
+
+namespace caesium::sim {
+
+class FireChecker final : public Checker {
+ public:
+  struct Options {
+    int64_t detection_bound_ms = 60'000;   // failure detection + claim give-up + accept timeout
+    int64_t liveness_window_ms = 20'000;   // AMO liveness: majority healthy this long on each side
+    int64_t replication_grace_ms = 5'000;  // an entry reaches its replicas within this
+    int64_t healthy_lateness_ms = 1'000;   // fault-free lateness bound
+    size_t max_occurrences_per_entry = 20'000;
+  };
+  FireChecker(const Scenario& scenario, Options options);
+
+  void on_start(const World& world) override;
+  void on_execution(const World& world, const Execution& execution) override;
+  void on_observation(const World& world, uint32_t node, const Observation& obs) override;
+  void on_fault(const World& world, const FaultRecord& fault) override;
+  void finish(const World& world, Report& report) override;
+
+ private:
+  struct Created {
+    std::string volume;
+    std::string key;
+    std::string via;
+    int64_t at_ms = 0;       // virtual time of the write
+    int64_t at_utc_ms = 0;   // the via node's clock then
+    schedule::Entry entry;
+  };
+  struct OccKey {
+    std::string volume;
+    std::string key;
+    int64_t scheduled_utc_ms = 0;
+    auto operator<=>(const OccKey&) const = default;
+  };
+  struct Decisions {
+    bool withheld = false, lost = false, missed = false;
+  };
+
+  std::vector<std::string> eligible(const World& world, const Created& c) const;
+  bool any_fault_between(int64_t from_ms, int64_t to_ms) const;
+
+  const Scenario& scenario_;
+  Options options_;
+  std::map<std::string, size_t> workload_by_key_;  // volume + '\n' + key -> workload index
+  std::map<std::pair<std::string, std::string>, Created> created_;
+  std::map<OccKey, std::vector<size_t>> executions_;  // indexes into World::executions()
+  std::map<OccKey, Decisions> decisions_;
+  std::vector<FaultRecord> faults_;
+  std::set<uint32_t> skewed_nodes_;
+  uint64_t unknown_executions_ = 0;
+};
+
+}  // namespace caesium::sim

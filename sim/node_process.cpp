@@ -1,0 +1,277 @@
+#include "sim/node_process.h"
+
+#include <sodium.h>
+
+#include <algorithm>
+
+#include "node/core/node.h"
+#include "schedule/entry_json.h"
+#include "sim/fire_checker.h"
+#include "sim/scenario.h"
+#include "sim/toml_reader.h"
+
+namespace caesium::sim {
+namespace {
+
+struct NodeProcessOptions {
+  node::NodeOptions node;
+  FireChecker::Options checker;
+};
+
+Result<NodeProcessOptions> read_options(const toml::table& table, const std::string& path) {
+  NodeProcessOptions o;
+  auto& n = o.node;
+  // The simulator runs many nodes per second of wall time; the defaults are the
+  // daemon's, except anti-entropy, which runs a little more often in short runs.
+  n.sync_interval_ms = 5'000;
+  try {
+    TomlReader r(table, "node_options", path);
+    auto& m = n.membership;
+    m.probe_interval_ms = r.duration("probe_interval").value_or(m.probe_interval_ms);
+    m.probe_timeout_ms = r.duration("probe_timeout").value_or(m.probe_timeout_ms);
+    m.gossip_interval_ms = r.duration("gossip_interval").value_or(m.gossip_interval_ms);
+    m.push_pull_interval_ms = r.duration("push_pull_interval").value_or(m.push_pull_interval_ms);
+    m.suspicion_mult = static_cast<int>(r.integer("suspicion_mult", 1, 100).value_or(m.suspicion_mult));
+    m.indirect_checks = static_cast<int>(r.integer("indirect_checks", 0, 100).value_or(m.indirect_checks));
+    m.retransmit_mult = static_cast<int>(r.integer("retransmit_mult", 1, 100).value_or(m.retransmit_mult));
+    m.lifeguard = r.boolean("lifeguard").value_or(m.lifeguard);
+    n.sync_interval_ms = r.duration("sync_interval").value_or(n.sync_interval_ms);
+    n.startup_grace_ms = r.duration("startup_grace").value_or(n.startup_grace_ms);
+    auto& s = n.scheduler;
+    s.claim_retry_ms = r.duration("claim_retry").value_or(s.claim_retry_ms);
+    s.claim_give_up_ms = r.duration("claim_give_up").value_or(s.claim_give_up_ms);
+    s.misfire_threshold_ms = r.duration("misfire_threshold").value_or(s.misfire_threshold_ms);
+    s.max_clock_skew_ms = r.duration("max_clock_skew").value_or(s.max_clock_skew_ms);
+    s.occurrence_retention_ms = r.duration("occurrence_retention").value_or(s.occurrence_retention_ms);
+    s.test_grant_every_claim = r.boolean("test_grant_every_claim").value_or(false);
+    n.capacity.cores = static_cast<uint32_t>(r.integer("cores", 1, 4096).value_or(n.capacity.cores));
+    n.capacity.max_running = static_cast<uint32_t>(r.integer("max_running", 1, 1 << 20).value_or(n.capacity.max_running));
+    o.checker.detection_bound_ms = r.duration("checker_detection_bound").value_or(o.checker.detection_bound_ms);
+    r.finish();
+  } catch (const TomlReadError& e) {
+    return e.error;
+  }
+  if (Status st = gossip::check_config(n.membership); !st.ok()) return st.error();
+  return o;
+}
+
+node::ClusterConfig cluster_config_of(const ClusterSpec& c) {
+  node::ClusterConfig cfg;
+  cfg.epoch = 1;
+  for (const auto& n : c.nodes) {
+    node::NodeSpec s;
+    s.id = n.id;
+    if (n.priority != 0) s.priority = n.priority;
+    s.tags = n.tags;
+    cfg.nodes.push_back(std::move(s));
+  }
+  for (const auto& v : c.volumes) cfg.volumes.push_back({v.name, v.replicas, {}});
+  auto normalized = node::normalize(std::move(cfg));
+  return normalized.ok() ? std::move(*normalized) : node::ClusterConfig{};
+}
+
+class NodeProcess final : public Process {
+ public:
+  NodeProcess(const ProcessContext& ctx, node::NodeOptions options) : id_(ctx.spec().id) {
+    options.id = ctx.spec().id;
+    options.cluster_name = "sim";
+    options.gossip_addr = ctx.spec().gossip_addr;
+    options.stream_addr = ctx.spec().stream_addr;
+    options.initial_config = cluster_config_of(*ctx.cluster);
+    // Every node joins through the first three nodes (other than itself).
+    for (const auto& n : ctx.cluster->nodes) {
+      if (n.id != options.id && options.seeds.size() < 3) options.seeds.push_back(n.stream_addr);
+    }
+    wire::Key key;
+    key.fill(0x5a);
+    options.keyring = wire::Keyring::single(key);
+    node_ = std::make_unique<node::Node>(std::move(options), ctx.seed);
+  }
+
+  void start(std::vector<StoredRecord> disk, Clock now) override {
+    Status st = node_->start(disk, now);
+    if (!st.ok()) note("start failed: " + st.error().message);
+    drain();
+  }
+  void leave(Clock now) override {
+    node_->leave(now);
+    drain();
+  }
+  void on_datagram(const std::string& from_addr, const std::string& bytes, Clock now) override {
+    node_->on_datagram(from_addr, bytes, now);
+    drain();
+  }
+  void on_stream(const std::string& from_addr, const std::string& bytes, Clock now) override {
+    node_->on_stream(from_addr, bytes, now);
+    drain();
+  }
+  void on_tick(Clock now) override {
+    node_->on_tick(now);
+    drain();
+  }
+  void on_durable(uint64_t seq, Clock now) override {
+    node_->on_durable(seq, now);
+    drain();
+  }
+  void on_invocation_done(const InvocationResult& result, Clock now) override {
+    node_->on_invocation_done(result, now);
+    drain();
+  }
+  int64_t next_deadline_mono() const override { return node_->next_deadline_mono(); }
+  bool poll_transmit(Transmit& out) override { return node_->poll_transmit(out); }
+  bool poll_storage(StorageBatch& out) override { return node_->poll_storage(out); }
+  bool poll_invocation(Invocation& out) override { return node_->poll_invocation(out); }
+  bool poll_observation(Observation& out) override {
+    drain();
+    if (observations_.empty()) return false;
+    out = std::move(observations_.front());
+    observations_.pop_front();
+    return true;
+  }
+
+  void put_entry(const std::string& volume, const std::string& entity, const std::string& name,
+                 const std::string& json, Clock now) override {
+    nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+    if (j.is_discarded()) {
+      note("workload entry " + entity + "/" + name + ": not JSON");
+      return;
+    }
+    auto entry = schedule::entry_from_json(j, entity, name, now.utc_ms, id_);
+    if (!entry) {
+      note("workload entry " + entity + "/" + name + " refused: " + entry.error().message);
+      return;
+    }
+    auto ack = node_->put_entry(volume, *entry, now);
+    if (!ack) {
+      note("workload entry " + entity + "/" + name + " refused: " + ack.error().message);
+      return;
+    }
+    Observation o;
+    o.kind = Observation::Kind::kEntry;
+    o.volume = volume;
+    o.key = schedule::entry_key(entity, name);
+    o.at_utc_ms = now.utc_ms;
+    observations_.push_back(std::move(o));
+    drain();
+  }
+
+  std::vector<std::pair<std::string, int>> member_view() const override {
+    std::vector<std::pair<std::string, int>> out;
+    for (const auto& m : node_->membership().members()) out.emplace_back(m.node, static_cast<int>(m.state));
+    return out;
+  }
+  std::vector<std::pair<std::string, uint64_t>> volume_digests() const override { return node_->volume_digests(); }
+
+ private:
+  void note(std::string text) {
+    Observation o;
+    o.kind = Observation::Kind::kNote;
+    o.text = std::move(text);
+    observations_.push_back(std::move(o));
+  }
+
+  // Node events become observations for the report and the checkers.
+  void drain() {
+    node::NodeEvent e;
+    while (node_->poll_event(e)) {
+      Observation o;
+      switch (e.kind) {
+        case node::NodeEvent::Kind::kMember:
+          o.kind = Observation::Kind::kMemberState;
+          o.subject = e.subject;
+          o.state = static_cast<int>(e.state);
+          o.incarnation = e.incarnation;
+          break;
+        case node::NodeEvent::Kind::kMaster:
+          o.kind = Observation::Kind::kMaster;
+          o.subject = e.subject;
+          o.volume = e.volume;
+          break;
+        case node::NodeEvent::Kind::kFire:
+          o.kind = Observation::Kind::kFire;
+          o.volume = e.fire.volume;
+          o.key = e.fire.occ.entry_key;
+          o.scheduled_utc_ms = e.fire.occ.scheduled_utc_ms;
+          o.text = schedule::to_string(e.fire.kind);
+          o.at_most_once = e.fire.at_most_once;
+          o.subject = e.fire.node;
+          o.detail = e.fire.detail.empty() ? schedule::to_string(e.fire.path) : e.fire.detail;
+          break;
+        case node::NodeEvent::Kind::kConfig:
+        case node::NodeEvent::Kind::kWarning:
+          o.kind = Observation::Kind::kNote;
+          o.text = e.text;
+          break;
+      }
+      observations_.push_back(std::move(o));
+    }
+  }
+
+  std::string id_;
+  std::unique_ptr<node::Node> node_;
+  std::deque<Observation> observations_;
+};
+
+// Entries for a swarm run: a mix of both semantics, cron and timers, over the volumes.
+void swarm_workload(Rng& rng, Scenario& s) {
+  if (s.cluster.volumes.empty() || s.cluster.nodes.empty()) return;
+  const int entries = static_cast<int>(rng.between(4, 12));
+  for (int i = 0; i < entries; ++i) {
+    WorkloadEntry w;
+    const auto& v = s.cluster.volumes[rng.below(s.cluster.volumes.size())];
+    w.volume = v.name;
+    w.via = v.replicas[rng.below(v.replicas.size())];
+    w.entity = "e" + std::to_string(i % 3);
+    w.name = "job" + std::to_string(i);
+    w.at_ms = rng.between(5, 20) * kMsPerSecond;
+    nlohmann::json f;
+    f["handler"] = "noop";
+    f["semantics"] = rng.chance(0.5) ? "at_most_once" : "at_least_once";
+    switch (rng.below(3)) {
+      case 0: f["cron"] = "*/" + std::to_string(rng.between(5, 30)) + " * * * * *"; break;
+      case 1: f["cron"] = "* * * * *"; break;
+      default:
+        f["timer"] = {{"interval", std::to_string(rng.between(5, 40)) + "s"},
+                      {"repeat_for", std::to_string(rng.between(2, 20)) + "m"}};
+        break;
+    }
+    if (rng.chance(0.3)) f["complete_time"] = std::to_string(rng.between(5, 60)) + "s";
+    f["misfire_window"] = "30m";
+    w.fields = std::move(f);
+    s.workload.push_back(std::move(w));
+  }
+}
+
+}  // namespace
+
+ProcessKind node_process_kind() {
+  static bool sodium_ready = sodium_init() >= 0;
+  (void)sodium_ready;
+  ProcessKind k;
+  k.name = "node";
+  k.summary = "the real Node core (membership, stores, anti-entropy, scheduler) with the real codec";
+  k.factory = [](const ProcessContext& ctx) -> std::unique_ptr<Process> {
+    auto options = read_options(*ctx.node_options, "node_options");
+    // The scenario was validated before the run; a failure here cannot happen.
+    return std::make_unique<NodeProcess>(ctx, options.ok() ? options->node : node::NodeOptions{});
+  };
+  k.validate = [](const Scenario& s) -> Status {
+    auto o = read_options(*s.node_options, s.path);
+    if (!o) return o.error();
+    return Status::success();
+  };
+  k.make_checkers = [](const Scenario& s) {
+    std::vector<std::unique_ptr<Checker>> out;
+    auto o = read_options(*s.node_options, s.path);
+    out.push_back(std::make_unique<FireChecker>(s, o.ok() ? o->checker : FireChecker::Options{}));
+    return out;
+  };
+  k.swarm_workload = swarm_workload;
+  return k;
+}
+
+void register_node_process_kind() {
+  if (find_process_kind("node") == nullptr) register_process_kind(node_process_kind());
+}
+
+}  // namespace caesium::sim
