@@ -46,9 +46,14 @@ class EntryArray {
     std::swap(capacity_, other.capacity_);
   }
 
-  // Returns the position of the appended value.
-  uint32_t push_back(uint32_t value) {
-    if (size_ == capacity_) reallocate(grown_capacity());
+  bool full() const { return size_ == capacity_; }
+
+  // Makes room for at least one more value.  Throws std::bad_alloc, leaving the array
+  // unchanged.
+  void grow() { reallocate(grown_capacity()); }
+
+  // Appends and returns the position.  REQUIRES: !full().
+  uint32_t push_back_unchecked(uint32_t value) {
     data_[size_] = value;
     return size_++;
   }

@@ -2,7 +2,11 @@
 // invariants (I1-I5) are in timing_wheel.h.
 #include "wheel/timing_wheel.h"
 
+#include <sys/mman.h>
+
 #include <cassert>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -28,133 +32,60 @@ constexpr uint16_t bucket_id(int level, int slot) {
 TimingWheel::TimingWheel(int64_t start_ms)
     : buckets_(kWheelBuckets + 1), now_ms_(start_ms), elapsed_(biased(start_ms)) {}
 
-bool TimingWheel::valid(Handle h) const {
-  if (h.index >= high_water_) return false;
-  const Node& n = node(h.index);
-  return n.generation == h.generation && n.bucket != kFreeBucket;
-}
-
-bool TimingWheel::pending(Handle handle) const { return valid(handle); }
-
-// Pops the free list, or takes the next never-used node (adding a 2 MiB chunk when the
-// last one is full).  Nodes are initialised here, not when the chunk is allocated, so a
-// chunk's pages are touched only as it fills.
-uint32_t TimingWheel::allocate() {
-  if (free_head_ != kNil) {
-    const uint32_t index = free_head_;
-    free_head_ = node(index).pos;
-    return index;
-  }
+// Takes the next never-used node, adding a 2 MiB chunk when the last one is full.
+// Nodes are initialised here, not when the chunk is allocated, so a chunk's pages are
+// touched only as it fills.
+uint32_t TimingWheel::allocate_fresh() {
   if (high_water_ >= kMaxTimers) {
     throw std::length_error("TimingWheel: more than 2^30 pending timers");
   }
-  if ((high_water_ >> kChunkShift) == chunks_.size()) {
-    chunks_.push_back(std::unique_ptr<Node[]>(new Node[kChunkNodes]));
-  }
+  if ((high_water_ >> kChunkShift) == chunks_.size()) chunks_.push_back(new_chunk());
   const uint32_t index = high_water_++;
   node(index).generation = 1;  // a zeroed Handle{0, 0} is never valid
   return index;
 }
 
-void TimingWheel::free_node(uint32_t index, Node& n) {
-  ++n.generation;
-  n.bucket = kFreeBucket;
-  n.pos = free_head_;
-  free_head_ = index;
-}
-
-Handle TimingWheel::insert(int64_t deadline_ms, uint64_t payload) {
-  const uint32_t index = allocate();
-  Node& n = node(index);
-  n.deadline_ms = deadline_ms;
-  n.payload = payload;
-  try {
-    attach(index, n);
-  } catch (...) {  // the bucket could not grow: undo the allocation
-    free_node(index, n);
-    throw;
-  }
-  ++size_;
-  return Handle{index, n.generation};
-}
-
-bool TimingWheel::cancel(Handle handle) {
-  if (!valid(handle)) return false;
-  Node& n = node(handle.index);
-  detach(n);
-  free_node(handle.index, n);
-  --size_;
-  return true;
-}
-
-bool TimingWheel::reschedule(Handle handle, int64_t deadline_ms) {
-  if (!valid(handle)) return false;
-  Node& n = node(handle.index);
-  // Append first, then tombstone the old entry: if the append cannot allocate, the
-  // timer is still where it was, unchanged.
-  const uint16_t old_bucket = n.bucket;
-  const uint32_t old_pos = n.pos;
-  const int64_t old_deadline = n.deadline_ms;
-  n.deadline_ms = deadline_ms;
-  try {
-    attach(handle.index, n);
-  } catch (...) {
-    n.deadline_ms = old_deadline;
-    throw;
-  }
-  tombstone(old_bucket, old_pos);
-  tidy(old_bucket);
-  return true;
-}
-
-void TimingWheel::attach(uint32_t index, Node& n) {
-  if (n.deadline_ms <= now_ms_) {
-    append(kOverdue, index, n);
-  } else {
-    place_in_wheel(index, n);
+void TimingWheel::reserve(size_t timers) {
+  const size_t wanted = timers < kMaxTimers ? timers : kMaxTimers;
+  while (chunks_.size() * kChunkNodes < wanted) {
+    ChunkPtr chunk = new_chunk();
+    std::memset(static_cast<void*>(chunk.get()), 0, sizeof(Node) * kChunkNodes);  // fault the pages in now
+    chunks_.push_back(std::move(chunk));
   }
 }
 
-void TimingWheel::place_in_wheel(uint32_t index, Node& n) {
-  append(bucket_for(biased(n.deadline_ms)), index, n);
+// A chunk is exactly one 2 MiB huge page, aligned to it, and on Linux we ask for a
+// transparent huge page: timers are touched in random order (cancel, reschedule), and
+// with 4 KiB pages nearly every such touch at millions of timers would also miss the TLB.
+TimingWheel::ChunkPtr TimingWheel::new_chunk() {
+  constexpr size_t kBytes = sizeof(Node) * kChunkNodes;
+  void* p = std::aligned_alloc(kBytes, kBytes);
+  if (p == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  madvise(p, kBytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
+#endif
+  return ChunkPtr(static_cast<Node*>(p));
 }
 
-void TimingWheel::append(uint16_t bucket, uint32_t index, Node& n) {
+void TimingWheel::make_room_slow(uint16_t bucket) {
   Bucket& b = buckets_[bucket];
-  n.pos = b.entries.push_back(index);
-  n.bucket = bucket;
-  if (b.live++ == 0 && bucket != kOverdue) set_occupied(bucket);
-  if (n.deadline_ms < b.min_deadline_ms) b.min_deadline_ms = n.deadline_ms;
-}
-
-void TimingWheel::detach(Node& n) {
-  tombstone(n.bucket, n.pos);
-  tidy(n.bucket);
-}
-
-void TimingWheel::tombstone(uint16_t bucket, uint32_t pos) {
-  Bucket& b = buckets_[bucket];
-  b.entries[pos] = kTombstone;
-  --b.live;
-}
-
-// After a tombstone: a bucket left without live entries is emptied at once (so its
-// occupancy bit is exact); one with more tombstones than live entries is compacted.
-// Neither happens to the bucket a poll is walking: the poll empties it when done.
-void TimingWheel::tidy(uint16_t bucket) {
-  if (in_poll_ && bucket == firing_) return;
-  Bucket& b = buckets_[bucket];
-  if (b.live == 0) {
-    b.reset();
-    if (bucket != kOverdue) clear_occupied(bucket);
-  } else if (b.tombstones() > b.live && b.tombstones() >= 32) {
+  const bool busy = in_poll_ && bucket == firing_;  // a poll is walking its positions
+  if (!busy && b.tombstones() > 0 && b.tombstones() >= b.live) {
     compact(bucket);
+  } else {
+    b.entries.grow();
   }
+}
+
+void TimingWheel::emptied(uint16_t bucket) {
+  if (in_poll_ && bucket == firing_) return;
+  buckets_[bucket].reset();
+  if (bucket != kOverdue) clear_occupied(bucket);
 }
 
 // Drops tombstones, keeping order (I4), and recomputes the exact minimum deadline.
-// Amortised O(1) per cancel: it runs when tombstones outnumber live entries, so each
-// pass is paid for by at least as many cancels since the last one.
+// Amortised O(1): it runs on a full bucket at least half tombstones, so each pass is
+// paid for by at least as many earlier cancels.  Afterwards the bucket has room.
 void TimingWheel::compact(uint16_t bucket) {
   Bucket& b = buckets_[bucket];
   const uint32_t size = b.entries.size();
@@ -163,7 +94,7 @@ void TimingWheel::compact(uint16_t bucket) {
   for (uint32_t i = 0; i < size; ++i) {
     const uint32_t index = b.entries[i];
     if (index == kTombstone) continue;
-    if (i + 8 < size) prefetch(b.entries[i + 8]);
+    if (i + kPrefetchAhead < size) __builtin_prefetch(prefetch_address(b.entries[i + kPrefetchAhead]));
     Node& n = node(index);
     n.pos = kept;
     if (n.deadline_ms < min_deadline) min_deadline = n.deadline_ms;
@@ -174,30 +105,12 @@ void TimingWheel::compact(uint16_t bucket) {
   b.min_deadline_ms = min_deadline;
 }
 
-void TimingWheel::set_occupied(uint16_t bucket) {
-  const int level = bucket / kSlotsPerLevel;
-  const int slot = bucket % kSlotsPerLevel;
-  occupied_[level][slot / 64] |= UINT64_C(1) << (slot % 64);
-  level_mask_ |= 1u << level;
-}
-
 void TimingWheel::clear_occupied(uint16_t bucket) {
   const int level = bucket / kSlotsPerLevel;
   const int slot = bucket % kSlotsPerLevel;
   occupied_[level][slot / 64] &= ~(UINT64_C(1) << (slot % 64));
   const uint64_t* words = occupied_[level];
   if ((words[0] | words[1] | words[2] | words[3]) == 0) level_mask_ &= ~(1u << level);
-}
-
-// The level is the most significant byte in which the deadline differs from elapsed_
-// (level 0 when equal); the slot is that byte of the deadline.  REQUIRES: deadline >=
-// elapsed_ (in biased order).
-uint16_t TimingWheel::bucket_for(uint64_t deadline_biased) const {
-  assert(deadline_biased >= elapsed_);
-  const uint64_t differ = (deadline_biased ^ elapsed_) | 1;
-  const int level = (63 - __builtin_clzll(differ)) >> 3;
-  const int slot = static_cast<int>((deadline_biased >> (8 * level)) & 0xff);
-  return bucket_id(level, slot);
 }
 
 uint64_t TimingWheel::bucket_start(int level, int slot) const {
@@ -241,7 +154,7 @@ bool TimingWheel::begin_poll(int64_t now_ms) {
   return true;
 }
 
-bool TimingWheel::advance() {
+bool TimingWheel::advance() noexcept {
   Bucket& done = buckets_[firing_];
   if (firing_ == kOverdue) {
     // Keep what callbacks appended (it fires next poll), moved to the front.
@@ -289,10 +202,13 @@ bool TimingWheel::advance() {
     clear_occupied(id);
     const uint32_t size = moving.size();
     for (uint32_t i = 0; i < size; ++i) {
-      if (i + 8 < size) prefetch(moving[i + 8]);
+      if (i + kPrefetchAhead < size) __builtin_prefetch(prefetch_address(moving[i + kPrefetchAhead]));
       const uint32_t index = moving[i];
       if (index == kTombstone) continue;
-      place_in_wheel(index, node(index));
+      Node& n = node(index);
+      const uint16_t to = bucket_for(biased(n.deadline_ms));
+      make_room(to);
+      push(to, index, n);
     }
     moving.truncate(0);
     if (moving.capacity() <= 1024) buckets_[id].entries.swap(moving);

@@ -68,6 +68,7 @@
 // Up to kMaxTimers pending timers.
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -126,6 +127,11 @@ class TimingWheel {
 
   // True while the timer is pending.
   bool pending(Handle handle) const;
+
+  // Grows the slab to hold `timers` timers (capped at kMaxTimers) and touches its memory,
+  // so that inserts up to that count neither allocate nor page-fault.  Like
+  // vector::reserve, it never shrinks anything.  Throws std::bad_alloc.
+  void reserve(size_t timers);
 
   // Fires every timer due at now_ms — each pending timer with (effective) deadline <=
   // now_ms — calling on_expired(const Expired&) once per timer, in the order described
@@ -191,28 +197,90 @@ class TimingWheel {
   const Node& node(uint32_t index) const {
     return chunks_[index >> kChunkShift][index & (kChunkNodes - 1)];
   }
-  void prefetch(uint32_t index) const {
-    if (index != detail::kTombstone) __builtin_prefetch(&node(index));
+  // Walks over a bucket prefetch the node this many entries ahead: far enough to cover
+  // a DRAM miss at a few ns of work per entry.
+  static constexpr uint32_t kPrefetchAhead = 32;
+  // Where to prefetch for an entry (a tombstone names node 0, which exists whenever a
+  // tombstone does).  Callers write __builtin_prefetch(prefetch_address(e)) themselves:
+  // GCC 12 deems a function that only prefetches "pure" and deletes calls to it.
+  const Node* prefetch_address(uint32_t entry) const {
+    return &node(entry == detail::kTombstone ? 0 : entry);
   }
 
-  bool valid(Handle h) const;
-  uint32_t allocate();
-  void free_node(uint32_t index, Node& n);
-  void attach(uint32_t index, Node& n);         // by deadline: overdue or wheel
-  void place_in_wheel(uint32_t index, Node& n);  // bucket_for(elapsed_, deadline)
-  void append(uint16_t bucket, uint32_t index, Node& n);
-  void detach(Node& n);  // tombstone + tidy
-  void tombstone(uint16_t bucket, uint32_t pos);
-  void tidy(uint16_t bucket);
+  bool valid(Handle h) const {
+    if (h.index >= high_water_) return false;
+    const Node& n = node(h.index);
+    return n.generation == h.generation && n.bucket != kFreeBucket;
+  }
+
+  // Slab.  allocate() pops the free list; allocate_fresh() takes a never-used node.
+  uint32_t allocate() {
+    if (free_head_ == kNil) return allocate_fresh();
+    const uint32_t index = free_head_;
+    free_head_ = node(index).pos;
+    return index;
+  }
+  uint32_t allocate_fresh();
+  void free_node(uint32_t index, Node& n) {
+    ++n.generation;
+    n.bucket = kFreeBucket;
+    n.pos = free_head_;
+    free_head_ = index;
+  }
+
+  // Placement.  A timer due by now() goes to the overdue bucket; any other to the bucket
+  // named by the first byte in which its deadline differs from elapsed_ (I2).
+  // REQUIRES for bucket_for: deadline >= elapsed_ in biased order.
+  uint16_t bucket_for(uint64_t deadline_biased) const {
+    assert(deadline_biased >= elapsed_);
+    const uint64_t differ = (deadline_biased ^ elapsed_) | 1;
+    const int level = (63 - __builtin_clzll(differ)) >> 3;
+    const auto slot = static_cast<int>((deadline_biased >> (8 * level)) & 0xff);
+    return static_cast<uint16_t>(level * kSlotsPerLevel + slot);
+  }
+  uint16_t target_bucket(int64_t deadline_ms) const {
+    return deadline_ms <= now_ms_ ? kOverdue : bucket_for(biased(deadline_ms));
+  }
+
+  // Buckets.  make_room() guarantees that push() cannot fail: it compacts a full bucket
+  // whose tombstones are at least half of it, or else grows it (which may throw).  So
+  // compaction is paid for by the inserts that refill a bucket, not by cancels, and a
+  // workload that only cancels never compacts.  It can move entries of that bucket.
+  void make_room(uint16_t bucket) {
+    if (buckets_[bucket].entries.full()) make_room_slow(bucket);
+  }
+  void make_room_slow(uint16_t bucket);
+  void push(uint16_t bucket, uint32_t index, Node& n) {
+    detail::Bucket& b = buckets_[bucket];
+    n.pos = b.entries.push_back_unchecked(index);
+    n.bucket = bucket;
+    if (b.live++ == 0 && bucket != kOverdue) set_occupied(bucket);
+    if (n.deadline_ms < b.min_deadline_ms) b.min_deadline_ms = n.deadline_ms;
+  }
+  // Tombstones an entry; a bucket left with no live entries is emptied (emptied()), so
+  // occupancy bits stay exact — except the bucket a poll is walking, which it empties.
+  void remove_entry(uint16_t bucket, uint32_t pos) {
+    detail::Bucket& b = buckets_[bucket];
+    b.entries[pos] = detail::kTombstone;
+    if (--b.live == 0) emptied(bucket);
+  }
+  void emptied(uint16_t bucket);
   void compact(uint16_t bucket);
-  void set_occupied(uint16_t bucket);
+  void set_occupied(uint16_t bucket) {
+    const int level = bucket / kSlotsPerLevel;
+    const int slot = bucket % kSlotsPerLevel;
+    occupied_[level][slot / 64] |= UINT64_C(1) << (slot % 64);
+    level_mask_ |= 1u << level;
+  }
   void clear_occupied(uint16_t bucket);
-  uint16_t bucket_for(uint64_t deadline_biased) const;
   uint64_t bucket_start(int level, int slot) const;
   int lowest_slot(int level) const;
 
   bool begin_poll(int64_t now_ms);
-  bool advance();  // finishes the bucket being fired; finds the next due one
+  // Finishes the bucket being fired, cascades, and finds the next due level-0 bucket.
+  // noexcept: moving timers down may need memory, and running out of it in the middle of
+  // a poll terminates rather than leave the wheel half-cascaded.
+  bool advance() noexcept;
   void end_poll();
 
   // Takes a due timer out for delivery: frees its node and returns what to report.
@@ -230,7 +298,13 @@ class TimingWheel {
     on_expired(e);
   }
 
-  std::vector<std::unique_ptr<Node[]>> chunks_;
+  struct FreeChunk {
+    void operator()(Node* p) const { std::free(p); }
+  };
+  using ChunkPtr = std::unique_ptr<Node[], FreeChunk>;
+  static ChunkPtr new_chunk();
+
+  std::vector<ChunkPtr> chunks_;
   std::vector<detail::Bucket> buckets_;  // kWheelBuckets wheel slots + overdue
   uint64_t occupied_[kLevels][kSlotsPerLevel / 64] = {};
   uint32_t level_mask_ = 0;
@@ -247,6 +321,47 @@ class TimingWheel {
   uint32_t fire_end_ = 0;
 };
 
+// The O(1) operations are inline: they are a handful of instructions around one or two
+// cache misses, and a call per operation would cut how many misses the CPU overlaps.
+
+inline Handle TimingWheel::insert(int64_t deadline_ms, uint64_t payload) {
+  const uint16_t bucket = target_bucket(deadline_ms);
+  make_room(bucket);  // may throw, before anything changed
+  const uint32_t index = allocate();
+  Node& n = node(index);
+  n.deadline_ms = deadline_ms;
+  n.payload = payload;
+  push(bucket, index, n);
+  ++size_;
+  return Handle{index, n.generation};
+}
+
+inline bool TimingWheel::cancel(Handle handle) {
+  if (!valid(handle)) return false;
+  Node& n = node(handle.index);
+  const uint16_t bucket = n.bucket;
+  const uint32_t pos = n.pos;
+  free_node(handle.index, n);
+  --size_;
+  remove_entry(bucket, pos);
+  return true;
+}
+
+inline bool TimingWheel::reschedule(Handle handle, int64_t deadline_ms) {
+  if (!valid(handle)) return false;
+  const uint16_t bucket = target_bucket(deadline_ms);
+  make_room(bucket);  // may throw, before anything changed; may move this timer's entry
+  Node& n = node(handle.index);
+  const uint16_t old_bucket = n.bucket;
+  const uint32_t old_pos = n.pos;
+  n.deadline_ms = deadline_ms;
+  push(bucket, handle.index, n);  // first, so old_bucket is not emptied if it is `bucket`
+  remove_entry(old_bucket, old_pos);
+  return true;
+}
+
+inline bool TimingWheel::pending(Handle handle) const { return valid(handle); }
+
 template <class F>
 size_t TimingWheel::poll(int64_t now_ms, F&& on_expired) {
   if (!begin_poll(now_ms)) return 0;
@@ -258,7 +373,7 @@ size_t TimingWheel::poll(int64_t now_ms, F&& on_expired) {
     while (fire_pos_ < fire_end_) {
       const uint32_t index = b.entries[fire_pos_++];
       if (index == detail::kTombstone) continue;
-      if (fire_pos_ + 4 < fire_end_) prefetch(b.entries[fire_pos_ + 4]);
+      if (fire_pos_ + kPrefetchAhead < fire_end_) __builtin_prefetch(prefetch_address(b.entries[fire_pos_ + kPrefetchAhead]));
       const Expired e = take(index);
       ++fired;
       deliver(on_expired, e);

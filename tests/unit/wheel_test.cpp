@@ -551,3 +551,19 @@ TEST_CASE("memory stays within 48 bytes per pending timer", "[wheel]") {
   for (int i = 0; i < 50'000; ++i) REQUIRE(w2.cancel(hs[static_cast<size_t>(i)]));
   CHECK(w2.check_invariants().ok());
 }
+
+TEST_CASE("reserve preallocates the slab without changing behaviour", "[wheel]") {
+  TimingWheel w(0);
+  w.reserve(200'000);
+  const size_t reserved = w.memory_bytes();
+  CHECK(reserved >= 200'000 * 32);
+  for (uint64_t i = 0; i < 1000; ++i) w.insert(static_cast<int64_t>(1000 - i), i);
+  CHECK(w.memory_bytes() - reserved < 64 * 1024);  // only bucket arrays grew
+  CHECK(w.check_invariants().ok());
+  w.reserve(10);  // never shrinks
+  CHECK(w.memory_bytes() >= reserved);
+  const auto out = poll_all(w, 1000);
+  REQUIRE(out.size() == 1000);
+  CHECK(out.front().payload == 999);
+  CHECK(out.back().payload == 0);
+}
