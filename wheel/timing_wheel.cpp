@@ -32,39 +32,71 @@ constexpr uint16_t bucket_id(int level, int slot) {
 TimingWheel::TimingWheel(int64_t start_ms)
     : buckets_(kWheelBuckets + 1), now_ms_(start_ms), elapsed_(biased(start_ms)) {}
 
-// Takes the next never-used node, adding a 2 MiB chunk when the last one is full.
-// Nodes are initialised here, not when the chunk is allocated, so a chunk's pages are
-// touched only as it fills.
+// Takes the next never-used node, growing the slab when it is full.  Nodes are
+// initialised here, not when memory is allocated, so pages are touched only as the slab
+// fills.
 uint32_t TimingWheel::allocate_fresh() {
   if (high_water_ >= kMaxTimers) {
     throw std::length_error("TimingWheel: more than 2^30 pending timers");
   }
-  if ((high_water_ >> kChunkShift) == chunks_.size()) chunks_.push_back(new_chunk());
+  if (high_water_ == slab_capacity()) grow_slab(size_t{high_water_} + 1);
   const uint32_t index = high_water_++;
   node(index).generation = 1;  // a zeroed Handle{0, 0} is never valid
   return index;
 }
 
-void TimingWheel::reserve(size_t timers) {
-  const size_t wanted = timers < kMaxTimers ? timers : kMaxTimers;
-  while (chunks_.size() * kChunkNodes < wanted) {
-    ChunkPtr chunk = new_chunk();
-    std::memset(static_cast<void*>(chunk.get()), 0, sizeof(Node) * kChunkNodes);  // fault the pages in now
+size_t TimingWheel::slab_capacity() const {
+  if (chunks_.empty()) return 0;
+  return first_chunk_nodes_ + (chunks_.size() - 1) * size_t{kChunkNodes};
+}
+
+// Chunk 0 starts at 64 nodes and doubles (by realloc: nodes are addressed by index, so
+// they may move) until it is a full chunk, so that a small wheel — the simulator runs
+// many — costs a few KiB, not 2 MiB.  Every later chunk is exactly one 2 MiB huge page,
+// aligned to it, and on Linux we ask for a transparent huge page: timers are touched in
+// random order (cancel, reschedule), and with 4 KiB pages nearly every such touch at
+// millions of timers would also miss the TLB.
+void TimingWheel::grow_slab(size_t nodes) {
+  while (slab_capacity() < nodes) {
+    if (chunks_.empty() || first_chunk_nodes_ < kChunkNodes) {
+      uint32_t capacity = first_chunk_nodes_ == 0 ? 64 : first_chunk_nodes_ * 2;
+      while (capacity < nodes && capacity < kChunkNodes) capacity *= 2;
+      if (capacity > kChunkNodes) capacity = kChunkNodes;
+      void* old = chunks_.empty() ? nullptr : chunks_[0].release();
+      void* p = std::realloc(old, sizeof(Node) * capacity);
+      if (p == nullptr) {
+        if (old != nullptr) chunks_[0].reset(static_cast<Node*>(old));
+        throw std::bad_alloc();
+      }
+      if (chunks_.empty()) chunks_.emplace_back();
+      chunks_[0].reset(static_cast<Node*>(p));
+      first_chunk_nodes_ = capacity;
+      continue;
+    }
+    constexpr size_t kBytes = sizeof(Node) * kChunkNodes;
+    void* p = std::aligned_alloc(kBytes, kBytes);
+    if (p == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    madvise(p, kBytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
+#endif
+    ChunkPtr chunk(static_cast<Node*>(p));
     chunks_.push_back(std::move(chunk));
   }
 }
 
-// A chunk is exactly one 2 MiB huge page, aligned to it, and on Linux we ask for a
-// transparent huge page: timers are touched in random order (cancel, reschedule), and
-// with 4 KiB pages nearly every such touch at millions of timers would also miss the TLB.
-TimingWheel::ChunkPtr TimingWheel::new_chunk() {
-  constexpr size_t kBytes = sizeof(Node) * kChunkNodes;
-  void* p = std::aligned_alloc(kBytes, kBytes);
-  if (p == nullptr) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  madvise(p, kBytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
-#endif
-  return ChunkPtr(static_cast<Node*>(p));
+void TimingWheel::reserve(size_t timers) {
+  const size_t wanted = timers < kMaxTimers ? timers : kMaxTimers;
+  const size_t before = slab_capacity();
+  if (wanted <= before) return;
+  grow_slab(wanted);
+  // Fault the new pages in now, so that inserts do not.  Chunk c holds the indices
+  // [c * kChunkNodes, c * kChunkNodes + its capacity).
+  for (size_t i = before; i < slab_capacity();) {
+    const size_t chunk = i >> kChunkShift;
+    const size_t end = chunk == 0 ? first_chunk_nodes_ : (chunk + 1) << kChunkShift;
+    std::memset(static_cast<void*>(&node(static_cast<uint32_t>(i))), 0, (end - i) * sizeof(Node));
+    i = end;
+  }
 }
 
 void TimingWheel::make_room_slow(uint16_t bucket) {
@@ -225,7 +257,7 @@ void TimingWheel::end_poll() {
 size_t TimingWheel::memory_bytes() const {
   size_t bytes = sizeof(*this);
   bytes += chunks_.capacity() * sizeof(chunks_[0]);
-  bytes += chunks_.size() * kChunkNodes * sizeof(Node);
+  bytes += slab_capacity() * sizeof(Node);
   bytes += buckets_.capacity() * sizeof(Bucket);
   for (const Bucket& b : buckets_) bytes += size_t{b.entries.capacity()} * sizeof(uint32_t);
   return bytes;

@@ -199,7 +199,7 @@ class TimingWheel {
   }
   // Walks over a bucket prefetch the node this many entries ahead: far enough to cover
   // a DRAM miss at a few ns of work per entry.
-  static constexpr uint32_t kPrefetchAhead = 32;
+  static constexpr uint32_t kPrefetchAhead = 16;
   // Where to prefetch for an entry (a tombstone names node 0, which exists whenever a
   // tombstone does).  Callers write __builtin_prefetch(prefetch_address(e)) themselves:
   // GCC 12 deems a function that only prefetches "pure" and deletes calls to it.
@@ -302,9 +302,11 @@ class TimingWheel {
     void operator()(Node* p) const { std::free(p); }
   };
   using ChunkPtr = std::unique_ptr<Node[], FreeChunk>;
-  static ChunkPtr new_chunk();
+  size_t slab_capacity() const;
+  void grow_slab(size_t nodes);
 
   std::vector<ChunkPtr> chunks_;
+  uint32_t first_chunk_nodes_ = 0;  // chunk 0 grows up to kChunkNodes; the rest are full
   std::vector<detail::Bucket> buckets_;  // kWheelBuckets wheel slots + overdue
   uint64_t occupied_[kLevels][kSlotsPerLevel / 64] = {};
   uint32_t level_mask_ = 0;
