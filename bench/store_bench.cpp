@@ -13,6 +13,7 @@
 #include <malloc.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -63,6 +64,20 @@ struct Figures {
   unsigned digest_depth = 0;
 };
 
+// Overhead per entry from a heap delta, or NaN when the allocator does not report
+// (sanitizer builds replace malloc, and mallinfo2 then sees nothing).
+double overhead_per_entry(size_t before, size_t after, uint64_t payload, uint64_t n) {
+  if (after < before + payload) return std::nan("");
+  return static_cast<double>(after - before - payload) / static_cast<double>(n);
+}
+
+std::string json_number(double v) {
+  if (std::isnan(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
 int run_store(const Args& args) {
   const auto n = static_cast<uint64_t>(args.get_int("entries", 1'000'000));
   Rng rng(static_cast<uint64_t>(args.get_int("seed", 1)));
@@ -86,8 +101,7 @@ int run_store(const Args& args) {
       (void)store->put(key, value, kNow + static_cast<int64_t>(i / 1000));
     }
     f.put_ns = ns_since(t0, n);
-    f.store_overhead_bytes = (static_cast<double>(heap_in_use() - before) - static_cast<double>(payload)) /
-                             static_cast<double>(n);
+    f.store_overhead_bytes = overhead_per_entry(before, heap_in_use(), payload, n);
     f.digest_tree_bytes = static_cast<double>(store->digest().memory_bytes()) / static_cast<double>(n);
     f.digest_depth = store->digest().depth();
     t0 = std::chrono::steady_clock::now();
@@ -128,8 +142,7 @@ int run_store(const Args& args) {
     f.baseline_put_ns = ns_since(t0, n);
     // Record holds the key again (the map's key is a second copy): count it as overhead,
     // since that is what this layout costs.
-    f.baseline_overhead_bytes = (static_cast<double>(heap_in_use() - before) - static_cast<double>(payload)) /
-                                static_cast<double>(n);
+    f.baseline_overhead_bytes = overhead_per_entry(before, heap_in_use(), payload, n);
     t0 = std::chrono::steady_clock::now();
     for (uint64_t i = 0; i < n; ++i) {
       key_of(rng.below(n), &key);
@@ -174,14 +187,15 @@ int run_store(const Args& args) {
 
   if (args.json) {
     std::printf("{\"benchmark\":\"store\",\"entries\":%llu,\"key_and_value_bytes_per_entry\":%.1f,"
-                "\"store_overhead_bytes_per_entry\":%.1f,\"baseline_map_overhead_bytes_per_entry\":%.1f,"
+                "\"store_overhead_bytes_per_entry\":%s,\"baseline_map_overhead_bytes_per_entry\":%s,"
                 "\"digest_tree_bytes_per_entry\":%.2f,\"digest_depth\":%u,"
                 "\"put_ns\":%.0f,\"baseline_put_ns\":%.0f,\"put_ratio\":%.2f,"
                 "\"overwrite_ns\":%.0f,\"baseline_overwrite_ns\":%.0f,\"overwrite_ratio\":%.2f,"
                 "\"get_ns\":%.0f,\"baseline_get_ns\":%.0f,\"merge_ns\":%.0f,"
                 "\"digest_update_ns\":%.0f,\"digest_insert_ns\":%.0f,\"digest_erase_ns\":%.0f}\n",
-                static_cast<unsigned long long>(f.entries), f.payload_bytes_per_entry, f.store_overhead_bytes,
-                f.baseline_overhead_bytes, f.digest_tree_bytes, f.digest_depth, f.put_ns, f.baseline_put_ns,
+                static_cast<unsigned long long>(f.entries), f.payload_bytes_per_entry,
+                json_number(f.store_overhead_bytes).c_str(), json_number(f.baseline_overhead_bytes).c_str(),
+                f.digest_tree_bytes, f.digest_depth, f.put_ns, f.baseline_put_ns,
                 f.put_ns / f.baseline_put_ns, f.overwrite_ns, f.baseline_overwrite_ns,
                 f.overwrite_ns / f.baseline_overwrite_ns, f.get_ns, f.baseline_get_ns, f.merge_ns,
                 f.digest_update_ns, f.digest_insert_ns, f.digest_erase_ns);

@@ -57,8 +57,14 @@ uint32_t VolumeStore::intern(std::string_view origin) {
 }
 
 VolumeStore::Entry* VolumeStore::find_entry(std::string_view key) const {
-  auto it = by_key_.find(key);
-  return it == by_key_.end() ? nullptr : *it;
+  // Through the digest's buckets (sorted by key hash): one hash and a binary search over
+  // ~15 pointers, instead of ~20 key comparisons down the ordered index.
+  Entry* found = nullptr;
+  digest_.for_each_with_key_hash(key_hash(key), [&](const DigestItem& item) {
+    const auto& e = static_cast<const Entry&>(item);
+    if (found == nullptr && e.key() == key) found = const_cast<Entry*>(&e);
+  });
+  return found;
 }
 
 RecordView VolumeStore::view_of(const Entry& e) const {
