@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <toml++/toml.h>
@@ -36,12 +37,32 @@ struct ClusterSpec {
   std::vector<VolumeSpec> volumes;
 };
 
+// Address -> node index, built once per World and shared by every process it creates
+// (so a thousand processes do not each build their own maps).  Lookups only.
+struct AddressBook {
+  std::unordered_map<std::string, uint32_t> by_gossip, by_stream, by_id;
+
+  explicit AddressBook(const ClusterSpec& cluster) {
+    for (uint32_t i = 0; i < cluster.nodes.size(); ++i) {
+      by_gossip.emplace(cluster.nodes[i].gossip_addr, i);
+      by_stream.emplace(cluster.nodes[i].stream_addr, i);
+      by_id.emplace(cluster.nodes[i].id, i);
+    }
+  }
+  // Node index, or -1 when unknown.
+  static int64_t find(const std::unordered_map<std::string, uint32_t>& map, const std::string& key) {
+    auto it = map.find(key);
+    return it == map.end() ? -1 : static_cast<int64_t>(it->second);
+  }
+};
+
 struct ProcessContext {
   const ClusterSpec* cluster = nullptr;
   uint32_t self = 0;  // index into cluster->nodes
   uint64_t seed = 0;  // for the process's own Rng; differs per node and per restart
   uint32_t incarnation = 0;  // 0 on first start, +1 on every restart
   const toml::table* node_options = nullptr;  // never null; may be empty
+  const AddressBook* addresses = nullptr;     // never null
 
   const NodeSpec& spec() const { return cluster->nodes[self]; }
 };

@@ -87,7 +87,7 @@ class EchoProcess final : public Process {
   uint32_t self_;
   EchoOptions options_;
   Rng rng_;
-  std::unordered_map<std::string, uint32_t> by_gossip_, by_stream_;  // lookups only
+  const AddressBook* addresses_;
   std::vector<Peer> peers_;  // by node index; self unused
   std::map<std::string, std::string> store_;  // "volume/entity/name" -> json
   bool left_ = false;

@@ -39,6 +39,7 @@ World::World(ClusterSpec cluster, WorldOptions options, ProcessFactory factory)
       factory_(std::move(factory)),
       node_options_(options_.node_options),
       nodes_(cluster_.nodes.size()),
+      addresses_(cluster_),
       links_(cluster_.nodes.size()) {
   Rng root(options_.seed);
   net_rng_ = root.fork();
@@ -47,10 +48,6 @@ World::World(ClusterSpec cluster, WorldOptions options, ProcessFactory factory)
   process_seed_rng_ = root.fork();
   Rng clock_rng = root.fork();
   for (uint32_t i = 0; i < nodes_.size(); ++i) {
-    const NodeSpec& s = cluster_.nodes[i];
-    gossip_index_.emplace(s.gossip_addr, i);
-    stream_index_.emplace(s.stream_addr, i);
-    id_index_.emplace(s.id, i);
     // Monotonic clocks start somewhere between 1 s and ~11.6 days, like uptime.
     nodes_[i].mono_base_ms = clock_rng.between(kMsPerSecond, 1'000'000'000);
   }
@@ -60,8 +57,7 @@ World::World(ClusterSpec cluster, WorldOptions options, ProcessFactory factory)
 World::~World() = default;
 
 int64_t World::index_of(const std::string& id) const {
-  auto it = id_index_.find(id);
-  return it == id_index_.end() ? -1 : static_cast<int64_t>(it->second);
+  return AddressBook::find(addresses_.by_id, id);
 }
 
 bool World::is_slow(uint32_t node) const {
@@ -166,6 +162,7 @@ void World::start_process(uint32_t node, bool drain_now) {
   ctx.seed = process_seed_rng_.next_u64();
   ctx.incarnation = n.incarnation++;
   ctx.node_options = node_options_ ? node_options_.get() : &empty_table();
+  ctx.addresses = &addresses_;
   n.process = factory_(ctx);
   assert(n.process != nullptr);
   n.up = true;

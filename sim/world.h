@@ -242,9 +242,7 @@ class World {
   ProcessFactory factory_;
   std::shared_ptr<const toml::table> node_options_;
   std::vector<SimNode> nodes_;
-  std::unordered_map<std::string, uint32_t> gossip_index_;  // lookups only
-  std::unordered_map<std::string, uint32_t> stream_index_;  // lookups only
-  std::unordered_map<std::string, uint32_t> id_index_;      // lookups only
+  AddressBook addresses_;  // routing by address; lookups only
   std::unordered_map<uint64_t, Connection> connections_;   // (src << 32 | dst); lookups
                                                            // and epoch bumps only
   LinkHistory links_;

@@ -22,7 +22,7 @@ void World::send(uint32_t node, node::Transmit& tx) {
   st.max_bytes = std::max(st.max_bytes, size);
   ++n.sent_msgs;
   n.sent_bytes += size;
-  const auto& index = datagram ? gossip_index_ : stream_index_;
+  const auto& index = datagram ? addresses_.by_gossip : addresses_.by_stream;
   auto it = index.find(tx.to_addr);
   if (it == index.end()) {
     ++st.unroutable;

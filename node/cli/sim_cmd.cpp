@@ -13,6 +13,7 @@
 // report how fast the simulator ran (events per second).
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -61,6 +62,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// CPU time of this process: on a shared machine the honest speed figure.
+double cpu_seconds_since(std::clock_t start) {
+  return static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
+}
+
 int run_one(const Args& a) {
   auto loaded = caesium::sim::load_scenario(a.scenario);
   if (!loaded.ok()) {
@@ -75,23 +81,29 @@ int run_one(const Args& a) {
   if (!a.process.empty()) ro.replay += " --process " + a.process;
   if (a.trace) ro.trace = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
   auto result = caesium::sim::run_scenario(s, ro);
   const double wall = seconds_since(start);
+  const double cpu = cpu_seconds_since(cpu_start);
   if (!result.ok()) {
     std::fprintf(stderr, "caesium sim: %s\n", result.error().message.c_str());
     return 2;
   }
   Report& r = result.value();
   const double eps = wall > 0 ? static_cast<double>(r.events) / wall : 0;
+  const double cpu_eps = cpu > 0 ? static_cast<double>(r.events) / cpu : 0;
   if (a.json) {
     auto j = r.to_json();
     j["wall_seconds"] = wall;
+    j["cpu_seconds"] = cpu;
     j["events_per_second"] = eps;
+    j["events_per_cpu_second"] = cpu_eps;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("%s", r.to_text().c_str());
     std::printf("wall       %.3f s, %.0f events/s, %.1fx real time\n", wall, eps,
                 wall > 0 ? static_cast<double>(r.virtual_ms) / 1000.0 / wall : 0.0);
+    std::printf("cpu        %.3f s, %.0f events/cpu-s\n", cpu, cpu_eps);
   }
   return r.passed() ? 0 : 1;
 }
@@ -116,6 +128,7 @@ int run_swarm(const Args& a) {
   uint64_t events = 0, passed = 0;
   int64_t virtual_ms = 0;
   const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
   for (uint64_t seed = first;; ++seed) {
     caesium::sim::Scenario s = caesium::sim::derive_swarm_scenario(seed, o);
     caesium::sim::RunOptions ro;
@@ -144,6 +157,7 @@ int run_swarm(const Args& a) {
     if (seed == last) break;
   }
   const double wall = seconds_since(start);
+  const double cpu = cpu_seconds_since(cpu_start);
   const double eps = wall > 0 ? static_cast<double>(events) / wall : 0;
   if (a.json) {
     nlohmann::json j;
@@ -154,13 +168,14 @@ int run_swarm(const Args& a) {
     j["events"] = events;
     j["virtual_ms"] = virtual_ms;
     j["wall_seconds"] = wall;
+    j["cpu_seconds"] = cpu;
     j["events_per_second"] = eps;
     j["runs"] = std::move(runs);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("\n%llu passed, %zu failed  (%llu events in %.2f s, %.0f events/s)\n",
+    std::printf("\n%llu passed, %zu failed  (%llu events in %.2f s wall / %.2f s cpu, %.0f events/s)\n",
                 static_cast<unsigned long long>(passed), failures.size(),
-                static_cast<unsigned long long>(events), wall, eps);
+                static_cast<unsigned long long>(events), wall, cpu, eps);
     for (const auto& f : failures) std::printf("replay: %s\n", f.c_str());
   }
   return failures.empty() ? 0 : 1;
