@@ -73,6 +73,7 @@ Membership::Membership(std::string self_id, std::string self_addr, MemberMeta me
       queue_(max_update_bytes(config)) {
   assert(check_config(config_).ok());
   assert(check_identity(self_id_, self_addr_, meta, config_).ok());
+  assert(valid_incarnation(incarnation_));
   Member me;
   me.addr = self_addr_;
   me.incarnation = incarnation_;
@@ -308,6 +309,7 @@ std::pair<int64_t, int64_t> Membership::suspicion_bounds_ms(size_t n) const {
 }
 
 void Membership::check_invariants() const {
+#ifndef NDEBUG  // every check below is an assert; skip the O(N log N) walk in release builds
   awareness_.check_invariants();
   queue_.check_invariants();
   assert(config_.lifeguard || awareness_.score() == 0);
@@ -357,6 +359,7 @@ void Membership::check_invariants() const {
   assert(conflicts_seen_.size() <= kMaxConflictsRemembered);
   (void)me;
   (void)suspects;
+#endif
 }
 
 }  // namespace caesium::gossip

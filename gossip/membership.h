@@ -61,6 +61,11 @@ inline constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
 // datagram next to its piggybacked updates).
 inline constexpr size_t kMaxIdBytes = 255;
 
+// Incarnations only ever count up by one per refutation or meta change, so a value at
+// or above this is corrupt (or hostile): accepting it would leave its subject unable to
+// outbid it without wrapping around.  News carrying one is dropped.
+inline constexpr uint64_t kMaxIncarnation = uint64_t{1} << 62;
+
 // Defaults are memberlist's LAN configuration unless noted.
 struct MembershipConfig {
   int64_t probe_interval_ms = 1000;
@@ -232,8 +237,8 @@ class Membership {
   // simulator's detection bound).
   std::pair<int64_t, int64_t> suspicion_bounds_ms(size_t n) const;
 
-  // Asserts every internal invariant.  O(N log N): drivers call it after each input in
-  // debug and simulation builds.
+  // Asserts every internal invariant.  O(N log N) with assertions on, a no-op when
+  // NDEBUG is defined; drivers call it after each input.
   void check_invariants() const;
 
  private:
@@ -279,7 +284,8 @@ class Membership {
   const Member& self() const;
   void apply_meta(const MemberMeta& meta, int64_t now_ms);
   void meta_tick(int64_t now_ms);
-  bool valid_id(std::string_view id) const { return !id.empty() && id.size() <= kMaxIdBytes; }
+  static bool valid_id(std::string_view id) { return !id.empty() && id.size() <= kMaxIdBytes; }
+  static bool valid_incarnation(uint64_t incarnation) { return incarnation < kMaxIncarnation; }
 
   // membership_state.cpp: the rules of SWIM's state machine
   void apply_update(const Update& update, int64_t now_ms);

@@ -170,7 +170,9 @@ void Membership::handle_ping(const Peer& from, const Ping& ping, int64_t now_ms)
   std::vector<Update> first;
   if (const Member* m = find(from.id); m != nullptr && m->addr == from.addr) {
     if (m->state == MemberState::kSuspect) first.push_back(Suspect{from.id, m->incarnation, self_id_});
-    if (m->state == MemberState::kDead) first.push_back(Dead{from.id, m->incarnation, self_id_});
+    // Dead or left: a restarted process that has not yet learned its old record.
+    if (m->state == MemberState::kDead || m->state == MemberState::kLeft)
+      first.push_back(Dead{from.id, m->incarnation, self_id_});
   }
   send_datagram(from.addr, Ack{ping.seq}, std::move(first));
 }

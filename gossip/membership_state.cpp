@@ -33,7 +33,7 @@ void Membership::broadcast(Update update) {
 }
 
 void Membership::on_alive(const Alive& a, int64_t now_ms) {
-  if (!valid_id(a.node) || a.addr.empty() || a.addr.size() > kMaxIdBytes) {
+  if (!valid_id(a.node) || a.addr.empty() || a.addr.size() > kMaxIdBytes || !valid_incarnation(a.incarnation)) {
     ++stats_.malformed_dropped;
     return;
   }
@@ -124,7 +124,7 @@ void Membership::add_member(const Alive& a, int64_t now_ms) {
 }
 
 void Membership::on_suspect(const Suspect& s, int64_t now_ms) {
-  if (!valid_id(s.node) || !valid_id(s.from)) {
+  if (!valid_id(s.node) || !valid_id(s.from) || !valid_incarnation(s.incarnation)) {
     ++stats_.malformed_dropped;
     return;
   }
@@ -161,7 +161,7 @@ void Membership::on_suspect(const Suspect& s, int64_t now_ms) {
 }
 
 void Membership::on_dead(const Dead& d, int64_t now_ms) {
-  if (!valid_id(d.node) || !valid_id(d.from)) {
+  if (!valid_id(d.node) || !valid_id(d.from) || !valid_incarnation(d.incarnation)) {
     ++stats_.malformed_dropped;
     return;
   }

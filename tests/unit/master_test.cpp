@@ -11,7 +11,7 @@
 using namespace caesium;
 using namespace caesium::gossip;
 
-TEST_CASE("the highest priority reachable replica is master; the smaller id breaks ties", "[master]") {
+TEST_CASE("the highest priority reachable replica is master and the smaller id breaks ties", "[master]") {
   CHECK(choose_master({{"a", true, 1}, {"b", true, 5}, {"c", true, 3}}) == "b");
   CHECK(choose_master({{"a", true, 1}, {"b", false, 5}, {"c", true, 3}}) == "c");
   CHECK(choose_master({{"n2", true, 5}, {"n10", true, 5}, {"n3", true, 5}}) == "n10");  // byte order

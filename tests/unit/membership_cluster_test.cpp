@@ -317,7 +317,7 @@ TEST_CASE("two processes with one node id are reported as a conflict, never merg
   CHECK(c.count_events(Kind::kConflict, "n2", "n2") >= 1);
 }
 
-TEST_CASE("a restarted node rejoins; a wiped one outbids its old incarnation", "[membership][cluster]") {
+TEST_CASE("a restarted node rejoins and a wiped one outbids its old incarnation", "[membership][cluster]") {
   for (uint64_t seed : test_seeds(3)) {
     for (const bool wiped : {false, true}) {
       CAPTURE(seed, wiped);
@@ -343,7 +343,7 @@ TEST_CASE("a restarted node rejoins; a wiped one outbids its old incarnation", "
   }
 }
 
-TEST_CASE("load-only meta changes are rate-limited; other changes are not", "[membership][cluster]") {
+TEST_CASE("load-only meta changes are rate-limited but other changes are not", "[membership][cluster]") {
   const uint64_t seed = test_seeds(1, 3)[0];
   CAPTURE(seed);
   MembershipConfig config;

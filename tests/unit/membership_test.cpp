@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "gossip/awareness.h"
 #include "gossip/broadcast.h"
@@ -260,7 +261,7 @@ struct Rig {
 
 }  // namespace
 
-TEST_CASE("a ping is acked to its sender; a ping for another id is not", "[membership]") {
+TEST_CASE("a ping is acked to its sender and a ping for another id is not", "[membership]") {
   Rig r;
   r.sent.clear();
   r.receive("b", Packet{Ping{77, "a"}, {}});
@@ -445,7 +446,7 @@ TEST_CASE("incarnation precedence: Alive needs a higher one, Suspect and Dead an
   CHECK_FALSE(r.m.state_of("unknown2").has_value());
 }
 
-TEST_CASE("confirmations shorten a suspicion to Lifeguard's Min; plain SWIM's is fixed", "[membership]") {
+TEST_CASE("confirmations shorten a suspicion to Lifeguard's Min but plain SWIM's is fixed", "[membership]") {
   for (const bool lifeguard : {true, false}) {
     CAPTURE(lifeguard);
     MembershipConfig config;
@@ -525,7 +526,7 @@ TEST_CASE("next_deadline_ms is 0 before any input and never behind the last inpu
   CHECK(m.next_deadline_ms() <= 5000 + MembershipConfig{}.probe_interval_ms);
 }
 
-TEST_CASE("push-pull: replies go to the sender's stream address; joins retry until answered", "[membership]") {
+TEST_CASE("push-pull replies go to the sender's stream address and joins retry until answered", "[membership]") {
   Membership m("a", "a:g", Rig::meta_with_stream("a:s"), 0, MembershipConfig{}, Rng(4));
   m.join({"seed:s", "a:s"}, 0);  // our own address is skipped
   Outgoing out;
@@ -581,4 +582,106 @@ TEST_CASE("dead members are reclaimed after dead_reclaim_ms", "[membership]") {
   r.run_to(70000);  // reaped at the next wrap of the probe order
   CHECK_FALSE(r.m.state_of("b").has_value());
   CHECK(r.m.member_count() == 3);
+}
+
+namespace {
+
+// Random but well-typed garbage: ids from a small pool (ourselves, strangers, empty,
+// oversized), any incarnation, any primary message.
+struct Garbage {
+  explicit Garbage(uint64_t seed) : rng(seed) {}
+
+  std::string id() {
+    static const char* const pool[] = {"a", "b", "c", "d", "e", "stranger", ""};
+    if (rng.chance(0.02)) return std::string(kMaxIdBytes + 1, 'x');
+    return pool[rng.below(7)];
+  }
+  std::string addr(const std::string& id) { return rng.chance(0.1) ? "elsewhere:g" : id + ":g"; }
+  uint64_t incarnation() {
+    if (rng.chance(0.02)) return rng.next_u64();
+    return rng.below(6);
+  }
+  Update update() {
+    const std::string node = id();
+    switch (rng.below(3)) {
+      case 0: {
+        MemberMeta meta;
+        meta.stream_addr = node + ":s";
+        meta.load.running = static_cast<uint32_t>(rng.below(4));
+        return Alive{node, incarnation(), addr(node), meta};
+      }
+      case 1:
+        return Suspect{node, incarnation(), id()};
+      default:
+        return Dead{node, incarnation(), id()};
+    }
+  }
+  Primary primary() {
+    const auto seq = static_cast<uint32_t>(rng.below(40));
+    switch (rng.below(5)) {
+      case 0: return GossipOnly{};
+      case 1: return Ping{seq, rng.chance(0.8) ? "a" : id()};
+      case 2: return Ack{seq};
+      case 3: {
+        const std::string target = id();
+        return PingReq{seq, target, addr(target), rng.chance(0.5)};
+      }
+      default: return Nack{seq};
+    }
+  }
+
+  Rng rng;
+};
+
+}  // namespace
+
+TEST_CASE("random well-typed garbage never breaks an invariant", "[membership]") {
+  uint64_t first = 1;
+  size_t count = 20;
+  if (const char* env = std::getenv("CAESIUM_SEED")) {
+    first = std::strtoull(env, nullptr, 10);
+    count = 1;
+  }
+  for (uint64_t seed = first; seed < first + count; ++seed) {
+    CAPTURE(seed);
+    Garbage g(seed);
+    MembershipConfig config;
+    config.lifeguard = g.rng.chance(0.7);
+    Rig r(config, 3, seed);
+    for (int step = 0; step < 2000; ++step) {
+      r.now_ms += g.rng.between(0, 300);
+      const uint64_t what = g.rng.below(20);
+      if (what < 14) {
+        Packet p{g.primary(), {}};
+        for (uint64_t i = g.rng.below(4); i > 0; --i) p.updates.push_back(g.update());
+        const std::string from = g.id();
+        r.m.on_packet(Peer{from, g.addr(from)}, p, r.now_ms);
+      } else if (what < 16) {
+        PushPull pp;
+        pp.reply_wanted = g.rng.chance(0.5);
+        for (uint64_t i = g.rng.below(5); i > 0; --i) {
+          const Update u = g.update();
+          MemberRecord rec;
+          rec.node = subject_of(u);
+          rec.addr = g.addr(rec.node);
+          rec.incarnation = g.incarnation();
+          rec.state = static_cast<MemberState>(g.rng.below(4));
+          rec.meta.stream_addr = rec.node + ":s";
+          pp.members.push_back(rec);
+        }
+        const std::string from = g.id();
+        r.m.on_push_pull(Peer{from, g.addr(from)}, pp, r.now_ms);
+      } else if (what < 19) {
+        r.run_to(r.now_ms);
+      } else if (!r.m.has_left()) {
+        MemberMeta meta = r.m.self_meta();
+        meta.load.queued = static_cast<uint32_t>(g.rng.below(100));
+        if (g.rng.chance(0.2)) meta.priority = g.rng.between(0, 5);
+        REQUIRE(r.m.set_meta(meta, r.now_ms).ok());
+        if (g.rng.chance(0.05)) r.m.leave(r.now_ms);
+      }
+      r.drain();  // checks invariants and datagram sizes
+      REQUIRE(r.m.incarnation() < kMaxIncarnation);
+    }
+  }
 }
