@@ -71,6 +71,7 @@ struct Topology {
 // The membership view of one node, as the scheduler needs it.
 struct PeerView {
   bool reachable = false;  // alive or suspect (self is always reachable)
+  bool suspect = false;    // reachable only as a suspect: avoided as a worker
   bool known = false;      // present in the membership at all
   uint64_t boot = 0;       // its current boot id, when known
   uint32_t load = 0;       // running + queued handlers it reports

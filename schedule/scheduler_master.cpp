@@ -4,6 +4,8 @@
 // takeover).  DESIGN.md §6.
 #include <algorithm>
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
 
 #include "base/hash.h"
 #include "schedule/scheduler.h"
@@ -125,16 +127,20 @@ std::optional<std::string> Scheduler::choose_worker(const Occ& o, const Entry& e
     return e.origin;
   }
   std::optional<std::string> best;
+  bool best_suspect = true;
   uint64_t best_score = UINT64_MAX, best_tie = 0;
   for (const auto& n : candidates) {
     if (exclude.count(n)) continue;
     const PeerView p = host_.peer(n);
     if (!p.reachable) continue;
+    // A suspect is probably dead: use one only when no alive replica is eligible.
+    if (p.suspect && !best_suspect) continue;
     auto out = outstanding_.find(n);
     const uint64_t busy = uint64_t{p.load} + (out == outstanding_.end() ? 0 : out->second);
     const uint64_t score = busy * 1024 / std::max<uint64_t>(1, p.slots);
     const uint64_t tie = hash_combine(hash64(n), static_cast<uint64_t>(o.id.scheduled_utc_ms) ^ hash64(o.id.entry_key));
-    if (score < best_score || (score == best_score && tie < best_tie)) {
+    if ((best_suspect && !p.suspect) || score < best_score || (score == best_score && tie < best_tie)) {
+      best_suspect = p.suspect;
       best = n;
       best_score = score;
       best_tie = tie;
@@ -304,7 +310,11 @@ void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
   }
   o.claim_last_sent_mono_ms = now.mono_ms;
   int64_t deadline = next;
-  if (!o.at_most_once) deadline = std::min(deadline, o.claim_started_mono_ms + options_.claim_give_up_ms);
+  if (!o.at_most_once) {
+    int64_t give_up_from = o.claim_started_mono_ms;
+    for (const auto& [node, until] : o.not_due_until_mono) give_up_from = std::max(give_up_from, until);
+    deadline = std::min(deadline, give_up_from + options_.claim_give_up_ms);
+  }
   deadline = std::min(deadline, utc_to_mono(o.fire_utc_ms + e.misfire_window_ms) + 1);
   set_timer(o, std::max(deadline, now.mono_ms + 1));
 }
@@ -368,7 +378,11 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     set_timer(o, now.mono_ms + backoff);
     return;
   }
-  if (!o.at_most_once && now.mono_ms - o.claim_started_mono_ms >= options_.claim_give_up_ms) {
+  // Replicas that answered "not due yet" are alive and will vote then: the give-up
+  // clock runs from the latest instant one of them named, not from the first claim.
+  int64_t give_up_from = o.claim_started_mono_ms;
+  for (const auto& [node, until] : o.not_due_until_mono) give_up_from = std::max(give_up_from, until);
+  if (!o.at_most_once && now.mono_ms - give_up_from >= options_.claim_give_up_ms) {
     // At-least-once cannot wait for a quorum that does not answer (one-way links, a
     // replica that is "reachable" only in our view): fire in this component.
     release_grants(o, &e, now);
@@ -397,6 +411,13 @@ void Scheduler::become_owner(Occ& o, const Entry& e, FirePath path, bool possibl
     case FirePath::kTakeover: ++counters_.owned_takeover; break;
   }
   emit(FireEvent::Kind::kOwned, o, now, self_.node, 0, to_string(path));
+  if (std::getenv("CAESIUM_DEBUG_FIRE")) {
+    std::string votes;
+    for (const auto& g : o.granted) votes += g + " ";
+    std::fprintf(stderr, "[%s] owned %s@%lld via %s at utc %lld (fire %lld) grants: %s\n", self_.node.c_str(),
+                 o.id.entry_key.c_str(), static_cast<long long>(o.id.scheduled_utc_ms), to_string(path),
+                 static_cast<long long>(now.utc_ms), static_cast<long long>(o.fire_utc_ms), votes.c_str());
+  }
   if (o.takeover_wait_until_utc_ms > now.utc_ms) {
     write_owner_record(o, OwnerOutcome::kOpen, "", now);
     set_timer(o, utc_to_mono(o.takeover_wait_until_utc_ms));
@@ -493,7 +514,6 @@ void Scheduler::owner_step(Occ& o, Clock now) {
     }
     o.takeover_wait_until_utc_ms = 0;
     if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
-      write_owner_record(o, OwnerOutcome::kMissed, "no worker accepted within the misfire window", now);
       finish(o, Phase::kMissed, "no worker accepted within the misfire window", now);
       return;
     }
@@ -509,7 +529,6 @@ void Scheduler::owner_step(Occ& o, Clock now) {
     o.possible_duplicate = true;  // the abandoned attempt may still run
     (void)why;
     if (window_over) {
-      write_owner_record(o, OwnerOutcome::kMissed, why, now);
       finish(o, Phase::kMissed, why, now);
       return;
     }
@@ -518,16 +537,15 @@ void Scheduler::owner_step(Occ& o, Clock now) {
   switch (a.state) {
     case AttemptState::kSent: {
       const int64_t deadline = a.sent_mono_ms + e.accept_timeout_ms;
-      if (!worker_up) {
-        if (o.at_most_once) {
-          write_owner_record(o, OwnerOutcome::kLost, "worker " + a.info.worker + " died before accepting", now);
-          finish(o, Phase::kLost, "worker died before accepting", now);
-        } else {
-          abandon_and_redispatch("worker died before accepting");
-        }
+      if (!worker_up && !o.at_most_once) {
+        abandon_and_redispatch("worker died before accepting");
         return;
       }
-      if (now.mono_ms < deadline) {
+      // At-most-once and the worker vanished: it may have accepted before dying, so
+      // nobody else may run o until it answers a revoke — which a worker that comes
+      // back with its disk can do truthfully.  Revoke right away instead of waiting
+      // out the accept timeout.
+      if (now.mono_ms < deadline && worker_up) {
         set_timer(o, deadline);
         return;
       }
@@ -543,10 +561,9 @@ void Scheduler::owner_step(Occ& o, Clock now) {
       return;
     }
     case AttemptState::kRevoking: {
-      if (!worker_up || window_over) {
-        const std::string why = !worker_up ? "worker died while being revoked" : "worker never answered the revoke";
-        write_owner_record(o, OwnerOutcome::kLost, why, now);
-        finish(o, Phase::kLost, why, now);
+      // Keep asking until the worker answers (it may restart) or the window closes.
+      if (window_over) {
+        finish(o, Phase::kLost, "the worker never answered the revoke within the misfire window", now);
         return;
       }
       if (now.mono_ms >= a.revoke_sent_mono_ms + options_.revoke_retry_ms) {
@@ -559,7 +576,6 @@ void Scheduler::owner_step(Occ& o, Clock now) {
     case AttemptState::kAccepted: {
       if (!worker_up) {
         if (o.at_most_once) {
-          write_owner_record(o, OwnerOutcome::kLost, "worker died while running", now);
           finish(o, Phase::kLost, "worker died while running", now);
         } else {
           abandon_and_redispatch("worker died while running");
@@ -581,7 +597,6 @@ void Scheduler::owner_step(Occ& o, Clock now) {
     case AttemptState::kRefused:
     case AttemptState::kRevoked:
       if (window_over) {
-        write_owner_record(o, OwnerOutcome::kMissed, "no worker accepted within the misfire window", now);
         finish(o, Phase::kMissed, "no worker accepted within the misfire window", now);
         return;
       }
@@ -632,7 +647,6 @@ void Scheduler::on_revoke_reply(const std::string& from, const RevokeReply& r, C
         a.state = AttemptState::kFinished;
         break;
       case RevokeOutcome::kUnknown:
-        write_owner_record(*o, OwnerOutcome::kLost, "worker lost its disk since the dispatch", now);
         finish(*o, Phase::kLost, "worker lost its disk since the dispatch", now);
         return;
     }
@@ -663,6 +677,7 @@ void Scheduler::finish(Occ& o, Phase phase, const std::string& reason, Clock now
     case Phase::kSkipped: ++counters_.skipped; outcome = OwnerOutcome::kSkipped; kind = FireEvent::Kind::kSkipped; break;
     default: break;
   }
+  if (std::getenv("CAESIUM_DEBUG_FIRE")) std::fprintf(stderr, "[%s] %s %s@%lld: %s\n", self_.node.c_str(), to_string(kind), o.id.entry_key.c_str(), static_cast<long long>(o.id.scheduled_utc_ms), reason.c_str());
   // Make the decision visible on every replica (history), once.
   if (!had_owner_record) write_owner_record(o, outcome, reason, now);
   emit(kind, o, now, {}, 0, reason);

@@ -87,23 +87,23 @@ std::vector<std::string> FireChecker::eligible(const World& world, const Created
   return out;
 }
 
-bool FireChecker::any_fault_between(int64_t from_ms, int64_t to_ms) const {
-  for (const auto& f : faults_) {
-    if (f.time_ms >= from_ms && f.time_ms <= to_ms) return true;
-    // A partition/cut/one-way/slowness in force across the window is a fault too.
-    if (f.time_ms < from_ms && f.kind != FaultKind::kHeal && f.kind != FaultKind::kRestart &&
-        f.kind != FaultKind::kSlowEnd) {
-      bool healed = false;
-      for (const auto& g : faults_) {
-        if (g.time_ms > f.time_ms && g.time_ms <= from_ms &&
-            (g.kind == FaultKind::kHeal || g.kind == FaultKind::kRestart || g.kind == FaultKind::kSlowEnd)) {
-          healed = true;
-        }
-      }
-      if (!healed) return true;
+// Ground truth, not the fault log: every eligible replica up and not slow, every pair
+// linked both ways, and no clock skew, throughout [from_ms, to_ms].
+bool FireChecker::quiet_between(const World& world, const std::vector<std::string>& replicas, int64_t from_ms,
+                                int64_t to_ms) const {
+  std::vector<uint32_t> idx;
+  for (const auto& r : replicas) {
+    const int64_t i = world.index_of(r);
+    if (i < 0) return false;
+    idx.push_back(static_cast<uint32_t>(i));
+  }
+  for (size_t a = 0; a < idx.size(); ++a) {
+    if (skewed_nodes_.count(idx[a]) || !world.healthy_throughout(idx[a], from_ms, to_ms)) return false;
+    for (size_t b = a + 1; b < idx.size(); ++b) {
+      if (!world.healthy_pair_throughout(idx[a], idx[b], from_ms, to_ms)) return false;
     }
   }
-  return false;
+  return true;
 }
 
 void FireChecker::finish(const World& world, Report& report) {
@@ -152,8 +152,9 @@ void FireChecker::finish(const World& world, Report& report) {
             if (idx_r >= 0 && skewed_nodes_.count(static_cast<uint32_t>(idx_r))) ++skewed_eligible;
           }
           const bool quorum_could_skew = skewed_eligible * 2 > elig.size();
+          // A degraded or takeover fire is decided by one node alone: early by its skew.
           const int64_t allowance =
-              (e.invocation.possible_duplicate && skewed_nodes_.count(e.node)) || quorum_could_skew ? world.max_skew_ms() : 0;
+              (e.invocation.possible_duplicate && skewed_eligible > 0) || quorum_could_skew ? world.max_skew_ms() : 0;
           if (e.start_ms < due_ms - allowance) {
             report.violate({"early", name + " started " + std::to_string(due_ms - e.start_ms) + " ms before it was due (fire id " +
                                          e.invocation.fire_id + ")",
@@ -172,7 +173,7 @@ void FireChecker::finish(const World& world, Report& report) {
       if (first_start >= 0) {
         const int64_t late = first_start - due_ms;
         lateness_all.push_back(late);
-        const bool quiet = !any_fault_between(due_ms - options_.liveness_window_ms, first_start);
+        const bool quiet = quiet_between(world, elig, std::max<int64_t>(0, due_ms - options_.liveness_window_ms), first_start);
         (quiet ? lateness_healthy : lateness_faulty).push_back(late);
         if (quiet && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms) {
           report.violate({"lateness.healthy", name + " ran " + std::to_string(late) + " ms late with no fault around it",

@@ -69,7 +69,8 @@ class FireChecker final : public Checker {
   };
 
   std::vector<std::string> eligible(const World& world, const Created& c) const;
-  bool any_fault_between(int64_t from_ms, int64_t to_ms) const;
+  bool quiet_between(const World& world, const std::vector<std::string>& replicas, int64_t from_ms,
+                     int64_t to_ms) const;
 
   const Scenario& scenario_;
   Options options_;

@@ -134,6 +134,7 @@ int run_swarm(const Args& a) {
     caesium::sim::RunOptions ro;
     ro.seed = seed;
     ro.replay = caesium::sim::swarm_replay_command(seed, o);
+    if (a.trace) ro.trace = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
     auto result = caesium::sim::run_scenario(s, ro);
     if (!result.ok()) {
       std::fprintf(stderr, "caesium sim: %s\n", result.error().message.c_str());

@@ -217,6 +217,7 @@ bool Node::open_frame(std::string_view bytes, node::Channel channel, wire::Envel
     ++counters_.replays;
     return false;
   }
+  last_heard_mono_[env->sender] = now.mono_ms;
   out = std::move(*env);
   return true;
 }
@@ -281,6 +282,7 @@ void Node::on_tick(Clock now) {
   membership_->on_tick(now.mono_ms);
   maybe_activate(now);
   scheduler_->on_tick(now);
+  expire_sessions(now);
   start_syncs(now);
   if (now.mono_ms >= next_maintenance_mono_ms_) {
     next_maintenance_mono_ms_ = now.mono_ms + options_.maintenance_interval_ms;

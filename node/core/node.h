@@ -60,6 +60,7 @@ struct NodeOptions {
   int64_t startup_grace_ms = 3'000;     // masters decide nothing before join or this long
   int64_t replay_window_ms = 120'000;   // frames older/newer than this are refused
   int64_t maintenance_interval_ms = 30'000;  // retention sweeps, tombstone purge
+  int64_t heard_recently_ms = 2'000;    // a peer heard from this recently counts as reachable
   size_t max_stream_frame_bytes = size_t{4} << 20;
 };
 
@@ -229,6 +230,7 @@ class Node final : private schedule::SchedulerHost {
   void on_store_push(const std::string& from, const wire::StorePush& push, Clock now);
   void on_sync(const std::string& from, const gossip::SyncMessage& msg, Clock now);
   void start_syncs(Clock now);
+  void expire_sessions(Clock now);
   void maintenance(Clock now);
 
   NodeOptions options_;
@@ -251,6 +253,7 @@ class Node final : private schedule::SchedulerHost {
   std::map<std::string, std::optional<std::string>> masters_;     // volume -> master in our view
   std::map<std::string, int64_t> config_requested_mono_;           // peer -> last request time
   std::map<std::string, uint64_t> known_boots_;                    // peer -> boot id last seen
+  std::map<std::string, int64_t> last_heard_mono_;                 // peer -> last authenticated frame
 
   // outputs
   std::deque<Transmit> transmits_;

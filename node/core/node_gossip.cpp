@@ -83,12 +83,34 @@ void Node::drain_membership(Clock now) {
   maybe_activate(now);
 }
 
+// The deciding master of each volume: the highest (priority, id) replica that is
+// *alive* in our view.  DESIGN.md names the highest reachable (alive or suspect)
+// replica; a suspect master, though, is often a dead one, and letting it block firing
+// until the suspicion times out would add the whole suspicion timeout to every
+// occurrence due meanwhile.  Claims make two deciders at once safe (majorities
+// intersect) and free of duplicates (the loser defers to the holder), so the
+// next-in-line replica steps in as soon as the master is suspected.
 void Node::refresh_masters(Clock now) {
   for (const auto& [volume, v] : volumes_) {
     (void)v;
     const VolumeSpec* spec = config_.volume(volume);
     std::optional<std::string> m;
-    if (spec && !left_) m = gossip::master_of(spec->replicas, *membership_);
+    if (spec && !left_) {
+      std::vector<gossip::MasterCandidate> candidates;
+      for (const auto& r : spec->replicas) {
+        gossip::MasterCandidate c;
+        c.id = r;
+        if (r == options_.id) {
+          c.reachable = true;
+          c.priority = membership_->self_meta().priority;
+        } else if (const gossip::MemberMeta* meta = membership_->meta_of(r)) {
+          c.reachable = membership_->state_of(r) == gossip::MemberState::kAlive;
+          c.priority = meta->priority;
+        }
+        candidates.push_back(std::move(c));
+      }
+      m = gossip::choose_master(candidates);
+    }
     auto& known = masters_[volume];
     if (known == m) continue;
     known = m;
@@ -129,7 +151,13 @@ schedule::PeerView Node::peer(const std::string& node) const {
   auto state = membership_->state_of(node);
   if (!state) return p;
   p.known = true;
-  p.reachable = gossip::is_reachable(*state);
+  // Reachable in the membership view, or heard from just now: the view lags behind a
+  // healed partition, and a peer whose frames we are reading is not gone.
+  auto heard = last_heard_mono_.find(node);
+  const bool heard_recently =
+      heard != last_heard_mono_.end() && last_.mono_ms - heard->second <= options_.heard_recently_ms;
+  p.reachable = gossip::is_reachable(*state) || heard_recently;
+  p.suspect = *state == gossip::MemberState::kSuspect && !heard_recently;
   if (const gossip::MemberMeta* m = membership_->meta_of(node)) {
     p.boot = m->boot_id;
     p.load = m->load.running + m->load.queued;
@@ -194,7 +222,9 @@ Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now) {
   }
   if (Status s = adopt_config(std::move(config), now, true); !s.ok()) return s.error();
   pump(now);
-  return WriteAck{{}, write_barrier()};
+  WriteAck ack;
+  ack.durable_seq = write_barrier();
+  return ack;
 }
 
 }  // namespace caesium::node

@@ -2,6 +2,8 @@
 // writes to the other replicas, periodic anti-entropy with one peer replica, and the
 // retention sweeps (expired occurrence records, old tombstones).
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "node/core/node.h"
 
@@ -156,11 +158,24 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
   counters_.sync_records_applied += s.sync->stats().records_applied - applied_before;
   if (!reply) {
     ++counters_.syncs_failed;
+    if (std::getenv("CAESIUM_DEBUG_SYNC")) {
+      std::fprintf(stderr, "[%s] sync with %s on %s failed: %s\n", options_.id.c_str(), from.c_str(),
+                   msg.volume.c_str(), reply.error().message.c_str());
+    }
   } else if (reply->has_value()) {
     queue_core(from, std::move(**reply), false);
   }
   if (!reply || s.sync->done()) {
     if (reply && !s.sync->failed()) ++counters_.syncs_completed;
+    if (std::getenv("CAESIUM_DEBUG_SYNC") && reply) {
+      const auto& st = s.sync->stats();
+      std::fprintf(stderr, "[%s] t=%lld sync %s with %s on %s done: rt=%u sent=%llu recv=%llu applied=%llu digest=%016llx size=%zu\n",
+                   options_.id.c_str(), static_cast<long long>(now.mono_ms), s.sync->role() == gossip::SyncSession::Role::kInitiator ? "init" : "resp",
+                   from.c_str(), msg.volume.c_str(), st.round_trips(),
+                   static_cast<unsigned long long>(st.records_sent), static_cast<unsigned long long>(st.records_received),
+                   static_cast<unsigned long long>(st.records_applied),
+                   static_cast<unsigned long long>(vit->second.store->root_digest()), vit->second.store->size());
+    }
     if (s.sync->role() == gossip::SyncSession::Role::kInitiator && vit->second.initiator_session == msg.session_id) {
       vit->second.initiator_session = 0;
     }
@@ -181,10 +196,11 @@ const schedule::VolumeStore* Node::store(const std::string& volume) const {
 
 // --- retention ------------------------------------------------------------------------------
 
-void Node::maintenance(Clock now) {
-  // Sessions whose peer went silent.
+// Sessions whose peer went silent (lost messages, partition, crash) are dropped; the
+// next interval starts a fresh one.
+void Node::expire_sessions(Clock now) {
   for (auto it = sessions_.begin(); it != sessions_.end();) {
-    if (now.mono_ms - it->second.last_activity_mono_ms > options_.sync_session_timeout_ms) {
+    if (now.mono_ms - it->second.last_activity_mono_ms >= options_.sync_session_timeout_ms) {
       auto v = volumes_.find(it->second.volume);
       if (v != volumes_.end() && v->second.initiator_session == it->first.second) v->second.initiator_session = 0;
       ++counters_.syncs_failed;
@@ -193,6 +209,9 @@ void Node::maintenance(Clock now) {
       ++it;
     }
   }
+}
+
+void Node::maintenance(Clock now) {
   const int64_t horizon = now.utc_ms - options_.scheduler.occurrence_retention_ms;
   for (auto& [name, v] : volumes_) {
     v.store->purge_tombstones(now.utc_ms);

@@ -105,8 +105,10 @@ TEST_CASE("ByteWriter/ByteReader round-trip and refuse hostile input", "[base]")
     CHECK_FALSE(t.done());
   }
   // A length prefix larger than the input, an over-long varint, a bad bool.
-  CHECK_FALSE([] { ByteReader t(std::string("\x05" "ab", 3)); t.str(); return t.ok(); }());
-  CHECK_FALSE([] { ByteReader t(std::string(11, '\xff')); t.varint(); return t.ok(); }());
-  CHECK_FALSE([] { ByteReader t(std::string("\x02", 1)); t.boolean(); return t.ok(); }());
-  CHECK_FALSE([] { ByteReader t(std::string("\x03" "abc", 4)); t.str(2); return t.ok(); }());
+  // (The inputs must outlive the readers: a ByteReader holds a view.)
+  const std::string too_long("\x05" "ab", 3), overlong(11, '\xff'), bad_bool("\x02", 1), over_max("\x03" "abc", 4);
+  CHECK_FALSE([&] { ByteReader t(too_long); t.str(); return t.ok(); }());
+  CHECK_FALSE([&] { ByteReader t(overlong); t.varint(); return t.ok(); }());
+  CHECK_FALSE([&] { ByteReader t(bad_bool); t.boolean(); return t.ok(); }());
+  CHECK_FALSE([&] { ByteReader t(over_max); t.str(2); return t.ok(); }());
 }
