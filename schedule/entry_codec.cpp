@@ -142,6 +142,10 @@ Result<Entry> decode_entry(std::string_view bytes) {
   if (Status s = validate(e); !s.ok()) {
     return Error("entry encoding: invalid entry: " + s.error().message, s.error().field);
   }
+  // Varints have redundant forms (0x80 0x00 is also 0).  Accept only the form
+  // encode_entry writes, so one entry has exactly one encoding and equal entries give
+  // equal store values on every replica.
+  if (encode_entry(e) != bytes) return Error("entry encoding: not in canonical form", "encoding");
   return e;
 }
 

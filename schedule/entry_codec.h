@@ -13,8 +13,9 @@
 //   u8 flags (bit 0 prefer_origin; other bits must be 0), str origin
 //   svarint created, accept_timeout, complete_time, misfire_window
 //   u8 misfire, str payload
-// Nothing may follow.  A newer version is rejected with a message naming it, so an old
-// node never misreads a new entry.
+// Nothing may follow, and varints must be minimal: each entry has exactly one
+// encoding.  A newer version is rejected with a message naming it, so an old node never
+// misreads a new entry.
 #pragma once
 
 #include <string>

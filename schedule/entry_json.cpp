@@ -201,9 +201,10 @@ Result<Entry> entry_from_json(const json& j, std::string entity, std::string nam
     } else if (field == "created" || field == "origin") {
       // Owned by the server: accepted so a GET body can be PUT back, otherwise ignored.
     } else {
-      return field_error(field, "unknown field; expected cron, tz, jitter, timer, handler, semantics, bind, "
-                                "prefer_origin, accept_timeout, complete_time, misfire_window, misfire, "
-                                "payload or payload_base64");
+      return field_error(field.empty() ? "\"\"" : field,
+                         "unknown field; expected cron, tz, jitter, timer, handler, semantics, bind, "
+                         "prefer_origin, accept_timeout, complete_time, misfire_window, misfire, "
+                         "payload or payload_base64");
     }
     if (!st.ok()) return st.error();
   }

@@ -41,6 +41,13 @@ Result<CronTiming> CronTiming::make(std::string_view text, std::string_view tz) 
 }
 
 Status validate_timer(const Timer& t, int64_t jitter_ms) {
+  // Fields of other kinds must be unset, so one timer has exactly one encoding.
+  if (t.kind != TimerKind::at && t.at_utc_ms != 0) return timer_error("at", "only applies to an \"at\" timer");
+  if (t.kind != TimerKind::after && t.after_ms != 0) return timer_error("after", "only applies to an \"after\" timer");
+  if (t.kind != TimerKind::interval && (t.interval_ms != 0 || t.repeat_for_ms != 0 || t.count != 0)) {
+    return timer_error(t.interval_ms != 0 ? "interval" : t.repeat_for_ms != 0 ? "repeat_for" : "count",
+                       "only applies to an \"interval\" timer");
+  }
   switch (t.kind) {
     case TimerKind::at:
       if (t.at_utc_ms < kCronMinUtcMs || t.at_utc_ms > kCronMaxUtcMs) {

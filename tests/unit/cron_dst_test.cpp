@@ -13,6 +13,7 @@
 #include <date/tz.h>
 
 #include "base/rng.h"
+#include "tests/unit/test_seed.h"
 #include "base/time.h"
 #include "schedule/cron.h"
 #include "schedule/zone.h"
@@ -27,6 +28,8 @@ using caesium::schedule::LocalMapping;
 using caesium::schedule::Zone;
 
 namespace {
+
+using caesium::test::seed_or;
 
 using V = std::vector<std::string>;
 
@@ -47,11 +50,6 @@ V next_n(const char* expr, const char* tz, const char* from, int n) {
     t = *next;
   }
   return out;
-}
-
-uint64_t seed_or(uint64_t fallback) {
-  const char* s = std::getenv("CAESIUM_SEED");
-  return s != nullptr ? std::strtoull(s, nullptr, 10) : fallback;
 }
 
 }  // namespace

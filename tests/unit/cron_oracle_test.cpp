@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/rng.h"
+#include "tests/unit/test_seed.h"
 #include "base/time.h"
 #include "schedule/cron.h"
 #include "tests/unit/cron_oracle.h"
@@ -18,10 +19,7 @@ using caesium::schedule::Zone;
 
 namespace {
 
-uint64_t seed_or(uint64_t fallback) {
-  const char* s = std::getenv("CAESIUM_SEED");
-  return s != nullptr ? std::strtoull(s, nullptr, 10) : fallback;
-}
+using caesium::test::seed_or;
 
 int rounds_or(int fallback) {
   const char* s = std::getenv("CAESIUM_CRON_ROUNDS");
