@@ -79,7 +79,10 @@ Membership::Membership(std::string self_id, std::string self_addr, MemberMeta me
   me.incarnation = incarnation_;
   me.state = MemberState::kAlive;
   me.meta = std::move(meta);
-  members_.emplace(self_id_, std::move(me));
+  auto [it, inserted] = members_.emplace(self_id_, std::move(me));
+  assert(inserted);
+  self_ = &it->second;
+  index_.emplace(it->first, self_);
   state_counts_[index(MemberState::kAlive)] = 1;
 }
 
@@ -260,17 +263,17 @@ void Membership::emit(MemberEvent::Kind kind, const std::string& id, std::string
 }
 
 Membership::Member* Membership::find(std::string_view id) {
-  auto it = members_.find(id);
-  return it == members_.end() ? nullptr : &it->second;
+  auto it = index_.find(id);
+  return it == index_.end() ? nullptr : it->second;
 }
 
 const Membership::Member* Membership::find(std::string_view id) const {
-  auto it = members_.find(id);
-  return it == members_.end() ? nullptr : &it->second;
+  auto it = index_.find(id);
+  return it == index_.end() ? nullptr : it->second;
 }
 
-Membership::Member& Membership::self() { return members_.find(self_id_)->second; }
-const Membership::Member& Membership::self() const { return members_.find(self_id_)->second; }
+Membership::Member& Membership::self() { return *self_; }
+const Membership::Member& Membership::self() const { return *self_; }
 const MemberMeta& Membership::self_meta() const { return self().meta; }
 
 std::optional<MemberState> Membership::state_of(std::string_view id) const {
@@ -332,6 +335,13 @@ void Membership::check_invariants() const {
     }
   }
   assert(counts == state_counts_);
+  assert(index_.size() == members_.size());
+  for (const auto& [id, m] : members_) {
+    auto it = index_.find(id);
+    assert(it != index_.end());
+    assert(it->second == &m);
+    (void)it;
+  }
   assert(suspicion_deadlines_.size() == suspects);
 
   std::vector<std::string> order = probe_order_;

@@ -42,6 +42,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -351,6 +352,10 @@ class Membership {
   // Every known member, ourselves included.  Sorted, so anything built by iterating it is
   // deterministic.
   std::map<std::string, Member, std::less<>> members_;
+  // The same members for O(1) lookup (the hot path: every update, ping and probe looks
+  // one up).  Keys view the map's keys, which never move.  Never iterated.
+  std::unordered_map<std::string_view, Member*> index_;
+  Member* self_ = nullptr;
   std::array<size_t, 4> state_counts_{};
   // Every member but ourselves, in probe order (reshuffled at each wrap); also the pool
   // for random picks.

@@ -109,7 +109,9 @@ void Membership::add_member(const Alive& a, int64_t now_ms) {
   m.state = MemberState::kAlive;
   m.meta = a.meta;
   m.state_change_ms = now_ms;
-  members_.emplace(a.node, std::move(m));
+  auto [it, inserted] = members_.emplace(a.node, std::move(m));
+  assert(inserted);
+  index_.emplace(it->first, &it->second);
   ++state_counts_[index(MemberState::kAlive)];
   gossip_idle_ = false;
   // Insert at a random position of the probe order, not at the end: if every node
@@ -289,6 +291,7 @@ void Membership::reap(int64_t now_ms) {
     const bool gone = m.state == MemberState::kDead || m.state == MemberState::kLeft;
     if (gone && it->first != self_id_ && now_ms - m.state_change_ms >= config_.dead_reclaim_ms) {
       --state_counts_[index(m.state)];
+      index_.erase(it->first);
       it = members_.erase(it);
     } else {
       ++it;
