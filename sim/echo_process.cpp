@@ -77,18 +77,23 @@ void EchoProcess::heard(uint32_t peer, Clock now) {
   if (options_.watch) set_state(peer, 0);
 }
 
-void EchoProcess::on_datagram(const std::string& from_addr, const std::string& bytes, Clock now) {
-  const int64_t from = AddressBook::find(addresses_->by_gossip, from_addr);
-  if (from < 0 || bytes.size() < 9) {
-    ++rejected_;
-    return;
-  }
+// The sender's node index when the frame comes from a known address and its checksum
+// holds; otherwise counts a rejection and returns -1.
+int64_t EchoProcess::check_frame(const std::unordered_map<std::string, uint32_t>& book,
+                                 const std::string& from_addr, const std::string& bytes) {
+  const int64_t from = AddressBook::find(book, from_addr);
   uint64_t sum = 0;
-  std::memcpy(&sum, bytes.data(), 8);
-  if (sum != hash64(std::string_view(bytes).substr(8))) {
+  if (from >= 0 && bytes.size() >= 9) std::memcpy(&sum, bytes.data(), 8);
+  if (from < 0 || bytes.size() < 9 || sum != hash64(std::string_view(bytes).substr(8))) {
     ++rejected_;
-    return;
+    return -1;
   }
+  return from;
+}
+
+void EchoProcess::on_datagram(const std::string& from_addr, const std::string& bytes, Clock now) {
+  const int64_t from = check_frame(addresses_->by_gossip, from_addr, bytes);
+  if (from < 0) return;
   const auto peer = static_cast<uint32_t>(from);
   switch (bytes[8]) {
     case 'P':
@@ -142,14 +147,9 @@ void EchoProcess::merge(const std::string& body) {
 }
 
 void EchoProcess::on_stream(const std::string& from_addr, const std::string& bytes, Clock now) {
-  const int64_t from = AddressBook::find(addresses_->by_stream, from_addr);
-  if (from < 0 || bytes.size() < 9) {
-    ++rejected_;
-    return;
-  }
-  uint64_t sum = 0;
-  std::memcpy(&sum, bytes.data(), 8);
-  if (sum != hash64(std::string_view(bytes).substr(8)) || bytes[8] != 'S') {
+  const int64_t from = check_frame(addresses_->by_stream, from_addr, bytes);
+  if (from < 0) return;
+  if (bytes[8] != 'S') {
     ++rejected_;
     return;
   }

@@ -77,6 +77,8 @@ class EchoProcess final : public Process {
     int state = 0;  // gossip::MemberState as int
   };
   void send(Channel channel, uint32_t peer, char type, const std::string& body);
+  int64_t check_frame(const std::unordered_map<std::string, uint32_t>& book,
+                      const std::string& from_addr, const std::string& bytes);
   void heard(uint32_t peer, Clock now);
   void set_state(uint32_t peer, int state);
   void merge(const std::string& body);

@@ -11,6 +11,19 @@ namespace caesium::sim {
 
 namespace {
 constexpr int8_t kAlive = 0, kSuspect = 1, kDead = 2, kLeft = 3, kUnknown = -1;
+
+// Closes (with `close`) and removes every open measurement about `subject`.
+template <class T, class F>
+void close_for(std::vector<T>& open, uint32_t subject, F close) {
+  for (auto it = open.begin(); it != open.end();) {
+    if (it->subject == subject) {
+      close(*it);
+      it = open.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
 }  // namespace
 
 void MembershipChecker::on_start(const World& world) {
@@ -139,27 +152,13 @@ void MembershipChecker::on_fault(const World& world, const FaultRecord& f) {
       d.observers = up_observers(s);
       d.dead_seen_ms.assign(d.observers.size(), -1);
       open_detections_.push_back(std::move(d));
-      for (auto it = open_joins_.begin(); it != open_joins_.end();) {
-        if (it->subject == s) {
-          close_spread(world, *it, join_);
-          it = open_joins_.erase(it);
-        } else {
-          ++it;
-        }
-      }
+      close_for(open_joins_, s, [&](Spread& sp) { close_spread(world, sp, join_); });
       interrupt();
       start_measuring();
       break;
     }
     case FaultKind::kRestart: {
-      for (auto it = open_detections_.begin(); it != open_detections_.end();) {
-        if (it->subject == s) {
-          close_detection(world, *it);
-          it = open_detections_.erase(it);
-        } else {
-          ++it;
-        }
-      }
+      close_for(open_detections_, s, [&](Detection& d) { close_detection(world, d); });
       left_[s] = 0;
       node_changed(world, s, true);
       Spread sp;

@@ -72,23 +72,26 @@ void RandomFaultDriver::partition() {
   });
 }
 
-void RandomFaultDriver::cut() {
+std::pair<uint32_t, uint32_t> RandomFaultDriver::random_pair() {
   const size_t n = world_.node_count();
-  if (n < 3) return;  // a non-transitive cut needs a third node to route around
   const auto a = static_cast<uint32_t>(rng_.below(n));
   auto b = static_cast<uint32_t>(rng_.below(n - 1));
   if (b >= a) ++b;
+  return {a, b};
+}
+
+void RandomFaultDriver::cut() {
+  // A non-transitive cut needs a third node to route around.
+  if (world_.node_count() < 3) return;
+  const auto [a, b] = random_pair();
   count("cut");
   world_.cut(a, b);
   world_.at(world_.now_ms() + hold_ms(), [this, a, b] { world_.heal_pair(a, b); });
 }
 
 void RandomFaultDriver::oneway() {
-  const size_t n = world_.node_count();
-  if (n < 2) return;
-  const auto a = static_cast<uint32_t>(rng_.below(n));
-  auto b = static_cast<uint32_t>(rng_.below(n - 1));
-  if (b >= a) ++b;
+  if (world_.node_count() < 2) return;
+  const auto [a, b] = random_pair();
   count("oneway");
   world_.oneway(a, b);
   world_.at(world_.now_ms() + hold_ms(), [this, a, b] { world_.heal_pair(a, b); });

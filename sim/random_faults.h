@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "base/rng.h"
 #include "sim/scenario.h"
@@ -43,6 +44,8 @@ class RandomFaultDriver {
   void skew();
   int64_t hold_ms() { return 1 + static_cast<int64_t>(-std::log1p(-rng_.unit()) * static_cast<double>(spec_.mean_duration_ms)); }
   size_t down_count() const;
+  // Two different random nodes.  REQUIRES: at least two nodes.
+  std::pair<uint32_t, uint32_t> random_pair();
   void count(const char* kind) { ++applied_[kind]; }
 
   World& world_;

@@ -81,21 +81,23 @@ std::optional<bool> TomlReader::boolean(const std::string& key) {
 }
 
 std::optional<int64_t> TomlReader::duration(const std::string& key) {
-  const toml::node* n = raw(key);
-  if (!n) return std::nullopt;
-  if (n->is_integer() && **n->as_integer() == 0) return 0;
-  if (!n->is_string()) fail(*n, key, "must be a duration string such as \"10s\" or \"1h30m\"");
-  auto d = parse_duration_ms(**n->as_string());
-  if (!d.ok()) fail(*n, key, d.error().message);
-  return d.value();
+  return read_duration(key, false);
 }
 
 std::optional<int64_t> TomlReader::signed_duration(const std::string& key) {
+  return read_duration(key, true);
+}
+
+std::optional<int64_t> TomlReader::read_duration(const std::string& key, bool allow_negative) {
   const toml::node* n = raw(key);
   if (!n) return std::nullopt;
   if (n->is_integer() && **n->as_integer() == 0) return 0;
-  if (!n->is_string()) fail(*n, key, "must be a duration string such as \"2s\" or \"-500ms\"");
-  auto d = parse_signed_duration_ms(**n->as_string());
+  if (!n->is_string()) {
+    fail(*n, key, allow_negative ? "must be a duration string such as \"2s\" or \"-500ms\""
+                                 : "must be a duration string such as \"10s\" or \"1h30m\"");
+  }
+  auto d = allow_negative ? parse_signed_duration_ms(**n->as_string())
+                          : parse_duration_ms(**n->as_string());
   if (!d.ok()) fail(*n, key, d.error().message);
   return d.value();
 }

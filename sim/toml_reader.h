@@ -66,6 +66,8 @@ class TomlReader {
   const toml::table& node() const { return table_; }
 
  private:
+  std::optional<int64_t> read_duration(const std::string& key, bool allow_negative);
+
   const toml::table& table_;
   std::string section_;
   const std::string& path_;

@@ -230,6 +230,8 @@ class World {
   void execute(uint32_t node, node::Invocation& invocation);
   void observe(uint32_t node, const Observation& obs);
   void schedule_tick(uint32_t node, bool after_tick);
+  // Applies `edit` to a copy of the current links, records it, breaks broken streams.
+  void change_links(const std::function<void(LinkState&)>& edit);
   void links_changed();
   void record_status(uint32_t node);
   void record_fault(FaultKind kind, std::vector<uint32_t> nodes, std::string detail = {});

@@ -66,11 +66,15 @@ void World::leave(uint32_t node) {
   });
 }
 
-void World::partition(const std::vector<std::vector<uint32_t>>& groups) {
+void World::change_links(const std::function<void(LinkState&)>& edit) {
   LinkState next = links_.current();
-  next.partition(groups);
+  edit(next);
   links_.push(now_ms_, std::move(next));
   links_changed();
+}
+
+void World::partition(const std::vector<std::vector<uint32_t>>& groups) {
+  change_links([&](LinkState& l) { l.partition(groups); });
   std::vector<uint32_t> flat;
   std::string detail;
   for (const auto& g : groups) {
@@ -87,32 +91,22 @@ void World::partition(const std::vector<std::vector<uint32_t>>& groups) {
 }
 
 void World::cut(uint32_t a, uint32_t b) {
-  LinkState next = links_.current();
-  next.cut(a, b);
-  links_.push(now_ms_, std::move(next));
-  links_changed();
+  change_links([&](LinkState& l) { l.cut(a, b); });
   record_fault(FaultKind::kCut, {a, b});
 }
 
 void World::oneway(uint32_t from, uint32_t to) {
-  LinkState next = links_.current();
-  next.oneway(from, to);
-  links_.push(now_ms_, std::move(next));
-  links_changed();
+  change_links([&](LinkState& l) { l.oneway(from, to); });
   record_fault(FaultKind::kOneway, {from, to});
 }
 
 void World::heal_all() {
-  LinkState next = links_.current();
-  next.heal_all();
-  links_.push(now_ms_, std::move(next));
+  change_links([](LinkState& l) { l.heal_all(); });
   record_fault(FaultKind::kHeal, {});
 }
 
 void World::heal_pair(uint32_t a, uint32_t b) {
-  LinkState next = links_.current();
-  next.heal_pair(a, b);
-  links_.push(now_ms_, std::move(next));
+  change_links([&](LinkState& l) { l.heal_pair(a, b); });
   record_fault(FaultKind::kHeal, {a, b});
 }
 
