@@ -11,10 +11,11 @@
 namespace caesium::gossip {
 namespace {
 
-size_t max_update_bytes(const MembershipConfig& config) {
-  const size_t budget = config.max_packet_bytes - config.packet_overhead_bytes;
+// The largest update a node with this budget can gossip: it must fit next to the
+// smallest primary message (a gossip round's GossipOnly).
+size_t max_update_bytes(size_t budget_bytes) {
   const size_t base = estimated_base_size(Primary{GossipOnly{}});
-  return budget > base ? budget - base : 0;
+  return budget_bytes > base ? budget_bytes - base : 0;
 }
 
 Error config_error(const std::string& field, const std::string& why) {
@@ -40,8 +41,9 @@ Status check_config(const MembershipConfig& c) {
   if (c.join_retry_interval_ms <= 0) return config_error("join_retry_interval_ms", "must be positive");
   if (c.dead_reclaim_ms < c.gossip_to_dead_ms)
     return config_error("dead_reclaim_ms", "must be at least gossip_to_dead_ms");
-  // 1024 bytes hold the largest primary message (a PingReq, or a Ping with its buddy
-  // Suspect, with ids of kMaxIdBytes) and still leave room for updates.
+  // 1024 bytes hold our own id and address (up to 2 x 144 estimated), the largest primary
+  // message (a Ping with its buddy Suspect: 576 with ids of kMaxIdBytes) and still leave
+  // room for updates.
   if (c.packet_overhead_bytes >= c.max_packet_bytes || c.max_packet_bytes - c.packet_overhead_bytes < 1024)
     return config_error("max_packet_bytes", "must leave at least 1024 bytes after packet_overhead_bytes");
   return Status::success();
@@ -55,22 +57,30 @@ Status Membership::check_identity(std::string_view self_id, std::string_view sel
     return Error("gossip address must be 1 to " + std::to_string(kMaxIdBytes) + " bytes long", "addr");
   const Alive alive{std::string(self_id), 0, std::string(self_addr), meta};
   const size_t bytes = estimated_wire_size(Update{alive});
-  if (bytes > max_update_bytes(config))
+  const size_t limit = max_update_bytes(datagram_budget_bytes(self_id, self_addr, config));
+  if (bytes > limit)
     return Error("node meta is too large to gossip: " + std::to_string(bytes) + " bytes estimated, at most " +
-                     std::to_string(max_update_bytes(config)) + " fit a datagram; use fewer or shorter tags",
+                     std::to_string(limit) + " fit a datagram; use fewer or shorter tags",
                  "tags");
   return Status::success();
+}
+
+size_t Membership::datagram_budget_bytes(std::string_view self_id, std::string_view self_addr,
+                                         const MembershipConfig& config) {
+  const size_t frame = config.packet_overhead_bytes + estimated_text_size(self_id) + estimated_text_size(self_addr);
+  return config.max_packet_bytes > frame ? config.max_packet_bytes - frame : 0;
 }
 
 Membership::Membership(std::string self_id, std::string self_addr, MemberMeta meta, uint64_t incarnation,
                        MembershipConfig config, Rng rng)
     : config_(config),
+      budget_bytes_(datagram_budget_bytes(self_id, self_addr, config)),
       self_id_(std::move(self_id)),
       self_addr_(std::move(self_addr)),
       rng_(rng),
       incarnation_(incarnation),
       awareness_(config.lifeguard ? config.awareness_max_multiplier : 1),
-      queue_(max_update_bytes(config)) {
+      queue_(max_update_bytes(budget_bytes_)) {
   assert(check_config(config_).ok());
   assert(check_identity(self_id_, self_addr_, meta, config_).ok());
   assert(valid_incarnation(incarnation_));

@@ -58,9 +58,10 @@ namespace caesium::gossip {
 
 inline constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
 
-// Longest node id or address membership accepts (so that every primary message fits a
-// datagram next to its piggybacked updates).
-inline constexpr size_t kMaxIdBytes = 255;
+// Longest node id or address membership accepts, so that the largest primary message
+// (a Ping with its buddy Suspect, or a PingReq) plus the sender's own id and address in
+// the frame always fit a datagram with room for updates.
+inline constexpr size_t kMaxIdBytes = 128;
 
 // Incarnations only ever count up by one per refutation or meta change, so a value at
 // or above this is corrupt (or hostile): accepting it would leave its subject unable to
@@ -82,7 +83,10 @@ struct MembershipConfig {
   int awareness_max_multiplier = 8;    // local health score stays in [0, 7]
   int64_t load_update_min_interval_ms = 1000;  // load-only meta changes: at most one per this
   size_t max_packet_bytes = 1400;      // every datagram payload, frame included
-  size_t packet_overhead_bytes = 200;  // frame header + AEAD + anything the codec adds
+  // What the frame and its envelope add to a Packet, *except* the sender's node id and
+  // gossip address, which membership accounts for itself (node/wire today: 48 bytes of
+  // frame header and tag + at most 53 of envelope fields).
+  size_t packet_overhead_bytes = 200;
   // Caesium's own (not memberlist's):
   int64_t join_retry_interval_ms = 2000;  // resend PushPull{join} to the seeds until one answers
   int64_t dead_reclaim_ms = 24 * 3600 * 1000;  // forget dead/left members after this (serf: 24 h)
@@ -153,7 +157,7 @@ class Membership {
              MembershipConfig config, Rng rng);
 
   // Whether an identity is acceptable: non-empty id and address of at most kMaxIdBytes,
-  // and an Alive carrying `meta` small enough to fit a datagram.
+  // and an Alive carrying `meta` small enough to fit a datagram next to the frame.
   static Status check_identity(std::string_view self_id, std::string_view self_addr, const MemberMeta& meta,
                                const MembershipConfig& config);
 
@@ -232,8 +236,11 @@ class Membership {
   size_t member_count() const { return members_.size(); }
   const MembershipStats& stats() const { return stats_; }
   const MembershipConfig& config() const { return config_; }
-  // Estimated bytes a datagram's Packet may take: max_packet - overhead.
-  size_t datagram_budget_bytes() const { return config_.max_packet_bytes - config_.packet_overhead_bytes; }
+  // Estimated bytes a datagram's Packet may take: max_packet - overhead - the estimated
+  // size of our own id and address, which every frame we send carries.
+  size_t datagram_budget_bytes() const { return budget_bytes_; }
+  static size_t datagram_budget_bytes(std::string_view self_id, std::string_view self_addr,
+                                      const MembershipConfig& config);
   // The current suspicion timeout bounds for a cluster of `n` members (for tests and the
   // simulator's detection bound).
   std::pair<int64_t, int64_t> suspicion_bounds_ms(size_t n) const;
@@ -340,6 +347,7 @@ class Membership {
   int transmit_limit() const;
 
   MembershipConfig config_;
+  size_t budget_bytes_;
   std::string self_id_;
   std::string self_addr_;
   Rng rng_;

@@ -571,6 +571,25 @@ TEST_CASE("set_meta rejects what cannot be gossiped, and anything after leave", 
   CHECK_FALSE(r.m.set_meta(r.m.self_meta(), r.now_ms).ok());
 }
 
+TEST_CASE("identity and config checks name what is wrong", "[membership]") {
+  const MembershipConfig config;
+  CHECK(check_config(config).ok());
+  // Every frame carries our id and address: the Packet budget is what is left.
+  CHECK(Membership::datagram_budget_bytes("n1", "n1:7946", config) == 1400 - 200 - 16 - 16);
+  CHECK(Membership::check_identity("n1", "n1:7946", {}, config).ok());
+  const Status long_id = Membership::check_identity(std::string(kMaxIdBytes + 1, 'x'), "x:1", {}, config);
+  REQUIRE_FALSE(long_id.ok());
+  CHECK(long_id.error().field == "id");
+  CHECK_FALSE(Membership::check_identity("n1", "", {}, config).ok());
+  MembershipConfig bad = config;
+  bad.probe_timeout_ms = bad.probe_interval_ms;
+  REQUIRE_FALSE(check_config(bad).ok());
+  CHECK(check_config(bad).error().field == "probe_timeout_ms");
+  bad = config;
+  bad.packet_overhead_bytes = 600;
+  CHECK(check_config(bad).error().field == "max_packet_bytes");
+}
+
 TEST_CASE("dead members are reclaimed after dead_reclaim_ms", "[membership]") {
   MembershipConfig config;
   config.dead_reclaim_ms = 60000;
