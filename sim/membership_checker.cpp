@@ -213,7 +213,10 @@ void MembershipChecker::close_detection(const World& world, Detection& d) {
   if (observers == 0) return;
   std::sort(seen.begin(), seen.end());
   const auto need_999 = static_cast<size_t>(std::ceil(0.999 * static_cast<double>(observers)));
-  if (seen.size() >= need_999 && need_999 > 0) dead_999_.push_back(seen[need_999 - 1] - d.crash_ms);
+  if (seen.size() >= need_999 && need_999 > 0) {
+    dead_999_.push_back(seen[need_999 - 1] - d.crash_ms);
+    if (d.first_dead_ms >= 0) dissem_dead_999_.push_back(seen[need_999 - 1] - d.first_dead_ms);
+  }
   if (seen.size() == observers) {
     dead_all_.push_back(seen.back() - d.crash_ms);
     if (d.first_dead_ms >= 0) dissem_dead_.push_back(seen.back() - d.first_dead_ms);
@@ -252,6 +255,7 @@ void MembershipChecker::finish(const World& world, Report& report) {
   report.add_summary("membership.detection.dead_999_ms", dead_999_);
   report.add_summary("membership.detection.dead_all_ms", dead_all_);
   report.add_summary("membership.dissemination.dead_ms", dissem_dead_);
+  report.add_summary("membership.dissemination.dead_999_ms", dissem_dead_999_);
   report.add_summary("membership.dissemination.join_ms", join_);
   report.add_summary("membership.dissemination.leave_ms", leave_);
   report.add_summary("membership.convergence.startup_ms", startup_);

@@ -13,7 +13,8 @@
 //                    crash -> dead in the views of 99.9% / all of the observers (nodes up
 //                    at the crash and still up when the measurement closes: S restarts
 //                    or the run ends).  Observers that never learn count as "undetected".
-//   dissemination    first dead anywhere -> dead everywhere; restart of S -> S alive in
+//   dissemination    first dead anywhere -> dead in 99.9% / all of the observers' views
+//                    (the gossip spread of one update); restart of S -> S alive in
 //                    every up node's view ("join"); leave -> left/dead everywhere.
 //   convergence      a pair (O, S), O up, is "bad" when S is up and O's view of S is not
 //                    alive, or S is down and O's view says alive or suspect.  After each
@@ -93,7 +94,8 @@ class MembershipChecker final : public Checker {
   uint64_t events_[4] = {0, 0, 0, 0};
   uint64_t false_suspicions_ = 0, false_deaths_ = 0, suspicions_of_slow_ = 0;
   uint64_t undetected_ = 0, convergence_interrupted_ = 0;
-  std::vector<int64_t> first_suspect_, first_dead_, dead_999_, dead_all_, dissem_dead_;
+  std::vector<int64_t> first_suspect_, first_dead_, dead_999_, dead_all_, dissem_dead_,
+      dissem_dead_999_;
   std::vector<int64_t> join_, leave_, converge_, startup_;
 };
 
