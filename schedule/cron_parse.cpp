@@ -376,14 +376,19 @@ struct Token {
   size_t col;  // 1-based
 };
 
-const char* macro_expansion(std::string_view word) {
+using MacroFields = std::array<const char*, 5>;
+
+// The five fields a macro stands for, or nullptr for an unknown macro.
+const MacroFields* macro_expansion(std::string_view word) {
+  static const MacroFields kYearly{"0", "0", "1", "1", "*"}, kMonthly{"0", "0", "1", "*", "*"},
+      kWeekly{"0", "0", "*", "*", "0"}, kDaily{"0", "0", "*", "*", "*"}, kHourly{"0", "*", "*", "*", "*"};
   std::string w(word);
   for (auto& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (w == "@yearly" || w == "@annually") return "0 0 1 1 *";
-  if (w == "@monthly") return "0 0 1 * *";
-  if (w == "@weekly") return "0 0 * * 0";
-  if (w == "@daily" || w == "@midnight") return "0 0 * * *";
-  if (w == "@hourly") return "0 * * * *";
+  if (w == "@yearly" || w == "@annually") return &kYearly;
+  if (w == "@monthly") return &kMonthly;
+  if (w == "@weekly") return &kWeekly;
+  if (w == "@daily" || w == "@midnight") return &kDaily;
+  if (w == "@hourly") return &kHourly;
   return nullptr;
 }
 
@@ -449,7 +454,7 @@ Result<CronExpr> CronParser::macro(std::string_view text, const std::vector<Toke
     e.every_s_ = *d / 1000;
     return e;
   }
-  const char* expansion = macro_expansion(head.text);
+  const MacroFields* expansion = macro_expansion(head.text);
   if (expansion == nullptr) {
     return Error("expression at column " + std::to_string(head.col) + ": unknown macro " + quote(head.text) +
                      "; expected @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly "
@@ -461,9 +466,9 @@ Result<CronExpr> CronParser::macro(std::string_view text, const std::vector<Toke
                      " after " + std::string(head.text) + "; a macro stands alone",
                  "expression");
   }
+  // The expansion is valid, so no error can point into it; columns are the macro's.
   std::vector<Token> expanded;
-  const std::string_view ex(expansion);
-  for (size_t i = 0; i < ex.size(); i += 2) expanded.push_back({ex.substr(i, 1), head.col});
+  for (const char* f : *expansion) expanded.push_back({f, head.col});
   return fields(text, expanded, std::string(text));
 }
 
