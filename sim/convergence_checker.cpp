@@ -9,40 +9,37 @@
 
 namespace caesium::sim {
 
-void ConvergenceChecker::finish(const World& world, Report& report) {
-  uint64_t views = 0, view_problems = 0;
+void ConvergenceChecker::healed(const World& world) { healed_ms_ = world.now_ms(); }
+
+void ConvergenceChecker::sample(const World& world) {
+  ++samples_;
+  const int64_t now = world.now_ms();
+  // Views.
+  uint64_t problems = 0;
   std::string first_problem;
   for (uint32_t o = 0; o < world.node_count(); ++o) {
     if (!world.is_up(o)) continue;
     const auto view = world.process(o)->member_view();
     if (view.empty()) continue;
-    ++views;
+    views_reported_ = true;
     std::map<std::string, int> by_id(view.begin(), view.end());
     for (uint32_t s = 0; s < world.node_count(); ++s) {
       if (s == o) continue;
       auto it = by_id.find(world.spec(s).id);
       const int state = it == by_id.end() ? -1 : it->second;
       const bool ok = world.is_up(s) ? state == 0 : (state != 0 && state != 1);
-      if (!ok) {
-        ++view_problems;
-        if (first_problem.empty()) {
-          first_problem = world.spec(o).id + " sees " + world.spec(s).id + " as state " +
-                          std::to_string(state) + " but it is " +
-                          (world.is_up(s) ? "up" : "down");
-        }
+      if (ok) continue;
+      if (++problems == 1) {
+        first_problem = world.spec(o).id + " sees " + world.spec(s).id + " as state " +
+                        std::to_string(state) + " but it is " + (world.is_up(s) ? "up" : "down");
       }
     }
   }
-  report.set("convergence.views_checked", static_cast<double>(views));
-  report.set("convergence.view_disagreements", static_cast<double>(view_problems));
-  if (enforce_ && view_problems > 0) {
-    report.violate({"view_convergence",
-                    std::to_string(view_problems) + " member views disagree after settling; first: " +
-                        first_problem,
-                    world.now_ms(), ""});
-  }
+  last_view_problems_ = problems;
+  last_view_problem_ = first_problem;
+  if (views_reported_ && problems == 0 && views_agreed_ms_ < 0) views_agreed_ms_ = now;
 
-  // Per volume: digest -> the up replicas reporting it.
+  // Stores: per volume, digest -> the up replicas reporting it.
   std::map<std::string, std::map<uint64_t, std::vector<std::string>>> digests;
   for (uint32_t n = 0; n < world.node_count(); ++n) {
     if (!world.is_up(n)) continue;
@@ -50,22 +47,60 @@ void ConvergenceChecker::finish(const World& world, Report& report) {
       digests[volume][digest].push_back(world.spec(n).id);
     }
   }
-  uint64_t diverged = 0;
   for (const auto& [volume, by_digest] : digests) {
-    if (by_digest.size() <= 1) continue;
-    ++diverged;
-    if (!enforce_) continue;
-    std::string detail = "volume " + volume + " has " + std::to_string(by_digest.size()) +
-                         " different digests among its up replicas:";
-    for (const auto& [digest, nodes] : by_digest) {
-      detail += " {";
-      for (size_t i = 0; i < nodes.size(); ++i) detail += (i ? "," : "") + nodes[i];
-      detail += "}";
+    VolumeState& v = volumes_[volume];
+    if (by_digest.size() == 1) {
+      if (v.agreed_ms < 0) v.agreed_ms = now;
+      v.last_split.clear();
+      continue;
     }
-    report.violate({"store_convergence", detail, world.now_ms(), ""});
+    std::string split;
+    for (const auto& [digest, nodes] : by_digest) {
+      split += " {";
+      for (size_t i = 0; i < nodes.size(); ++i) split += (i ? "," : "") + nodes[i];
+      split += "}";
+    }
+    v.last_split = split;
   }
-  report.set("convergence.volumes_checked", static_cast<double>(digests.size()));
-  report.set("convergence.volumes_diverged", static_cast<double>(diverged));
+}
+
+void ConvergenceChecker::finish(const World& world, Report& report) {
+  if (healed_ms_ < 0) healed_ms_ = 0;
+  sample(world);
+  const int64_t now = world.now_ms();
+  report.set("convergence.samples", static_cast<double>(samples_));
+  report.set("convergence.view_disagreements_at_end", static_cast<double>(last_view_problems_));
+  if (views_reported_) {
+    report.add_summary("convergence.views_ms",
+                       views_agreed_ms_ >= 0 ? std::vector<int64_t>{views_agreed_ms_ - healed_ms_}
+                                             : std::vector<int64_t>{});
+  }
+  if (enforce_ && views_reported_ && views_agreed_ms_ < 0) {
+    report.violate({"view_convergence",
+                    "member views never all agreed in " + format_duration_ms(now - healed_ms_) +
+                        " after healing (" + std::to_string(last_view_problems_) +
+                        " disagreements at the end; first: " + last_view_problem_ + ")",
+                    now, ""});
+  }
+  std::vector<int64_t> store_ms;
+  uint64_t never = 0;
+  for (const auto& [volume, v] : volumes_) {
+    if (v.agreed_ms >= 0) {
+      store_ms.push_back(v.agreed_ms - healed_ms_);
+      continue;
+    }
+    ++never;
+    if (enforce_) {
+      report.violate({"store_convergence",
+                      "volume " + volume + " never had one digest on all its up replicas in " +
+                          format_duration_ms(now - healed_ms_) +
+                          " after healing; at the end:" + v.last_split,
+                      now, ""});
+    }
+  }
+  report.set("convergence.volumes_checked", static_cast<double>(volumes_.size()));
+  report.set("convergence.volumes_never_agreed", static_cast<double>(never));
+  report.add_summary("convergence.store_ms", store_ms);
 }
 
 }  // namespace caesium::sim

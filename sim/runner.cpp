@@ -124,7 +124,17 @@ Result<Report> run_scenario(const Scenario& s, const RunOptions& options) {
   }
   RandomFaultDriver random(world, s.random, s.duration_ms, Rng(options.seed ^ 0xFA017ULL).next_u64());
   random.schedule();
-  if (s.heal_at_end) world.at(s.duration_ms, [&world] { heal_everything(world); });
+  if (s.heal_at_end) {
+    world.at(s.duration_ms, [&world, &convergence] {
+      heal_everything(world);
+      convergence.healed(world);
+    });
+    // Convergence is judged on samples through the settle period (see
+    // convergence_checker.h): once a second, after the heal's own events.
+    for (int64_t t = s.duration_ms + kMsPerSecond; t < s.end_ms(); t += kMsPerSecond) {
+      world.at(t, [&world, &convergence] { convergence.sample(world); });
+    }
+  }
 
   world.run_until(s.end_ms());
 

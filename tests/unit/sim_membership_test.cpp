@@ -2,6 +2,7 @@
 // detection and dissemination times, convergence after heal and restart.
 #include <catch2/catch.hpp>
 
+#include "sim/convergence_checker.h"
 #include "sim/membership_checker.h"
 #include "sim_test_process.h"
 
@@ -113,4 +114,50 @@ TEST_CASE("membership checker: no convergence at the end is a violation when req
   CHECK(mc.bad_pairs() == 1);
   REQUIRE(r.violations.size() == 1);
   CHECK(r.violations[0].invariant == "membership_convergence");
+}
+
+TEST_CASE("convergence checker: stores must agree at some sample after the heal", "[sim]") {
+  ConvergenceChecker cc(true);
+  TestWorld tw(3, quiet_options(), {&cc});
+  for (uint32_t i = 0; i < 3; ++i) tw.p(i).digests = {{"v1", 1}, {"v2", 10 + i}};
+  tw.world->at(1000, [&] { cc.healed(*tw.world); });
+  // v1 disagrees at the end but agreed at 3 s (a store that keeps changing); v2 never.
+  for (int64_t t = 2000; t <= 5000; t += 1000) tw.world->at(t, [&] { cc.sample(*tw.world); });
+  tw.world->at(4500, [&] { tw.p(0).digests[0].second = 2; });
+  tw.world->run_until(6000);
+  Report r;
+  tw.world->finish(r);
+  CHECK(r.figures.at("convergence.volumes_checked") == 2);
+  CHECK(r.figures.at("convergence.volumes_never_agreed") == 1);
+  CHECK(r.figures.at("convergence.store_ms.max") == 1000);
+  REQUIRE(r.violations.size() == 1);
+  CHECK(r.violations[0].invariant == "store_convergence");
+  CHECK(r.violations[0].detail.find("volume v2") != std::string::npos);
+}
+
+TEST_CASE("convergence checker: views judged through member_view()", "[sim]") {
+  ConvergenceChecker cc(true);
+  TestWorld tw(2, quiet_options(), {&cc});
+  tw.p(0).view = {{"n2", 1}};  // n1 still suspects a live n2
+  tw.p(1).view = {{"n1", 0}};
+  tw.world->at(1000, [&] { cc.healed(*tw.world); });
+  tw.world->at(2000, [&] { cc.sample(*tw.world); });
+  tw.world->run_until(3000);
+  Report bad;
+  tw.world->finish(bad);
+  REQUIRE(bad.violations.size() == 1);
+  CHECK(bad.violations[0].invariant == "view_convergence");
+  CHECK(bad.violations[0].detail.find("n1 sees n2 as state 1") != std::string::npos);
+
+  ConvergenceChecker ok(true);
+  TestWorld tw2(2, quiet_options(), {&ok});
+  tw2.p(0).view = {{"n2", 0}};
+  tw2.p(1).view = {{"n1", 0}};
+  tw2.world->crash(1);  // a down node must not be seen alive...
+  tw2.p(0).view = {{"n2", 2}};  // ...and is not
+  tw2.world->run_until(1000);
+  Report good;
+  tw2.world->finish(good);
+  CHECK(good.violations.empty());
+  CHECK(good.figures.at("convergence.views_ms.count") == 1);
 }

@@ -366,7 +366,8 @@ TEST_CASE("swarm seeds with the echo process converge after healing", "[sim]") {
     REQUIRE(r.ok());
     INFO(r.value().to_text());
     CHECK(r.value().passed());
-    CHECK(r.value().figures.at("convergence.views_checked") > 0);
+    CHECK(r.value().figures.at("convergence.views_ms.count") == 1);
+    CHECK(r.value().figures.at("convergence.volumes_never_agreed") == 0);
   }
 }
 

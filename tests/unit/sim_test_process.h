@@ -36,6 +36,9 @@ class TestProcess final : public Process {
   std::vector<Invocation> invocations;
   std::vector<Observation> observations;
   int64_t deadline_mono = kNever;
+  // Introspection answers.
+  std::vector<std::pair<std::string, int>> view;
+  std::vector<std::pair<std::string, uint64_t>> digests;
   // Called on every tick, after it is recorded.
   std::function<void(TestProcess&, Clock)> on_tick_fn;
   const World* world = nullptr;  // to stamp virtual time on receipts
@@ -55,6 +58,8 @@ class TestProcess final : public Process {
   void on_durable(uint64_t seq, Clock) override { durable.push_back(seq); }
   void on_invocation_done(const InvocationResult& r, Clock) override { done.push_back(r); }
   int64_t next_deadline_mono() const override { return deadline_mono; }
+  std::vector<std::pair<std::string, int>> member_view() const override { return view; }
+  std::vector<std::pair<std::string, uint64_t>> volume_digests() const override { return digests; }
   bool poll_transmit(Transmit& out) override { return pop(outbox, out); }
   bool poll_storage(StorageBatch& out) override { return pop(batches, out); }
   bool poll_invocation(Invocation& out) override { return pop(invocations, out); }
