@@ -77,7 +77,7 @@ struct Harness {
 
 }  // namespace
 
-TEST_CASE("builtin noop succeeds on a later loop turn; log writes one line") {
+TEST_CASE("builtin noop succeeds on a later loop turn, log writes one line") {
   Harness h({builtin("nothing", "noop"), builtin("say", "log")});
   h.run(1, "nothing");
   node::Invocation inv = invocation(2, "say");
@@ -131,7 +131,7 @@ TEST_CASE("HandlerSet: a misconfigured handler fails its invocations with the re
   for (const auto& [level, text] : h.logs) CHECK(level == LogLevel::kWarn);
 }
 
-TEST_CASE("HandlerSet: reload swaps handlers; running invocations finish on the old one") {
+TEST_CASE("HandlerSet: reload swaps handlers, running invocations finish on the old one") {
   namespace fs = std::filesystem;
   std::string tmpl = (fs::temp_directory_path() / "caesium-set-XXXXXX").string();
   const fs::path dir = mkdtemp(tmpl.data());
@@ -157,7 +157,7 @@ TEST_CASE("HandlerSet: reload swaps handlers; running invocations finish on the 
   fs::remove_all(dir);
 }
 
-TEST_CASE("HandlerSet: cancel_all drops everything pending; done may call run again") {
+TEST_CASE("HandlerSet: cancel_all drops everything pending, done may call run again") {
   Harness h({builtin("a", "noop"), exec("slow", "sleep 30")});
   SECTION("cancel_all") {
     h.run(1, "a");
