@@ -54,6 +54,7 @@ struct ClaimReply {
   ClaimOutcome outcome = ClaimOutcome::kGranted;
   ProcessId holder;          // for kGranted: the claimant; for kHeld: the current holder
   int64_t retry_after_ms = 0;
+  bool holder_alive = false;  // kHeld: the replier sees the holder alive (non-transitive links)
   bool operator==(const ClaimReply&) const = default;
 };
 

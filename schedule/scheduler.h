@@ -72,6 +72,7 @@ struct Topology {
 struct PeerView {
   bool reachable = false;  // alive or suspect (self is always reachable)
   bool suspect = false;    // reachable only as a suspect: avoided as a worker
+  bool direct = false;     // heard from directly and recently (not only through relays)
   bool known = false;      // present in the membership at all
   uint64_t boot = 0;       // its current boot id, when known
   uint32_t load = 0;       // running + queued handlers it reports
@@ -208,7 +209,9 @@ class Scheduler {
   struct Attempt {
     AttemptInfo info;
     AttemptState state = AttemptState::kSent;
-    int64_t sent_mono_ms = 0;
+    int64_t sent_mono_ms = 0;       // first dispatch
+    int64_t resent_mono_ms = 0;     // latest (re)transmission
+    int64_t accept_by_utc_ms = 0;
     int64_t accepted_mono_ms = 0;
     int64_t revoke_sent_mono_ms = 0;
   };
@@ -228,6 +231,8 @@ class Scheduler {
     int64_t claim_started_mono_ms = 0, claim_last_sent_mono_ms = 0;
     uint32_t claim_rounds = 0;
     std::optional<ProcessId> holder;  // who holds a grant (from replies or my own grant)
+    bool holder_vouched = false;      // a replica that can see the holder says it is alive
+    bool ever_owned = false;          // this process owned o at some point: never release grants
     // ownership (phase kOwned)
     std::shared_ptr<const Entry> entry;  // captured when this node started deciding
     FirePath path = FirePath::kQuorum;
@@ -281,6 +286,7 @@ class Scheduler {
   void evaluate_claim(Occ& o, const Entry& e, Clock now);
   void become_owner(Occ& o, const Entry& e, FirePath path, bool possible_duplicate, Clock now);
   void dispatch_attempt(Occ& o, const Entry& e, Clock now, const std::set<std::string>& exclude);
+  Dispatch make_dispatch(const Occ& o, const Entry& e, const Attempt& a) const;
   void write_owner_record(Occ& o, OwnerOutcome outcome, const std::string& reason, Clock now);
   void owner_step(Occ& o, Clock now);
   void finish(Occ& o, Phase phase, const std::string& reason, Clock now);

@@ -126,21 +126,25 @@ std::optional<std::string> Scheduler::choose_worker(const Occ& o, const Entry& e
       std::binary_search(candidates.begin(), candidates.end(), e.origin) && host_.peer(e.origin).reachable) {
     return e.origin;
   }
+  // Preference classes, best first: heard from directly and recently; alive in the
+  // view (perhaps only through relays: a non-transitive link may eat the dispatch);
+  // suspect (probably dead).  Within a class, the least loaded.
+  auto rank = [](const PeerView& p) { return p.suspect ? 2 : p.direct ? 0 : 1; };
   std::optional<std::string> best;
-  bool best_suspect = true;
+  int best_rank = 3;
   uint64_t best_score = UINT64_MAX, best_tie = 0;
   for (const auto& n : candidates) {
     if (exclude.count(n)) continue;
     const PeerView p = host_.peer(n);
     if (!p.reachable) continue;
-    // A suspect is probably dead: use one only when no alive replica is eligible.
-    if (p.suspect && !best_suspect) continue;
+    const int r = rank(p);
+    if (r > best_rank) continue;
     auto out = outstanding_.find(n);
     const uint64_t busy = uint64_t{p.load} + (out == outstanding_.end() ? 0 : out->second);
     const uint64_t score = busy * 1024 / std::max<uint64_t>(1, p.slots);
     const uint64_t tie = hash_combine(hash64(n), static_cast<uint64_t>(o.id.scheduled_utc_ms) ^ hash64(o.id.entry_key));
-    if ((best_suspect && !p.suspect) || score < best_score || (score == best_score && tie < best_tie)) {
-      best_suspect = p.suspect;
+    if (r < best_rank || score < best_score || (score == best_score && tie < best_tie)) {
+      best_rank = r;
       best = n;
       best_score = score;
       best_tie = tie;
@@ -243,7 +247,9 @@ void Scheduler::reconsider(Occ& o, Clock now) {
     return;
   }
   if (o.holder && !(*o.holder == self_)) {
-    if (owner_alive(*o.holder)) return;  // granted to a live process: it decides
+    // Granted to a live process: it decides.  "Live" includes a holder this node cannot
+    // see but a replica that can see it vouched for (a non-transitive partition).
+    if (owner_alive(*o.holder) || o.holder_vouched) return;
     if (!o.at_most_once) {
       become_owner(o, e, FirePath::kTakeover, true, now);
     } else {
@@ -287,6 +293,7 @@ void Scheduler::start_claim(Occ& o, const Entry& e, Clock now) {
   o.answered.clear();
   o.not_due_until_mono.clear();
   o.holder.reset();
+  o.holder_vouched = false;
   o.claim_started_mono_ms = now.mono_ms;
   ++o.claim_rounds;
   send_claims(o, e, now, true);
@@ -324,8 +331,11 @@ void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clo
   const bool granted_to_me = (r.outcome == ClaimOutcome::kGranted || r.outcome == ClaimOutcome::kHeld) &&
                              r.holder == self_;
   if (o == nullptr || o->phase != Phase::kClaiming) {
-    // A late grant for a round this node abandoned: hand it back, unless we own o.
-    if (granted_to_me && (o == nullptr || o->phase != Phase::kOwned)) {
+    // A late grant for a round this node abandoned may be handed back — but only when
+    // this node certainly never owned o.  A grant released after its holder owned (and
+    // perhaps ran) o would let a second claimant win a majority: the one way to run an
+    // at-most-once occurrence twice.  A forgotten occurrence keeps its grants.
+    if (granted_to_me && o != nullptr && !o->ever_owned) {
       host_.send(from, Release{r.volume, r.occ, self_}, false);
     }
     return;
@@ -338,6 +348,7 @@ void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clo
         o->granted.insert(from);
       } else {
         o->holder = r.holder;
+        o->holder_vouched = o->holder_vouched || r.holder_alive;
         o->refused.insert(from);
         ++counters_.refused_claims;
       }
@@ -395,6 +406,8 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
 void Scheduler::release_grants(Occ& o, const Entry* e, Clock now) {
   (void)now;
   (void)e;
+  assert(!o.ever_owned);
+  if (o.ever_owned) return;
   for (const auto& n : o.granted) host_.send(n, Release{o.volume, o.id, self_}, false);
   o.granted.clear();
 }
@@ -403,6 +416,7 @@ void Scheduler::release_grants(Occ& o, const Entry* e, Clock now) {
 
 void Scheduler::become_owner(Occ& o, const Entry& e, FirePath path, bool possible_duplicate, Clock now) {
   o.phase = Phase::kOwned;
+  o.ever_owned = true;
   o.path = path;
   o.possible_duplicate = possible_duplicate;
   switch (path) {
@@ -469,22 +483,9 @@ void Scheduler::dispatch_attempt(Occ& o, const Entry& e, Clock now, const std::s
   // with its disk knows what it sent.
   write_owner_record(o, OwnerOutcome::kOpen, "", now);
 
-  Dispatch d;
-  d.volume = o.volume;
-  d.occ = o.id;
-  d.owner = self_;
-  d.fire_id = a.info.fire_id;
-  d.attempt = n;
-  d.at_most_once = o.at_most_once;
-  d.possible_duplicate = o.possible_duplicate;
-  d.accept_by_utc_ms = now.utc_ms + e.accept_timeout_ms;
-  d.handler = e.handler;
-  d.payload = e.payload;
-  if (const auto* timer = std::get_if<Timer>(&e.timing)) {
-    d.sequence = timer_sequence(*timer, e.created_utc_ms, o.id.scheduled_utc_ms);
-  }
-  d.issued_utc_ms = now.utc_ms;
-  host_.send(*worker, std::move(d), true);
+  o.attempts.back().accept_by_utc_ms = now.utc_ms + e.accept_timeout_ms;
+  o.attempts.back().resent_mono_ms = now.mono_ms;
+  host_.send(*worker, make_dispatch(o, e, o.attempts.back()), true);
   ++outstanding_[*worker];
   if (n == 1 || o.attempts.size() == 1) {
     ++counters_.dispatched;
@@ -493,7 +494,26 @@ void Scheduler::dispatch_attempt(Occ& o, const Entry& e, Clock now, const std::s
     ++counters_.redispatched;
     emit(FireEvent::Kind::kRedispatched, o, now, *worker, n);
   }
-  set_timer(o, now.mono_ms + e.accept_timeout_ms);
+  set_timer(o, now.mono_ms + std::min(e.accept_timeout_ms, options_.claim_retry_ms));
+}
+
+Dispatch Scheduler::make_dispatch(const Occ& o, const Entry& e, const Attempt& a) const {
+  Dispatch d;
+  d.volume = o.volume;
+  d.occ = o.id;
+  d.owner = self_;
+  d.fire_id = a.info.fire_id;
+  d.attempt = a.info.attempt;
+  d.at_most_once = o.at_most_once;
+  d.possible_duplicate = o.possible_duplicate;
+  d.accept_by_utc_ms = a.accept_by_utc_ms;
+  d.handler = e.handler;
+  d.payload = e.payload;
+  if (const auto* timer = std::get_if<Timer>(&e.timing)) {
+    d.sequence = timer_sequence(*timer, e.created_utc_ms, o.id.scheduled_utc_ms);
+  }
+  d.issued_utc_ms = a.info.issued_utc_ms;
+  return d;
 }
 
 // Drives an owned occurrence: accept timeouts, revocation, complete_time, worker
@@ -546,7 +566,14 @@ void Scheduler::owner_step(Occ& o, Clock now) {
       // back with its disk can do truthfully.  Revoke right away instead of waiting
       // out the accept timeout.
       if (now.mono_ms < deadline && worker_up) {
-        set_timer(o, deadline);
+        // The dispatch or its reply may be lost (a broken connection, a corrupted
+        // frame): send it again until the worker answers.  Acceptance is idempotent per
+        // fire id, and the accept deadline and issue time travel unchanged.
+        if (now.mono_ms >= a.resent_mono_ms + options_.claim_retry_ms) {
+          a.resent_mono_ms = now.mono_ms;
+          host_.send(a.info.worker, make_dispatch(o, e, a), true);
+        }
+        set_timer(o, std::min(deadline, a.resent_mono_ms + options_.claim_retry_ms));
         return;
       }
       if (!o.at_most_once) {

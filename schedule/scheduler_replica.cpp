@@ -2,6 +2,8 @@
 // runs, revokes).  Every promise made here is durable before it is sent: grants,
 // acceptances, refusals and revocations.
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
 
 #include "schedule/scheduler.h"
 #include "schedule/timing.h"
@@ -46,6 +48,7 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
   if (g != grants_.end()) {
     reply.outcome = g->second == c.claimant ? ClaimOutcome::kGranted : ClaimOutcome::kHeld;
     reply.holder = g->second;
+    reply.holder_alive = reply.outcome == ClaimOutcome::kHeld && owner_alive(g->second);
     // A repeated grant is answered only once the original is durable.
     host_.send(from, reply, reply.outcome == ClaimOutcome::kGranted);
     return;
@@ -97,6 +100,11 @@ void Scheduler::put_worker_record(const std::string& volume, const OccurrenceId&
 }
 
 void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock now) {
+  if (std::getenv("CAESIUM_DEBUG_FIRE")) {
+    std::fprintf(stderr, "[%s] dispatch from %s for %s@%lld fire %s at utc %lld accept_by %lld\n", self_.node.c_str(),
+                 from.c_str(), d.occ.entry_key.c_str(), static_cast<long long>(d.occ.scheduled_utc_ms),
+                 d.fire_id.c_str(), static_cast<long long>(now.utc_ms), static_cast<long long>(d.accept_by_utc_ms));
+  }
   DispatchReply reply{d.volume, d.occ, d.fire_id, DispatchOutcome::kRefused, {}};
   auto refuse = [&](const std::string& why, bool durable) {
     reply.reason = why;

@@ -17,7 +17,9 @@
 //   lateness       in a fault-free window, the first execution came later than the
 //                  healthy bound
 // Figures per semantics: due, once, duplicates, withheld, missed, lost; lateness
-// (all, healthy, after a fault); messages per occurrence.
+// (all, healthy, after a fault); messages per occurrence; per entry
+// ("entry.<entity>/<name>.due" / ".executions"); the most nodes that believed
+// themselves master of one volume at the same time ("masters.max_concurrent").
 #pragma once
 
 #include <cstdint>
@@ -80,6 +82,9 @@ class FireChecker final : public Checker {
   std::map<OccKey, Decisions> decisions_;
   std::vector<FaultRecord> faults_;
   std::set<uint32_t> skewed_nodes_;
+  // Who believes itself master of each volume right now, and the most at once.
+  std::map<std::string, std::set<uint32_t>> self_masters_;
+  size_t max_concurrent_masters_ = 0;
   uint64_t unknown_executions_ = 0;
 };
 

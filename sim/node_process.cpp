@@ -3,6 +3,8 @@
 #include <sodium.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "node/core/node.h"
 #include "schedule/entry_json.h"
@@ -72,6 +74,20 @@ node::ClusterConfig cluster_config_of(const ClusterSpec& c) {
 
 class NodeProcess final : public Process {
  public:
+  ~NodeProcess() override {
+    if (std::getenv("CAESIUM_DEBUG_COUNTERS") == nullptr) return;
+    const auto& c = node_->counters();
+    std::fprintf(stderr,
+                 "[%s] counters: auth_failures=%llu replays=%llu malformed=%llu unknown=%llu misrouted=%llu "
+                 "frames_in=%llu frames_out=%llu dgrams_in=%llu dgrams_out=%llu syncs=%llu/%llu/%llu\n",
+                 id_.c_str(), static_cast<unsigned long long>(c.auth_failures), static_cast<unsigned long long>(c.replays),
+                 static_cast<unsigned long long>(c.malformed), static_cast<unsigned long long>(c.unknown_messages),
+                 static_cast<unsigned long long>(c.misrouted), static_cast<unsigned long long>(c.frames_in),
+                 static_cast<unsigned long long>(c.frames_out), static_cast<unsigned long long>(c.datagrams_in),
+                 static_cast<unsigned long long>(c.datagrams_out), static_cast<unsigned long long>(c.syncs_started),
+                 static_cast<unsigned long long>(c.syncs_completed), static_cast<unsigned long long>(c.syncs_failed));
+  }
+
   NodeProcess(const ProcessContext& ctx, node::NodeOptions options) : id_(ctx.spec().id) {
     options.id = ctx.spec().id;
     options.cluster_name = "sim";

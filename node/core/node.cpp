@@ -7,6 +7,9 @@
 
 #include "base/bytes.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace caesium::node {
 namespace {
 
@@ -47,6 +50,8 @@ schedule::FireMessage to_fire(wire::CoreMessage& m) {
 }
 
 }  // namespace
+
+std::string encode_incarnation(uint64_t incarnation) { return encode_i64(static_cast<int64_t>(incarnation)); }
 
 std::string encode_stored_record(const schedule::Record& r) {
   ByteWriter w;
@@ -132,7 +137,7 @@ Status Node::start(const std::vector<StoredRecord>& records, Clock now) {
   if (!records.empty() && !formatted) return Error("the data directory is not a Caesium data directory");
 
   incarnation_ = static_cast<uint64_t>(stored_incarnation) + 1;
-  storage_put(std::string(kIncarnationKey), encode_i64(static_cast<int64_t>(incarnation_)));
+  storage_put(std::string(kIncarnationKey), encode_incarnation(incarnation_));
   if (!formatted) {
     // A fresh or wiped disk: whatever this node granted or accepted in a previous life
     // is forgotten, so it abstains on everything that could have been due back then.
@@ -165,8 +170,11 @@ Status Node::start(const std::vector<StoredRecord>& records, Clock now) {
   loading_ = false;
 
   gossip::MembershipConfig mc = options_.membership;
-  membership_ = std::make_unique<gossip::Membership>(options_.id, options_.gossip_addr, self_meta(), incarnation_,
-                                                     mc, rng_.fork());
+  if (Status s = gossip::check_config(mc); !s.ok()) return s;
+  const gossip::MemberMeta meta = self_meta();
+  if (Status s = gossip::Membership::check_identity(options_.id, options_.gossip_addr, meta, mc); !s.ok()) return s;
+  membership_ = std::make_unique<gossip::Membership>(options_.id, options_.gossip_addr, meta, incarnation_, mc,
+                                                     rng_.fork());
   membership_->join(options_.seeds, now.mono_ms);
   started_ = true;
   pump(now);
@@ -190,6 +198,10 @@ bool Node::open_frame(std::string_view bytes, node::Channel channel, wire::Envel
   wire::FrameError err{};
   if (!cipher_->open(bytes, opened, err)) {
     ++counters_.auth_failures;
+    if (std::getenv("CAESIUM_DEBUG_FRAMES")) {
+      std::fprintf(stderr, "[%s] t=%lld frame refused: %s (%zu bytes, channel %d)\n", options_.id.c_str(),
+                   static_cast<long long>(now.mono_ms), wire::to_string(err), bytes.size(), static_cast<int>(channel));
+    }
     return false;
   }
   const auto expected = channel == Channel::kDatagram ? wire::FrameChannel::kDatagram : wire::FrameChannel::kStream;
@@ -215,6 +227,11 @@ bool Node::open_frame(std::string_view bytes, node::Channel channel, wire::Envel
   const auto verdict = replay_.check(env->sender, env->boot_id, opened.channel, env->seq, env->sent_utc_ms, now.utc_ms);
   if (verdict != wire::ReplayGuard::Verdict::kFresh) {
     ++counters_.replays;
+    if (std::getenv("CAESIUM_DEBUG_FRAMES")) {
+      std::fprintf(stderr, "[%s] t=%lld frame from %s refused by the replay guard: verdict %d seq %llu channel %d\n",
+                   options_.id.c_str(), static_cast<long long>(now.mono_ms), env->sender.c_str(), static_cast<int>(verdict),
+                   static_cast<unsigned long long>(env->seq), static_cast<int>(channel));
+    }
     return false;
   }
   last_heard_mono_[env->sender] = now.mono_ms;

@@ -61,6 +61,7 @@ struct NodeOptions {
   int64_t replay_window_ms = 120'000;   // frames older/newer than this are refused
   int64_t maintenance_interval_ms = 30'000;  // retention sweeps, tombstone purge
   int64_t heard_recently_ms = 2'000;    // a peer heard from this recently counts as reachable
+  int64_t direct_contact_ms = 10'000;   // ...and is preferred as a worker within this
   size_t max_stream_frame_bytes = size_t{4} << 20;
 };
 
@@ -103,6 +104,7 @@ struct WriteAck {
   uint64_t durable_seq = 0;
 };
 
+std::string encode_incarnation(uint64_t incarnation);  // "n/incarnation"
 // How volume records are kept in node storage ("v/<volume>/<key>").
 std::string encode_stored_record(const schedule::Record& record);
 Result<schedule::Record> decode_stored_record(std::string_view key, std::string_view bytes);

@@ -80,6 +80,12 @@ void Node::drain_membership(Clock now) {
     }
   }
   if (changed) refresh_masters(now);
+  // Refutations and meta changes raise our incarnation; persist it so a restart starts
+  // above anything this process ever advertised.
+  if (membership_->incarnation() > incarnation_) {
+    incarnation_ = membership_->incarnation();
+    storage_put("n/incarnation", encode_incarnation(incarnation_));
+  }
   maybe_activate(now);
 }
 
@@ -142,6 +148,7 @@ schedule::PeerView Node::peer(const std::string& node) const {
   if (node == options_.id) {
     p.reachable = !left_;
     p.known = true;
+    p.direct = true;
     p.boot = boot_id_;
     p.load = static_cast<uint32_t>(scheduler_ ? scheduler_->running_invocations() : 0);
     p.slots = options_.capacity.max_running;
@@ -158,6 +165,7 @@ schedule::PeerView Node::peer(const std::string& node) const {
       heard != last_heard_mono_.end() && last_.mono_ms - heard->second <= options_.heard_recently_ms;
   p.reachable = gossip::is_reachable(*state) || heard_recently;
   p.suspect = *state == gossip::MemberState::kSuspect && !heard_recently;
+  p.direct = heard != last_heard_mono_.end() && last_.mono_ms - heard->second <= options_.direct_contact_ms;
   if (const gossip::MemberMeta* m = membership_->meta_of(node)) {
     p.boot = m->boot_id;
     p.load = m->load.running + m->load.queued;

@@ -147,6 +147,7 @@ struct ClaimReply {
   outcome @2 :ClaimOutcome;
   holder @3 :ProcessId;
   retryAfterMs @4 :Int64;
+  holderAlive @5 :Bool;
 }
 
 struct Release { volume @0 :Text; occ @1 :OccurrenceId; claimant @2 :ProcessId; }

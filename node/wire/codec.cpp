@@ -349,6 +349,7 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setOutcome(static_cast<cp::ClaimOutcome>(m.outcome));
           put(x.initHolder(), m.holder);
           x.setRetryAfterMs(m.retry_after_ms);
+          x.setHolderAlive(m.holder_alive);
         } else if constexpr (std::is_same_v<T, schedule::Release>) {
           auto x = b.initRelease();
           x.setVolume(text(m.volume));
@@ -424,7 +425,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       auto outcome = get_enum<schedule::ClaimOutcome>(static_cast<uint16_t>(x.getOutcome()), 3, "claim outcome");
       if (!outcome) return outcome.error();
       return CoreMessage{schedule::ClaimReply{str(x.getVolume()), get(x.getOcc()), *outcome,
-                                              get(x.getHolder()), x.getRetryAfterMs()}};
+                                              get(x.getHolder()), x.getRetryAfterMs(), x.getHolderAlive()}};
     }
     case cp::CoreMessage::RELEASE: {
       auto x = r.getRelease();

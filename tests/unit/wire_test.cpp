@@ -105,7 +105,7 @@ CoreMessage random_core(Rng& rng) {
                                    random_text(rng, 8), rng.between(0, int64_t{1} << 42)};
     case 1: return schedule::ClaimReply{random_text(rng, 8), random_occ(rng),
                                         static_cast<schedule::ClaimOutcome>(rng.below(4)),
-                                        {random_text(rng, 8), rng.next_u64()}, rng.between(0, 10000)};
+                                        {random_text(rng, 8), rng.next_u64()}, rng.between(0, 10000), rng.chance(0.5)};
     case 2: return schedule::Release{random_text(rng, 8), random_occ(rng), {random_text(rng, 8), rng.next_u64()}};
     case 3: {
       schedule::Dispatch d;
