@@ -300,6 +300,7 @@ void Node::on_tick(Clock now) {
   maybe_activate(now);
   scheduler_->on_tick(now);
   expire_sessions(now);
+  if (!all_synced_) refresh_masters(now);  // a lone node stops waiting for a sync partner
   start_syncs(now);
   if (now.mono_ms >= next_maintenance_mono_ms_) {
     next_maintenance_mono_ms_ = now.mono_ms + options_.maintenance_interval_ms;

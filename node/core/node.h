@@ -175,6 +175,11 @@ class Node final : private schedule::SchedulerHost {
  private:
   struct VolumeState {
     std::unique_ptr<schedule::VolumeStore> store;
+    // A node decides for a volume only once its store has been reconciled with a peer
+    // replica since it started (or it found no peer to ask): a restarted master must
+    // not act on the state it had before it went down.
+    bool synced = false;
+    int64_t opened_mono_ms = 0;
     std::map<std::string, schedule::Record> push;  // local writes not yet pushed, by key
     int64_t next_sync_mono_ms = 0;
     uint64_t initiator_session = 0;  // 0 = none running
@@ -253,6 +258,8 @@ class Node final : private schedule::SchedulerHost {
   std::map<std::string, VolumeState> volumes_;
   std::map<std::pair<std::string, uint64_t>, Session> sessions_;  // (peer, session id)
   std::map<std::string, std::optional<std::string>> masters_;     // volume -> master in our view
+  std::map<std::string, bool> deciding_;                          // volume -> this node decides
+  bool all_synced_ = false;
   std::map<std::string, int64_t> config_requested_mono_;           // peer -> last request time
   std::map<std::string, uint64_t> known_boots_;                    // peer -> boot id last seen
   std::map<std::string, int64_t> last_heard_mono_;                 // peer -> last authenticated frame

@@ -97,8 +97,9 @@ void Node::drain_membership(Clock now) {
 // intersect) and free of duplicates (the loser defers to the holder), so the
 // next-in-line replica steps in as soon as the master is suspected.
 void Node::refresh_masters(Clock now) {
-  for (const auto& [volume, v] : volumes_) {
-    (void)v;
+  bool pending_sync = false;
+  for (const auto& [volume, v_unused] : volumes_) {
+    (void)v_unused;
     const VolumeSpec* spec = config_.volume(volume);
     std::optional<std::string> m;
     if (spec && !left_) {
@@ -117,16 +118,28 @@ void Node::refresh_masters(Clock now) {
       }
       m = gossip::choose_master(candidates);
     }
+    // Not synced yet: decide only if no peer replica can be asked (alone after the
+    // startup grace), never on the state from before a restart.
+    VolumeState& vs = volumes_.at(volume);
+    if (!vs.synced && spec) {
+      bool peer_reachable = false;
+      for (const auto& r : spec->replicas) peer_reachable = peer_reachable || (r != options_.id && membership_->reachable(r));
+      if (!peer_reachable && now.mono_ms - vs.opened_mono_ms >= options_.startup_grace_ms) vs.synced = true;
+    }
+    const bool deciding = m && *m == options_.id && vs.synced;
+    if (!vs.synced) pending_sync = true;
     auto& known = masters_[volume];
-    if (known == m) continue;
+    if (known == m && deciding_[volume] == deciding) continue;
     known = m;
-    scheduler_->set_master(volume, m && *m == options_.id, now);
+    deciding_[volume] = deciding;
+    scheduler_->set_master(volume, deciding, now);
     NodeEvent e;
     e.kind = NodeEvent::Kind::kMaster;
     e.volume = volume;
     e.subject = m.value_or("");
     events_.push_back(std::move(e));
   }
+  all_synced_ = !pending_sync;
 }
 
 std::optional<std::string> Node::master_of(const std::string& volume) const {

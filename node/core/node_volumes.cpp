@@ -21,9 +21,10 @@ void Node::open_volume(const std::string& name, Clock now) {
     if (!parsed) return false;
     return parsed->occ.scheduled_utc_ms >= last_.utc_ms - options_.scheduler.occurrence_retention_ms;
   });
-  // Spread the first sync of each volume over the first interval.
-  v.next_sync_mono_ms = now.mono_ms + static_cast<int64_t>(rng_.below(
-                                          static_cast<uint64_t>(std::max<int64_t>(1, options_.sync_interval_ms))));
+  // Reconcile at once (a restarted node must catch up before it decides anything);
+  // later syncs are spread over the interval.
+  v.opened_mono_ms = now.mono_ms;
+  v.next_sync_mono_ms = now.mono_ms;
 }
 
 void Node::close_volume(const std::string& name) {
@@ -119,7 +120,11 @@ void Node::start_syncs(Clock now) {
     for (const auto& r : spec->replicas) {
       if (r != options_.id && membership_->reachable(r)) peers.push_back(r);
     }
-    if (peers.empty()) continue;
+    if (peers.empty()) {
+      // Nobody to reconcile with yet (still joining): an unsynced volume asks again soon.
+      if (!v.synced) v.next_sync_mono_ms = now.mono_ms + 250;
+      continue;
+    }
     const std::string& peer = peers[rng_.below(peers.size())];
     const uint64_t id = rng_.next_u64() | 1;
     Session s;
@@ -166,7 +171,13 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
     queue_core(from, std::move(**reply), false);
   }
   if (!reply || s.sync->done()) {
-    if (reply && !s.sync->failed()) ++counters_.syncs_completed;
+    if (reply && !s.sync->failed()) {
+      ++counters_.syncs_completed;
+      if (!vit->second.synced) {
+        vit->second.synced = true;
+        refresh_masters(now);
+      }
+    }
     if (std::getenv("CAESIUM_DEBUG_SYNC") && reply) {
       const auto& st = s.sync->stats();
       std::fprintf(stderr, "[%s] t=%lld sync %s with %s on %s done: rt=%u sent=%llu recv=%llu applied=%llu digest=%016llx size=%zu\n",
