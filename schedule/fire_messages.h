@@ -31,6 +31,27 @@ struct ProcessId {
   bool operator==(const ProcessId&) const = default;
 };
 
+// One attempt at running an occurrence: a fire id, the worker it goes to, and when
+// its owner first issued it.
+struct AttemptInfo {
+  uint32_t attempt = 0;
+  std::string fire_id;
+  std::string worker;
+  int64_t issued_utc_ms = 0;
+  bool operator==(const AttemptInfo&) const = default;
+};
+
+// The votes on an occurrence are Paxos-like.  A round is first-come on every replica:
+// round 0 is the ordinary claim, which carries the first attempt (prepare and accept
+// in one step); a new master that must take over an at-most-once occurrence whose
+// owner vanished prepares a higher round, learns the latest accepted attempt from a
+// majority, and proposes a new attempt only after that one's worker revoked it.
+enum class ClaimKind : uint8_t {
+  kClaim = 0,    // round 0: grant o to the claimant and accept `attempt`
+  kPrepare = 1,  // round >= 1: promise the round; answer with the latest accepted attempt
+  kAccept = 2,   // accept `attempt` in the claimant's round
+};
+
 // CLAIM(o, claimant, W): ask a replica to grant o to the claimant.
 struct Claim {
   std::string volume;
@@ -38,6 +59,9 @@ struct Claim {
   ProcessId claimant;
   std::string worker;        // the worker the claimant intends to use (informative)
   int64_t fire_utc_ms = 0;   // scheduled + jitter: a replica grants only once this is due by its clock
+  ClaimKind kind = ClaimKind::kClaim;
+  uint64_t round = 0;
+  AttemptInfo attempt;       // kClaim, kAccept
   bool operator==(const Claim&) const = default;
 };
 
@@ -55,6 +79,14 @@ struct ClaimReply {
   ProcessId holder;          // for kGranted: the claimant; for kHeld: the current holder
   int64_t retry_after_ms = 0;
   bool holder_alive = false;  // kHeld: the replier sees the holder alive (non-transitive links)
+  ClaimKind kind = ClaimKind::kClaim;  // echoes the request
+  uint64_t round = 0;                  // echoes the request
+  uint64_t promised_round = 0;         // the round this replica promised (kHeld: to `holder`)
+  // The latest attempt this replica accepted, if any (answers kPrepare; informs kHeld).
+  bool has_accepted = false;
+  uint64_t accepted_round = 0;
+  ProcessId accepted_by;
+  AttemptInfo accepted;
   bool operator==(const ClaimReply&) const = default;
 };
 

@@ -183,11 +183,21 @@ std::string encode(const WorkerRecord& r) {
   return w.take();
 }
 
-std::string encode(const ProcessId& holder) {
+std::string encode(const Vote& v) {
   ByteWriter w;
   w.u8(kRecordFormat);
-  w.u8('g');
-  put(w, holder);
+  w.u8('v');
+  w.varint(v.promised_round);
+  put(w, v.promised_by);
+  w.boolean(v.has_accepted);
+  if (v.has_accepted) {
+    w.varint(v.accepted_round);
+    put(w, v.accepted_by);
+    w.varint(v.accepted.attempt);
+    w.str(v.accepted.fire_id);
+    w.str(v.accepted.worker);
+    w.svarint(v.accepted.issued_utc_ms);
+  }
   return w.take();
 }
 
@@ -233,12 +243,23 @@ Result<WorkerRecord> decode_worker_record(std::string_view bytes) {
   return o;
 }
 
-Result<ProcessId> decode_grant(std::string_view bytes) {
+Result<Vote> decode_vote(std::string_view bytes) {
   ByteReader r(bytes);
-  if (r.u8() != kRecordFormat || r.u8() != 'g') return Error("not a grant record");
-  ProcessId p = get_process(r);
-  if (!r.done()) return Error("grant record: truncated or trailing bytes");
-  return p;
+  if (r.u8() != kRecordFormat || r.u8() != 'v') return Error("not a vote record");
+  Vote v;
+  v.promised_round = r.varint();
+  v.promised_by = get_process(r);
+  v.has_accepted = r.boolean();
+  if (v.has_accepted) {
+    v.accepted_round = r.varint();
+    v.accepted_by = get_process(r);
+    v.accepted.attempt = static_cast<uint32_t>(r.varint());
+    v.accepted.fire_id = r.str(256);
+    v.accepted.worker = r.str(1024);
+    v.accepted.issued_utc_ms = r.svarint();
+  }
+  if (!r.done()) return Error("vote record: truncated or trailing bytes");
+  return v;
 }
 
 std::string make_fire_id(std::string_view volume, const OccurrenceId& occ, const ProcessId& owner,

@@ -68,14 +68,6 @@ enum class OwnerOutcome : uint8_t {
 };
 const char* to_string(OwnerOutcome o);
 
-struct AttemptInfo {
-  uint32_t attempt = 0;
-  std::string fire_id;
-  std::string worker;
-  int64_t issued_utc_ms = 0;
-  bool operator==(const AttemptInfo&) const = default;
-};
-
 struct OwnerRecord {
   ProcessId owner;
   FirePath path = FirePath::kQuorum;
@@ -112,10 +104,21 @@ struct WorkerRecord {
 
 std::string encode(const OwnerRecord& r);
 std::string encode(const WorkerRecord& r);
-std::string encode(const ProcessId& grant_holder);
+// A replica's vote on one occurrence (node-local, durable): the round it promised and
+// the latest attempt it accepted.
+struct Vote {
+  uint64_t promised_round = 0;
+  ProcessId promised_by;
+  bool has_accepted = false;
+  uint64_t accepted_round = 0;
+  ProcessId accepted_by;
+  AttemptInfo accepted;
+  bool operator==(const Vote&) const = default;
+};
+std::string encode(const Vote& vote);
 Result<OwnerRecord> decode_owner_record(std::string_view bytes);
 Result<WorkerRecord> decode_worker_record(std::string_view bytes);
-Result<ProcessId> decode_grant(std::string_view bytes);
+Result<Vote> decode_vote(std::string_view bytes);
 
 // A stable, unique fire id for attempt `attempt` of `occ` by `owner`: 16 hex digits.
 std::string make_fire_id(std::string_view volume, const OccurrenceId& occ, const ProcessId& owner,

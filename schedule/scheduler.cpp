@@ -134,12 +134,12 @@ void Scheduler::on_local_record(const std::string& key, const std::string& value
     ++counters_.bad_records;
     return;
   }
-  auto holder = decode_grant(value);
-  if (!holder.ok()) {
+  auto vote = decode_vote(value);
+  if (!vote.ok()) {
     ++counters_.bad_records;
     return;
   }
-  grants_[{parsed->volume, parsed->occ}] = *holder;
+  votes_[{parsed->volume, parsed->occ}] = std::move(*vote);
 }
 
 void Scheduler::on_owner_record(const std::string& volume, const ParsedOccKey& k,
@@ -394,7 +394,7 @@ int64_t Scheduler::next_deadline_mono() const {
   if (auto d = utc_wheel_.next_deadline()) best = std::min(best, utc_to_mono(*d));
   if (auto d = mono_wheel_.next_deadline()) best = std::min(best, *d);
   if (!dirty_volumes_.empty()) best = std::min(best, last_.mono_ms);
-  if (!occs_.empty() || !grants_.empty()) best = std::min(best, next_purge_mono_ms_);
+  if (!occs_.empty() || !votes_.empty()) best = std::min(best, next_purge_mono_ms_);
   return best;
 }
 
@@ -416,10 +416,10 @@ void Scheduler::purge(Clock now) {
       ++it;
     }
   }
-  for (auto it = grants_.begin(); it != grants_.end();) {
+  for (auto it = votes_.begin(); it != votes_.end();) {
     if (it->first.second.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms) {
       host_.local_erase(grant_key(it->first.first, it->first.second));
-      it = grants_.erase(it);
+      it = votes_.erase(it);
     } else {
       ++it;
     }

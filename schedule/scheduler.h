@@ -186,7 +186,7 @@ class Scheduler {
   size_t entry_count() const { return entry_index_.size(); }
   size_t tracked_occurrences() const { return occs_.size(); }
   size_t running_invocations() const { return running_.size(); }
-  size_t grant_count() const { return grants_.size(); }
+  size_t grant_count() const { return votes_.size(); }
   // The next scheduled instant of an entry, if it has one (for the API).
   std::optional<int64_t> next_scheduled(const std::string& volume, const std::string& key) const;
   // Debug/simulation: asserts internal consistency.
@@ -198,6 +198,7 @@ class Scheduler {
     kClaiming,   // this node runs a claim round
     kOwned,      // this node owns it: dispatching / waiting for the worker
     kWithheld,   // at-most-once without quorum in view: waiting for quorum or the window
+    kPreparing,  // taking over an at-most-once occurrence: preparing a higher round
     kDone,       // ran (a worker record says completed or failed)
     kMissed,
     kLost,
@@ -205,10 +206,14 @@ class Scheduler {
   };
   static bool terminal(Phase p) { return p >= Phase::kDone; }
 
-  enum class AttemptState : uint8_t { kSent, kAccepted, kFinished, kRefused, kRevoking, kRevoked, kAbandoned };
+  enum class AttemptState : uint8_t {
+    kProposing,  // at-most-once: waiting for a majority to accept it in our round
+    kSent, kAccepted, kFinished, kRefused, kRevoking, kRevoked, kAbandoned
+  };
   struct Attempt {
     AttemptInfo info;
     AttemptState state = AttemptState::kSent;
+    std::set<std::string> accepted_by;  // kProposing: replicas that accepted it
     int64_t sent_mono_ms = 0;       // first dispatch
     int64_t resent_mono_ms = 0;     // latest (re)transmission
     int64_t accept_by_utc_ms = 0;
@@ -230,6 +235,13 @@ class Scheduler {
     std::map<std::string, int64_t> not_due_until_mono;
     int64_t claim_started_mono_ms = 0, claim_last_sent_mono_ms = 0;
     uint32_t claim_rounds = 0;
+    AttemptInfo claim_attempt;  // the first attempt, accepted together with a round-0 claim
+    // rounds (phase kPreparing / kOwned)
+    uint64_t round = 0;        // this process's round when it proposes
+    uint64_t known_round = 0;  // the highest round other processes are known to hold
+    bool best_set = false;     // kPreparing: the latest accepted attempt the promises named
+    uint64_t best_round = 0;
+    AttemptInfo best;
     std::optional<ProcessId> holder;  // who holds a grant (from replies or my own grant)
     bool holder_vouched = false;      // a replica that can see the holder says it is alive
     bool ever_owned = false;          // this process owned o at some point: never release grants
@@ -280,12 +292,24 @@ class Scheduler {
   // scheduler_master.cpp: deciding, claiming, owning
   void reconsider(Occ& o, Clock now);
   void reconsider_volume(const std::string& volume, Clock now);
+  // scheduler_claims.cpp: round 0 claims, takeover rounds, accepting new attempts
   void start_claim(Occ& o, const Entry& e, Clock now);
   void send_claims(Occ& o, const Entry& e, Clock now, bool all);
   void on_claim_reply(const std::string& from, const ClaimReply& r, Clock now);
   void evaluate_claim(Occ& o, const Entry& e, Clock now);
+  void start_prepare(Occ& o, const Entry& e, Clock now);
+  void on_prepare_reply(Occ& o, const std::string& from, const ClaimReply& r, Clock now);
+  void evaluate_prepare(Occ& o, const Entry& e, Clock now);
+  void take_over_at_most_once(Occ& o, const Entry& e, Clock now);
+  void send_accepts(Occ& o, const Entry& e, Attempt& a, Clock now);
+  void on_accept_reply(Occ& o, const std::string& from, const ClaimReply& r, Clock now);
+  void superseded(Occ& o, uint64_t round, Clock now);
+  uint32_t next_attempt_number(const Occ& o) const;
+  std::set<std::string> claim_targets(const Occ& o, const Entry& e) const;
   void become_owner(Occ& o, const Entry& e, FirePath path, bool possible_duplicate, Clock now);
   void dispatch_attempt(Occ& o, const Entry& e, Clock now, const std::set<std::string>& exclude);
+  void send_dispatch(Occ& o, const Entry& e, Attempt& a, Clock now);
+  void take_over_or_wait(Occ& o, const Entry& e, Clock now);
   Dispatch make_dispatch(const Occ& o, const Entry& e, const Attempt& a) const;
   void write_owner_record(Occ& o, OwnerOutcome outcome, const std::string& reason, Clock now);
   void owner_step(Occ& o, Clock now);
@@ -330,7 +354,7 @@ class Scheduler {
   std::map<OccKey, Occ> occs_;
   std::map<uint64_t, OccKey> occ_by_serial_;
   uint64_t next_serial_ = 1;
-  std::map<OccKey, ProcessId> grants_;
+  std::map<OccKey, Vote> votes_;  // this replica's durable votes
   struct Running {
     std::string volume;
     OccurrenceId occ;

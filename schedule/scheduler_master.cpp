@@ -200,6 +200,11 @@ void Scheduler::reconsider(Occ& o, Clock now) {
     evaluate_claim(o, *entry, now);
     return;
   }
+  if (o.phase == Phase::kPreparing) {
+    assert(entry);
+    evaluate_prepare(o, *entry, now);
+    return;
+  }
   if (!active_ || !masters_.count(o.volume) || !o.due || !entry) return;
   const Entry& e = *entry;
   o.entry = entry;
@@ -238,12 +243,13 @@ void Scheduler::reconsider(Occ& o, Clock now) {
       become_owner(o, e, FirePath::kTakeover, true, now);
       return;
     }
-    // At-most-once ownership is not transferable.  An accepted attempt on a live worker
-    // still completes; anything else may or may not have run and is lost.
+    // At-most-once: an accepted attempt on a live worker still completes.  Otherwise a
+    // new master takes over through a higher round, which first resolves whatever the
+    // vanished owner may have dispatched (scheduler_claims.cpp).
     for (const auto& [fid, w] : o.worker_records) {
       if (w.state == WorkerState::kAccepted && owner_alive(w.worker)) return;
     }
-    finish(o, Phase::kLost, "owner " + r.owner.node + " vanished before the occurrence completed", now);
+    take_over_or_wait(o, e, now);
     return;
   }
   if (o.holder && !(*o.holder == self_)) {
@@ -253,7 +259,7 @@ void Scheduler::reconsider(Occ& o, Clock now) {
     if (!o.at_most_once) {
       become_owner(o, e, FirePath::kTakeover, true, now);
     } else {
-      finish(o, Phase::kLost, "claimant " + o.holder->node + " vanished after its claim", now);
+      take_over_or_wait(o, e, now);
     }
     return;
   }
@@ -284,132 +290,20 @@ void Scheduler::reconsider(Occ& o, Clock now) {
   }
 }
 
-// --- claiming -------------------------------------------------------------------------------
-
-void Scheduler::start_claim(Occ& o, const Entry& e, Clock now) {
-  o.phase = Phase::kClaiming;
-  o.granted.clear();
-  o.refused.clear();
-  o.answered.clear();
-  o.not_due_until_mono.clear();
-  o.holder.reset();
-  o.holder_vouched = false;
-  o.claim_started_mono_ms = now.mono_ms;
-  ++o.claim_rounds;
-  send_claims(o, e, now, true);
-}
-
-void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
-  const auto worker = choose_worker(o, e, {});
-  Claim c{o.volume, o.id, self_, worker.value_or(""), o.fire_utc_ms};
-  std::set<std::string> targets;
-  for (const auto& set : quorum_sets(o.volume, e)) targets.insert(set.begin(), set.end());
-  int64_t next = now.mono_ms + options_.claim_retry_ms;
-  for (const auto& n : targets) {
-    if (o.answered.count(n)) continue;
-    auto nd = o.not_due_until_mono.find(n);
-    if (nd != o.not_due_until_mono.end() && nd->second > now.mono_ms) {
-      next = std::min(next, nd->second);
-      continue;
-    }
-    if (!all && n != self_.node && !host_.peer(n).reachable) continue;
-    host_.send(n, c, false);
-  }
-  o.claim_last_sent_mono_ms = now.mono_ms;
-  int64_t deadline = next;
-  if (!o.at_most_once) {
-    int64_t give_up_from = o.claim_started_mono_ms;
-    for (const auto& [node, until] : o.not_due_until_mono) give_up_from = std::max(give_up_from, until);
-    deadline = std::min(deadline, give_up_from + options_.claim_give_up_ms);
-  }
-  deadline = std::min(deadline, utc_to_mono(o.fire_utc_ms + e.misfire_window_ms) + 1);
-  set_timer(o, std::max(deadline, now.mono_ms + 1));
-}
-
-void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clock now) {
-  Occ* o = find_occ(r.volume, r.occ);
-  const bool granted_to_me = (r.outcome == ClaimOutcome::kGranted || r.outcome == ClaimOutcome::kHeld) &&
-                             r.holder == self_;
-  if (o == nullptr || o->phase != Phase::kClaiming) {
-    // A late grant for a round this node abandoned may be handed back — but only when
-    // this node certainly never owned o.  A grant released after its holder owned (and
-    // perhaps ran) o would let a second claimant win a majority: the one way to run an
-    // at-most-once occurrence twice.  A forgotten occurrence keeps its grants.
-    if (granted_to_me && o != nullptr && !o->ever_owned) {
-      host_.send(from, Release{r.volume, r.occ, self_}, false);
-    }
+// At-most-once, its owner or claimant vanished: prepare a higher round when a quorum is
+// reachable; otherwise wait for one (a peer change or the window end brings us back).
+void Scheduler::take_over_or_wait(Occ& o, const Entry& e, Clock now) {
+  if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
+    const bool maybe_ran = !o.owner_records.empty() || o.holder.has_value();
+    finish(o, maybe_ran ? Phase::kLost : Phase::kMissed,
+           "its owner vanished and no new master could take it over within the misfire window", now);
     return;
   }
-  o->answered.insert(from);
-  switch (r.outcome) {
-    case ClaimOutcome::kGranted:
-    case ClaimOutcome::kHeld:
-      if (granted_to_me) {
-        o->granted.insert(from);
-      } else {
-        o->holder = r.holder;
-        o->holder_vouched = o->holder_vouched || r.holder_alive;
-        o->refused.insert(from);
-        ++counters_.refused_claims;
-      }
-      break;
-    case ClaimOutcome::kNotDue:
-      // The replica's clock is behind ours: ask again when it says o is due.
-      o->answered.erase(from);
-      o->not_due_until_mono[from] = now.mono_ms + std::max<int64_t>(1, r.retry_after_ms);
-      break;
-    case ClaimOutcome::kAbstain:
-      o->refused.insert(from);
-      break;
-  }
-  evaluate_claim(*o, *o->entry, now);
-}
-
-void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
-  if (has_majority(o.granted, o.volume, e)) {
-    become_owner(o, e, FirePath::kQuorum, false, now);
+  if (quorum_reachable(o.volume, e)) {
+    start_prepare(o, e, now);
     return;
   }
-  const int64_t lateness = now.utc_ms - o.fire_utc_ms;
-  if (lateness > e.misfire_window_ms) {
-    release_grants(o, &e, now);
-    finish(o, Phase::kMissed, "no quorum granted the claim within the misfire window", now);
-    return;
-  }
-  if (majority_impossible(o, e)) {
-    release_grants(o, &e, now);
-    o.phase = Phase::kTracking;
-    if (o.holder) {
-      reconsider(o, now);  // defer to the holder, or take over if it vanished
-      return;
-    }
-    // A split vote or abstentions: try again after a backoff that favours lower
-    // claim-round counts spread by node, so two claimants do not collide forever.
-    const int64_t backoff = options_.claim_retry_ms * (1 + static_cast<int64_t>(hash64(self_.node) % 4));
-    set_timer(o, now.mono_ms + backoff);
-    return;
-  }
-  // Replicas that answered "not due yet" are alive and will vote then: the give-up
-  // clock runs from the latest instant one of them named, not from the first claim.
-  int64_t give_up_from = o.claim_started_mono_ms;
-  for (const auto& [node, until] : o.not_due_until_mono) give_up_from = std::max(give_up_from, until);
-  if (!o.at_most_once && now.mono_ms - give_up_from >= options_.claim_give_up_ms) {
-    // At-least-once cannot wait for a quorum that does not answer (one-way links, a
-    // replica that is "reachable" only in our view): fire in this component.
-    release_grants(o, &e, now);
-    become_owner(o, e, FirePath::kDegraded, true, now);
-    return;
-  }
-  if (now.mono_ms >= o.timer_mono_ms || !o.timer_armed) send_claims(o, e, now, false);
-}
-
-void Scheduler::release_grants(Occ& o, const Entry* e, Clock now) {
-  (void)now;
-  (void)e;
-  assert(!o.ever_owned);
-  if (o.ever_owned) return;
-  for (const auto& n : o.granted) host_.send(n, Release{o.volume, o.id, self_}, false);
-  o.granted.clear();
+  set_timer(o, std::min(now.mono_ms + options_.revoke_retry_ms, utc_to_mono(o.fire_utc_ms + e.misfire_window_ms) + 1));
 }
 
 // --- owning -------------------------------------------------------------------------------
@@ -453,46 +347,62 @@ void Scheduler::write_owner_record(Occ& o, OwnerOutcome outcome, const std::stri
 }
 
 void Scheduler::dispatch_attempt(Occ& o, const Entry& e, Clock now, const std::set<std::string>& exclude_in) {
-  std::set<std::string> exclude = exclude_in;
-  for (const auto& a : o.attempts) {
-    if (a.state == AttemptState::kRefused || a.state == AttemptState::kRevoked ||
-        a.state == AttemptState::kAbandoned) {
-      exclude.insert(a.info.worker);
-    }
-  }
-  auto worker = choose_worker(o, e, exclude);
-  if (!worker) worker = choose_worker(o, e, exclude_in);  // everyone refused once: try again
-  if (!worker) {
-    // No reachable eligible worker now; look again shortly (or when a peer changes).
-    set_timer(o, now.mono_ms + options_.claim_retry_ms);
-    return;
-  }
-  uint32_t n = 0;
-  for (const auto& a : o.attempts) n = std::max(n, a.info.attempt);
-  for (const auto& [node, r] : o.owner_records) {
-    for (const auto& a : r.attempts) n = std::max(n, a.attempt);
-  }
-  for (const auto& [fid, w] : o.worker_records) n = std::max(n, w.attempt);
-  ++n;
   Attempt a;
-  a.info = AttemptInfo{n, make_fire_id(o.volume, o.id, self_, n), *worker, now.utc_ms};
-  a.state = AttemptState::kSent;
+  if (o.attempts.empty() && o.path == FirePath::kQuorum && o.round == 0 && !o.claim_attempt.fire_id.empty() &&
+      !o.claim_attempt.worker.empty() && host_.peer(o.claim_attempt.worker).reachable) {
+    // The first attempt was accepted together with the claim: dispatch it as is.
+    a.info = o.claim_attempt;
+  } else {
+    std::set<std::string> exclude = exclude_in;
+    for (const auto& prev : o.attempts) {
+      if (prev.state == AttemptState::kRefused || prev.state == AttemptState::kRevoked ||
+          prev.state == AttemptState::kAbandoned) {
+        exclude.insert(prev.info.worker);
+      }
+    }
+    auto worker = choose_worker(o, e, exclude);
+    if (!worker) worker = choose_worker(o, e, exclude_in);  // everyone refused once: try again
+    if (!worker) {
+      // No reachable eligible worker now; look again shortly (or when a peer changes).
+      set_timer(o, now.mono_ms + options_.claim_retry_ms);
+      return;
+    }
+    const uint32_t n = next_attempt_number(o);
+    a.info = AttemptInfo{n, make_fire_id(o.volume, o.id, self_, n), *worker, now.utc_ms};
+  }
   a.sent_mono_ms = now.mono_ms;
-  o.attempts.push_back(a);
+  a.resent_mono_ms = now.mono_ms;
+  a.accept_by_utc_ms = now.utc_ms + e.accept_timeout_ms;
+  const bool needs_accept = o.at_most_once && !(a.info == o.claim_attempt && o.round == 0);
+  a.state = needs_accept ? AttemptState::kProposing : AttemptState::kSent;
+  o.attempts.push_back(std::move(a));
   // The owner record is durable before the dispatch leaves, so an owner that restarts
   // with its disk knows what it sent.
   write_owner_record(o, OwnerOutcome::kOpen, "", now);
+  Attempt& added = o.attempts.back();
+  ++outstanding_[added.info.worker];
+  if (needs_accept) {
+    // At-most-once: a majority must accept the new attempt in our round first, so a
+    // master that took over in a higher round meanwhile stops us (scheduler_claims.cpp).
+    send_accepts(o, e, added, now);
+    set_timer(o, now.mono_ms + options_.claim_retry_ms);
+    return;
+  }
+  send_dispatch(o, e, added, now);
+}
 
-  o.attempts.back().accept_by_utc_ms = now.utc_ms + e.accept_timeout_ms;
-  o.attempts.back().resent_mono_ms = now.mono_ms;
-  host_.send(*worker, make_dispatch(o, e, o.attempts.back()), true);
-  ++outstanding_[*worker];
-  if (n == 1 || o.attempts.size() == 1) {
+void Scheduler::send_dispatch(Occ& o, const Entry& e, Attempt& a, Clock now) {
+  a.state = AttemptState::kSent;
+  a.sent_mono_ms = now.mono_ms;
+  a.resent_mono_ms = now.mono_ms;
+  a.accept_by_utc_ms = now.utc_ms + e.accept_timeout_ms;
+  host_.send(a.info.worker, make_dispatch(o, e, a), true);
+  if (o.attempts.size() == 1) {
     ++counters_.dispatched;
-    emit(FireEvent::Kind::kDispatched, o, now, *worker, n);
+    emit(FireEvent::Kind::kDispatched, o, now, a.info.worker, a.info.attempt);
   } else {
     ++counters_.redispatched;
-    emit(FireEvent::Kind::kRedispatched, o, now, *worker, n);
+    emit(FireEvent::Kind::kRedispatched, o, now, a.info.worker, a.info.attempt);
   }
   set_timer(o, now.mono_ms + std::min(e.accept_timeout_ms, options_.claim_retry_ms));
 }
@@ -555,6 +465,19 @@ void Scheduler::owner_step(Occ& o, Clock now) {
     dispatch_attempt(o, e, now, {a.info.worker});
   };
   switch (a.state) {
+    case AttemptState::kProposing: {
+      if (has_majority(a.accepted_by, o.volume, e)) {
+        send_dispatch(o, e, a, now);
+        return;
+      }
+      if (window_over) {
+        finish(o, Phase::kMissed, "no quorum accepted a new attempt within the misfire window", now);
+        return;
+      }
+      if (now.mono_ms >= a.resent_mono_ms + options_.claim_retry_ms) send_accepts(o, e, a, now);
+      set_timer(o, a.resent_mono_ms + options_.claim_retry_ms);
+      return;
+    }
     case AttemptState::kSent: {
       const int64_t deadline = a.sent_mono_ms + e.accept_timeout_ms;
       if (!worker_up && !o.at_most_once) {

@@ -28,61 +28,95 @@ void Scheduler::on_message(const std::string& from, const FireMessage& msg, Cloc
 
 // --- votes ----------------------------------------------------------------------------------
 
+// Votes (the replica side of claims).  A round is first-come: round 0 (the ordinary
+// claim) belongs to the first claimant that asks, a higher round to the first process
+// that prepares it.  Everything a vote promises is durable before the reply leaves.
 void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
-  ClaimReply reply{c.volume, c.occ, ClaimOutcome::kAbstain, {}, 0};
+  ClaimReply reply;
+  reply.volume = c.volume;
+  reply.occ = c.occ;
+  reply.outcome = ClaimOutcome::kAbstain;
+  reply.kind = c.kind;
+  reply.round = c.round;
+  const bool well_formed = (c.kind == ClaimKind::kClaim) == (c.round == 0) || c.kind == ClaimKind::kAccept;
+  if (!is_replica(c.volume) || c.claimant.node != from || !well_formed) {
+    host_.send(from, reply, false);
+    return;
+  }
   const OccKey key{c.volume, c.occ};
-  if (!is_replica(c.volume) || c.claimant.node != from) {
+  auto it = votes_.find(key);
+  auto describe = [&](const Vote& v) {
+    reply.promised_round = v.promised_round;
+    reply.has_accepted = v.has_accepted;
+    reply.accepted_round = v.accepted_round;
+    reply.accepted_by = v.accepted_by;
+    reply.accepted = v.accepted;
+  };
+  const bool same_round = it != votes_.end() && it->second.promised_round == c.round && it->second.promised_by == c.claimant;
+  bool allowed = false;
+  switch (c.kind) {
+    case ClaimKind::kClaim: allowed = it == votes_.end() || same_round; break;
+    case ClaimKind::kPrepare:
+    case ClaimKind::kAccept: allowed = it == votes_.end() || same_round || c.round > it->second.promised_round; break;
+  }
+  if (options_.test_grant_every_claim) allowed = true;  // TEST ONLY: the checker must catch this
+  if (!allowed) {
+    reply.outcome = ClaimOutcome::kHeld;
+    reply.holder = it->second.promised_by;
+    reply.holder_alive = owner_alive(it->second.promised_by);
+    describe(it->second);
     host_.send(from, reply, false);
     return;
   }
-  if (options_.test_grant_every_claim) {
-    // TEST ONLY: a replica that grants every claim, so the checker can prove it bites.
-    grants_[key] = c.claimant;
-    host_.local_put(grant_key(c.volume, c.occ), encode(c.claimant));
-    reply.outcome = ClaimOutcome::kGranted;
-    reply.holder = c.claimant;
-    host_.send(from, reply, true);
-    return;
-  }
-  auto g = grants_.find(key);
-  if (g != grants_.end()) {
-    reply.outcome = g->second == c.claimant ? ClaimOutcome::kGranted : ClaimOutcome::kHeld;
-    reply.holder = g->second;
-    reply.holder_alive = reply.outcome == ClaimOutcome::kHeld && owner_alive(g->second);
-    // A repeated grant is answered only once the original is durable.
-    host_.send(from, reply, reply.outcome == ClaimOutcome::kGranted);
-    return;
-  }
-  if (amnesia_horizon_utc_ms_ != 0 && c.fire_utc_ms <= amnesia_horizon_utc_ms_) {
-    // Due before this node lost its disk: it may have granted o in its previous life.
+  if (it == votes_.end() && amnesia_horizon_utc_ms_ != 0 && c.fire_utc_ms <= amnesia_horizon_utc_ms_ &&
+      !options_.test_grant_every_claim) {
+    // Due before this node lost its disk: it may have voted on o in its previous life.
     host_.send(from, reply, false);
     return;
   }
-  if (now.utc_ms < c.fire_utc_ms) {
-    // Never grant before o is due by this replica's own clock, so a master whose clock
-    // runs ahead cannot fire early on its own.
+  if (!same_round && now.utc_ms < c.fire_utc_ms) {
+    // Never promise before o is due by this replica's own clock, so a master whose
+    // clock runs ahead cannot fire early on its own.
     reply.outcome = ClaimOutcome::kNotDue;
     reply.retry_after_ms = c.fire_utc_ms - now.utc_ms;
     host_.send(from, reply, false);
     return;
   }
-  grants_[key] = c.claimant;
-  host_.local_put(grant_key(c.volume, c.occ), encode(c.claimant));
-  ++counters_.granted;
-  if (c.occ.scheduled_utc_ms >= now.utc_ms - options_.occurrence_retention_ms) {
-    Occ& o = track(c.volume, c.occ, now);
-    o.holder = c.claimant;
+  Vote v = it == votes_.end() ? Vote{} : it->second;
+  v.promised_round = c.round;
+  v.promised_by = c.claimant;
+  if (c.kind != ClaimKind::kPrepare) {
+    // Accept the attempt, unless this is a repeat of an older one of the same round
+    // arriving late (a proposer moves to attempt n+1 only after n was revoked).
+    const bool stale = same_round && v.has_accepted && v.accepted_round == c.round && c.attempt.attempt < v.accepted.attempt;
+    const bool keep_first = c.kind == ClaimKind::kClaim && same_round && v.has_accepted;
+    if (!stale && !keep_first) {
+      v.has_accepted = true;
+      v.accepted_round = c.round;
+      v.accepted_by = c.claimant;
+      v.accepted = c.attempt;
+    }
+  }
+  if (it == votes_.end() || !(v == it->second)) {
+    if (it == votes_.end()) ++counters_.granted;
+    votes_[key] = v;
+    host_.local_put(grant_key(c.volume, c.occ), encode(v));
+  }
+  if (c.kind != ClaimKind::kPrepare && c.occ.scheduled_utc_ms >= now.utc_ms - options_.occurrence_retention_ms) {
+    track(c.volume, c.occ, now).holder = c.claimant;
   }
   reply.outcome = ClaimOutcome::kGranted;
   reply.holder = c.claimant;
+  describe(v);
   host_.send(from, reply, true);
 }
 
 void Scheduler::on_release(const Release& r) {
   const OccKey key{r.volume, r.occ};
-  auto g = grants_.find(key);
-  if (g == grants_.end() || !(g->second == r.claimant)) return;
-  grants_.erase(g);
+  auto it = votes_.find(key);
+  // Only an ordinary (round 0) claim that was never taken over may be handed back.
+  if (it == votes_.end() || it->second.promised_round != 0 || !(it->second.promised_by == r.claimant)) return;
+  votes_.erase(it);
   host_.local_erase(grant_key(r.volume, r.occ));
   if (Occ* o = find_occ(r.volume, r.occ); o && o->holder && *o->holder == r.claimant) o->holder.reset();
 }

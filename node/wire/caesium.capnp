@@ -131,12 +131,19 @@ struct StorePush {
 struct OccurrenceId { entryKey @0 :Text; scheduledUtcMs @1 :Int64; }
 struct ProcessId { node @0 :Text; boot @1 :UInt64; }
 
+struct AttemptInfo { attempt @0 :UInt32; fireId @1 :Text; worker @2 :Text; issuedUtcMs @3 :Int64; }
+
+enum ClaimKind { claim @0; prepare @1; accept @2; }
+
 struct Claim {
   volume @0 :Text;
   occ @1 :OccurrenceId;
   claimant @2 :ProcessId;
   worker @3 :Text;
   fireUtcMs @4 :Int64;
+  kind @5 :ClaimKind;
+  round @6 :UInt64;
+  attempt @7 :AttemptInfo;
 }
 
 enum ClaimOutcome { granted @0; held @1; notDue @2; abstain @3; }
@@ -148,6 +155,13 @@ struct ClaimReply {
   holder @3 :ProcessId;
   retryAfterMs @4 :Int64;
   holderAlive @5 :Bool;
+  kind @6 :ClaimKind;
+  round @7 :UInt64;
+  promisedRound @8 :UInt64;
+  hasAccepted @9 :Bool;
+  acceptedRound @10 :UInt64;
+  acceptedBy @11 :ProcessId;
+  accepted @12 :AttemptInfo;
 }
 
 struct Release { volume @0 :Text; occ @1 :OccurrenceId; claimant @2 :ProcessId; }

@@ -328,6 +328,15 @@ void put(cp::ProcessId::Builder b, const schedule::ProcessId& p) {
   b.setBoot(p.boot);
 }
 schedule::ProcessId get(cp::ProcessId::Reader r) { return {str(r.getNode()), r.getBoot()}; }
+void put(cp::AttemptInfo::Builder b, const schedule::AttemptInfo& a) {
+  b.setAttempt(a.attempt);
+  b.setFireId(text(a.fire_id));
+  b.setWorker(text(a.worker));
+  b.setIssuedUtcMs(a.issued_utc_ms);
+}
+schedule::AttemptInfo get(cp::AttemptInfo::Reader r) {
+  return {r.getAttempt(), str(r.getFireId()), str(r.getWorker()), r.getIssuedUtcMs()};
+}
 
 void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
   std::visit(
@@ -342,6 +351,9 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           put(x.initClaimant(), m.claimant);
           x.setWorker(text(m.worker));
           x.setFireUtcMs(m.fire_utc_ms);
+          x.setKind(static_cast<cp::ClaimKind>(m.kind));
+          x.setRound(m.round);
+          put(x.initAttempt(), m.attempt);
         } else if constexpr (std::is_same_v<T, schedule::ClaimReply>) {
           auto x = b.initClaimReply();
           x.setVolume(text(m.volume));
@@ -350,6 +362,13 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           put(x.initHolder(), m.holder);
           x.setRetryAfterMs(m.retry_after_ms);
           x.setHolderAlive(m.holder_alive);
+          x.setKind(static_cast<cp::ClaimKind>(m.kind));
+          x.setRound(m.round);
+          x.setPromisedRound(m.promised_round);
+          x.setHasAccepted(m.has_accepted);
+          x.setAcceptedRound(m.accepted_round);
+          put(x.initAcceptedBy(), m.accepted_by);
+          put(x.initAccepted(), m.accepted);
         } else if constexpr (std::is_same_v<T, schedule::Release>) {
           auto x = b.initRelease();
           x.setVolume(text(m.volume));
@@ -417,15 +436,33 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
   switch (r.which()) {
     case cp::CoreMessage::CLAIM: {
       auto x = r.getClaim();
+      auto kind = get_enum<schedule::ClaimKind>(static_cast<uint16_t>(x.getKind()), 2, "claim kind");
+      if (!kind) return kind.error();
       return CoreMessage{schedule::Claim{str(x.getVolume()), get(x.getOcc()), get(x.getClaimant()),
-                                         str(x.getWorker()), x.getFireUtcMs()}};
+                                         str(x.getWorker()), x.getFireUtcMs(), *kind, x.getRound(),
+                                         get(x.getAttempt())}};
     }
     case cp::CoreMessage::CLAIM_REPLY: {
       auto x = r.getClaimReply();
       auto outcome = get_enum<schedule::ClaimOutcome>(static_cast<uint16_t>(x.getOutcome()), 3, "claim outcome");
       if (!outcome) return outcome.error();
-      return CoreMessage{schedule::ClaimReply{str(x.getVolume()), get(x.getOcc()), *outcome,
-                                              get(x.getHolder()), x.getRetryAfterMs(), x.getHolderAlive()}};
+      auto kind = get_enum<schedule::ClaimKind>(static_cast<uint16_t>(x.getKind()), 2, "claim kind");
+      if (!kind) return kind.error();
+      schedule::ClaimReply reply;
+      reply.volume = str(x.getVolume());
+      reply.occ = get(x.getOcc());
+      reply.outcome = *outcome;
+      reply.holder = get(x.getHolder());
+      reply.retry_after_ms = x.getRetryAfterMs();
+      reply.holder_alive = x.getHolderAlive();
+      reply.kind = *kind;
+      reply.round = x.getRound();
+      reply.promised_round = x.getPromisedRound();
+      reply.has_accepted = x.getHasAccepted();
+      reply.accepted_round = x.getAcceptedRound();
+      reply.accepted_by = get(x.getAcceptedBy());
+      reply.accepted = get(x.getAccepted());
+      return CoreMessage{std::move(reply)};
     }
     case cp::CoreMessage::RELEASE: {
       auto x = r.getRelease();

@@ -102,10 +102,22 @@ CoreMessage random_core(Rng& rng) {
       return m;
     }
     case 0: return schedule::Claim{random_text(rng, 8), random_occ(rng), {random_text(rng, 8), rng.next_u64()},
-                                   random_text(rng, 8), rng.between(0, int64_t{1} << 42)};
-    case 1: return schedule::ClaimReply{random_text(rng, 8), random_occ(rng),
-                                        static_cast<schedule::ClaimOutcome>(rng.below(4)),
-                                        {random_text(rng, 8), rng.next_u64()}, rng.between(0, 10000), rng.chance(0.5)};
+                                   random_text(rng, 8), rng.between(0, int64_t{1} << 42),
+                                   static_cast<schedule::ClaimKind>(rng.below(3)), rng.next_u64(),
+                                   {static_cast<uint32_t>(rng.below(9)), random_text(rng, 16), random_text(rng, 8),
+                                    rng.between(0, int64_t{1} << 42)}};
+    case 1: {
+      schedule::ClaimReply r{random_text(rng, 8), random_occ(rng), static_cast<schedule::ClaimOutcome>(rng.below(4)),
+                             {random_text(rng, 8), rng.next_u64()}, rng.between(0, 10000), rng.chance(0.5)};
+      r.kind = static_cast<schedule::ClaimKind>(rng.below(3));
+      r.round = rng.next_u64();
+      r.promised_round = rng.next_u64();
+      r.has_accepted = rng.chance(0.5);
+      r.accepted_round = rng.next_u64();
+      r.accepted_by = {random_text(rng, 8), rng.next_u64()};
+      r.accepted = {static_cast<uint32_t>(rng.below(9)), random_text(rng, 16), random_text(rng, 8), rng.between(0, 99999)};
+      return r;
+    }
     case 2: return schedule::Release{random_text(rng, 8), random_occ(rng), {random_text(rng, 8), rng.next_u64()}};
     case 3: {
       schedule::Dispatch d;

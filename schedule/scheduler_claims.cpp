@@ -1,0 +1,351 @@
+// Scheduler, part 2b: winning the right to run an occurrence.
+//
+//   round 0   the ordinary claim: "grant o to me and accept my first attempt A1".
+//             First-come on every replica; with a majority the claimant owns o and
+//             dispatches A1 at once.
+//   takeover  at-most-once, owner vanished: prepare round r > any known round.  With a
+//             majority of promises, the latest accepted attempt A* they name (ordered
+//             by round, then attempt number) is resolved first: revoked at its worker,
+//             or found running or done.  Only then is a new attempt proposed.
+//   accept    at-most-once, a new attempt in the owner's round (after a refusal, a
+//             revocation, or a takeover): dispatched once a majority accepted it.  A
+//             replica that promised a higher round refuses, and the owner then knows it
+//             was superseded and stops.
+// Why at most one attempt runs: an attempt is dispatched only after a majority accepted
+// it in some round; a later round's prepare majority intersects that majority and so
+// learns it (or a later attempt, whose proposer resolved it first); and every new
+// attempt follows the resolution of the latest one.  Majorities are of the configured
+// eligible set (of both sets during a replica change), never of the live view.
+#include <algorithm>
+#include <cassert>
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/hash.h"
+#include "schedule/scheduler.h"
+
+namespace caesium::schedule {
+
+std::set<std::string> Scheduler::claim_targets(const Occ& o, const Entry& e) const {
+  std::set<std::string> targets;
+  for (const auto& set : quorum_sets(o.volume, e)) targets.insert(set.begin(), set.end());
+  return targets;
+}
+
+uint32_t Scheduler::next_attempt_number(const Occ& o) const {
+  uint32_t n = 0;
+  for (const auto& a : o.attempts) n = std::max(n, a.info.attempt);
+  for (const auto& [node, r] : o.owner_records) {
+    for (const auto& a : r.attempts) n = std::max(n, a.attempt);
+  }
+  for (const auto& [fid, w] : o.worker_records) n = std::max(n, w.attempt);
+  if (o.best_set) n = std::max(n, o.best.attempt);
+  n = std::max(n, o.claim_attempt.attempt);
+  return n + 1;
+}
+
+// --- round 0 ----------------------------------------------------------------------------------
+
+void Scheduler::start_claim(Occ& o, const Entry& e, Clock now) {
+  o.phase = Phase::kClaiming;
+  o.granted.clear();
+  o.refused.clear();
+  o.answered.clear();
+  o.not_due_until_mono.clear();
+  o.holder.reset();
+  o.holder_vouched = false;
+  o.claim_started_mono_ms = now.mono_ms;
+  ++o.claim_rounds;
+  o.round = 0;
+  const uint32_t n = next_attempt_number(o);
+  o.claim_attempt = AttemptInfo{n, make_fire_id(o.volume, o.id, self_, n), choose_worker(o, e, {}).value_or(""),
+                                now.utc_ms};
+  send_claims(o, e, now, true);
+}
+
+void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
+  Claim c;
+  c.volume = o.volume;
+  c.occ = o.id;
+  c.claimant = self_;
+  c.fire_utc_ms = o.fire_utc_ms;
+  if (o.phase == Phase::kPreparing) {
+    c.kind = ClaimKind::kPrepare;
+    c.round = o.round;
+  } else {
+    c.kind = ClaimKind::kClaim;
+    c.worker = o.claim_attempt.worker;
+    c.attempt = o.claim_attempt;
+  }
+  int64_t next = now.mono_ms + options_.claim_retry_ms;
+  for (const auto& n : claim_targets(o, e)) {
+    if (o.answered.count(n)) continue;
+    auto nd = o.not_due_until_mono.find(n);
+    if (nd != o.not_due_until_mono.end() && nd->second > now.mono_ms) {
+      next = std::min(next, nd->second);
+      continue;
+    }
+    if (!all && n != self_.node && !host_.peer(n).reachable) continue;
+    host_.send(n, c, false);
+  }
+  o.claim_last_sent_mono_ms = now.mono_ms;
+  int64_t deadline = next;
+  if (!o.at_most_once) {
+    int64_t give_up_from = o.claim_started_mono_ms;
+    for (const auto& [node, until] : o.not_due_until_mono) give_up_from = std::max(give_up_from, until);
+    deadline = std::min(deadline, give_up_from + options_.claim_give_up_ms);
+  }
+  deadline = std::min(deadline, utc_to_mono(o.fire_utc_ms + e.misfire_window_ms) + 1);
+  set_timer(o, std::max(deadline, now.mono_ms + 1));
+}
+
+void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clock now) {
+  Occ* o = find_occ(r.volume, r.occ);
+  if (o != nullptr && r.kind == ClaimKind::kPrepare) {
+    on_prepare_reply(*o, from, r, now);
+    return;
+  }
+  if (o != nullptr && r.kind == ClaimKind::kAccept) {
+    on_accept_reply(*o, from, r, now);
+    return;
+  }
+  const bool granted_to_me = (r.outcome == ClaimOutcome::kGranted || r.outcome == ClaimOutcome::kHeld) &&
+                             r.holder == self_ && r.promised_round == 0;
+  if (o == nullptr || o->phase != Phase::kClaiming) {
+    // A late grant for a round this node abandoned may be handed back — but only when
+    // this node certainly never owned o.  A grant released after its holder owned (and
+    // perhaps ran) o would let a second claimant win a majority: the one way to run an
+    // at-most-once occurrence twice.  A forgotten occurrence keeps its grants.
+    if (granted_to_me && o != nullptr && !o->ever_owned) {
+      host_.send(from, Release{r.volume, r.occ, self_}, false);
+    }
+    return;
+  }
+  o->answered.insert(from);
+  switch (r.outcome) {
+    case ClaimOutcome::kGranted:
+    case ClaimOutcome::kHeld:
+      if (granted_to_me) {
+        o->granted.insert(from);
+      } else {
+        o->holder = r.holder;
+        o->holder_vouched = o->holder_vouched || r.holder_alive;
+        o->known_round = std::max(o->known_round, r.promised_round);
+        o->refused.insert(from);
+        ++counters_.refused_claims;
+      }
+      break;
+    case ClaimOutcome::kNotDue:
+      // The replica's clock is behind ours: ask again when it says o is due.
+      o->answered.erase(from);
+      o->not_due_until_mono[from] = now.mono_ms + std::max<int64_t>(1, r.retry_after_ms);
+      break;
+    case ClaimOutcome::kAbstain:
+      o->refused.insert(from);
+      break;
+  }
+  evaluate_claim(*o, *o->entry, now);
+}
+
+void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
+  if (has_majority(o.granted, o.volume, e)) {
+    become_owner(o, e, FirePath::kQuorum, false, now);
+    return;
+  }
+  const int64_t lateness = now.utc_ms - o.fire_utc_ms;
+  if (lateness > e.misfire_window_ms) {
+    release_grants(o, &e, now);
+    finish(o, Phase::kMissed, "no quorum granted the claim within the misfire window", now);
+    return;
+  }
+  if (majority_impossible(o, e)) {
+    release_grants(o, &e, now);
+    o.phase = Phase::kTracking;
+    if (o.holder) {
+      reconsider(o, now);  // defer to the holder, or take over if it vanished
+      return;
+    }
+    // A split vote or abstentions: try again after a backoff spread by node, so two
+    // claimants do not collide forever.
+    const int64_t backoff = options_.claim_retry_ms * (1 + static_cast<int64_t>(hash64(self_.node) % 4));
+    set_timer(o, now.mono_ms + backoff);
+    return;
+  }
+  // Replicas that answered "not due yet" are alive and will vote then: the give-up
+  // clock runs from the latest instant one of them named, not from the first claim.
+  int64_t give_up_from = o.claim_started_mono_ms;
+  for (const auto& [node, until] : o.not_due_until_mono) give_up_from = std::max(give_up_from, until);
+  if (!o.at_most_once && now.mono_ms - give_up_from >= options_.claim_give_up_ms) {
+    // At-least-once cannot wait for a quorum that does not answer (one-way links, a
+    // replica that is "reachable" only in our view): fire in this component.
+    release_grants(o, &e, now);
+    become_owner(o, e, FirePath::kDegraded, true, now);
+    return;
+  }
+  if (now.mono_ms >= o.timer_mono_ms || !o.timer_armed) send_claims(o, e, now, false);
+}
+
+void Scheduler::release_grants(Occ& o, const Entry* e, Clock now) {
+  (void)now;
+  (void)e;
+  assert(!o.ever_owned);
+  if (o.ever_owned) return;
+  for (const auto& n : o.granted) host_.send(n, Release{o.volume, o.id, self_}, false);
+  o.granted.clear();
+}
+
+// --- takeover rounds (at-most-once) -------------------------------------------------------------
+
+void Scheduler::start_prepare(Occ& o, const Entry& e, Clock now) {
+  o.phase = Phase::kPreparing;
+  o.granted.clear();
+  o.refused.clear();
+  o.answered.clear();
+  o.not_due_until_mono.clear();
+  o.best_set = false;
+  o.round = std::max(o.round, o.known_round) + 1;
+  o.claim_started_mono_ms = now.mono_ms;
+  send_claims(o, e, now, true);
+}
+
+void Scheduler::on_prepare_reply(Occ& o, const std::string& from, const ClaimReply& r, Clock now) {
+  if (o.phase != Phase::kPreparing || r.round != o.round) return;
+  o.answered.insert(from);
+  switch (r.outcome) {
+    case ClaimOutcome::kGranted:
+      if (!(r.holder == self_)) return;
+      o.granted.insert(from);
+      if (r.has_accepted &&
+          (!o.best_set || std::tie(r.accepted_round, r.accepted.attempt) > std::tie(o.best_round, o.best.attempt))) {
+        o.best_set = true;
+        o.best_round = r.accepted_round;
+        o.best = r.accepted;
+      }
+      break;
+    case ClaimOutcome::kHeld:
+      o.known_round = std::max(o.known_round, r.promised_round);
+      o.holder = r.holder;
+      o.holder_vouched = o.holder_vouched || r.holder_alive;
+      o.refused.insert(from);
+      break;
+    case ClaimOutcome::kNotDue:
+      o.answered.erase(from);
+      o.not_due_until_mono[from] = now.mono_ms + std::max<int64_t>(1, r.retry_after_ms);
+      break;
+    case ClaimOutcome::kAbstain:
+      o.refused.insert(from);
+      break;
+  }
+  evaluate_prepare(o, *o.entry, now);
+}
+
+void Scheduler::evaluate_prepare(Occ& o, const Entry& e, Clock now) {
+  if (has_majority(o.granted, o.volume, e)) {
+    take_over_at_most_once(o, e, now);
+    return;
+  }
+  if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
+    finish(o, Phase::kLost, "its owner vanished and no quorum let a new master take it over in time", now);
+    return;
+  }
+  if (majority_impossible(o, e)) {
+    // Someone prepared a round at least as high.  If it is alive it finishes o; if
+    // not, try a higher round after a backoff.
+    o.phase = Phase::kTracking;
+    const int64_t backoff = options_.claim_retry_ms * (1 + static_cast<int64_t>(hash64(self_.node) % 4));
+    set_timer(o, now.mono_ms + backoff);
+    return;
+  }
+  if (now.mono_ms >= o.timer_mono_ms || !o.timer_armed) send_claims(o, e, now, false);
+}
+
+// A majority promised our round: resolve the latest accepted attempt they named before
+// anything new may run.
+void Scheduler::take_over_at_most_once(Occ& o, const Entry& e, Clock now) {
+  o.phase = Phase::kOwned;
+  o.ever_owned = true;
+  o.path = FirePath::kTakeover;
+  o.possible_duplicate = false;
+  ++counters_.owned_takeover;
+  emit(FireEvent::Kind::kOwned, o, now, self_.node, 0, "takeover (round " + std::to_string(o.round) + ")");
+  if (o.best_set) {
+    Attempt a;
+    a.info = o.best;
+    a.sent_mono_ms = now.mono_ms;
+    a.resent_mono_ms = now.mono_ms;
+    a.state = AttemptState::kRevoking;
+    auto w = o.worker_records.find(a.info.fire_id);
+    if (w != o.worker_records.end()) {
+      if (finished(w->second.state)) a.state = AttemptState::kFinished;
+      else if (w->second.state == WorkerState::kAccepted) a.state = AttemptState::kAccepted;
+      else a.state = AttemptState::kRevoked;  // refused or revoked: durable, never runs
+    }
+    if (a.state == AttemptState::kRevoking) {
+      a.revoke_sent_mono_ms = now.mono_ms;
+      host_.send(a.info.worker, Revoke{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms}, false);
+    }
+    o.attempts.push_back(std::move(a));
+    write_owner_record(o, OwnerOutcome::kOpen, "", now);
+    owner_step(o, now);
+    return;
+  }
+  write_owner_record(o, OwnerOutcome::kOpen, "", now);
+  dispatch_attempt(o, e, now, {});
+}
+
+// --- accepting new attempts (at-most-once) -------------------------------------------------------
+
+void Scheduler::send_accepts(Occ& o, const Entry& e, Attempt& a, Clock now) {
+  Claim c;
+  c.volume = o.volume;
+  c.occ = o.id;
+  c.claimant = self_;
+  c.worker = a.info.worker;
+  c.fire_utc_ms = o.fire_utc_ms;
+  c.kind = ClaimKind::kAccept;
+  c.round = o.round;
+  c.attempt = a.info;
+  for (const auto& n : claim_targets(o, e)) {
+    if (a.accepted_by.count(n)) continue;
+    if (n != self_.node && !host_.peer(n).reachable) continue;
+    host_.send(n, c, false);
+  }
+  a.resent_mono_ms = now.mono_ms;
+}
+
+void Scheduler::on_accept_reply(Occ& o, const std::string& from, const ClaimReply& r, Clock now) {
+  if (o.phase != Phase::kOwned || o.attempts.empty() || r.round != o.round) return;
+  Attempt& a = o.attempts.back();
+  if (a.state != AttemptState::kProposing) return;
+  if (r.outcome == ClaimOutcome::kGranted && r.holder == self_ && r.accepted.fire_id == a.info.fire_id) {
+    a.accepted_by.insert(from);
+  } else if (r.outcome == ClaimOutcome::kHeld &&
+             (r.promised_round > o.round || !(r.holder == self_))) {
+    o.holder = r.holder;
+    o.holder_vouched = r.holder_alive;
+    superseded(o, r.promised_round, now);
+    return;
+  }
+  owner_step(o, now);
+}
+
+// A replica promised a higher round to someone else: that process now decides o.
+void Scheduler::superseded(Occ& o, uint64_t round, Clock now) {
+  o.known_round = std::max(o.known_round, round);
+  for (auto& a : o.attempts) {
+    if (a.state == AttemptState::kProposing || a.state == AttemptState::kSent ||
+        a.state == AttemptState::kAccepted || a.state == AttemptState::kRevoking) {
+      if (auto it = outstanding_.find(a.info.worker); it != outstanding_.end() && it->second > 0) --it->second;
+    }
+  }
+  o.attempts.clear();
+  o.phase = Phase::kTracking;
+  set_timer(o, kNever);
+  if (std::getenv("CAESIUM_DEBUG_FIRE")) {
+    std::fprintf(stderr, "[%s] superseded on %s@%lld by round %llu\n", self_.node.c_str(), o.id.entry_key.c_str(),
+                 static_cast<long long>(o.id.scheduled_utc_ms), static_cast<unsigned long long>(round));
+  }
+  reconsider(o, now);
+}
+
+}  // namespace caesium::schedule
