@@ -1,0 +1,244 @@
+// Runtime, part 1: start-up, the drain of the core's outputs, the deadline timer,
+// invocations and static entries.  Shutdown, signals and reload: runtime_shutdown.cpp.
+#include "node/daemon/runtime.h"
+
+#include <sodium.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include <algorithm>
+#include <cassert>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "node/daemon/executor.h"
+#include "node/daemon/lmdb_storage.h"
+#include "node/daemon/net.h"
+#include "schedule/entry_json.h"
+
+namespace caesium::daemon {
+namespace {
+
+// The longest the loop sleeps without asking the core: a realtime clock step (NTP,
+// an operator) is noticed within this, even when the next deadline is far away.
+constexpr int64_t kMaxTimerWaitMs = 1'000;
+
+bool same_definition(schedule::Entry a, schedule::Entry b) {
+  // Who created an entry and when are the server's; they do not make it different.
+  a.origin = b.origin;
+  a.created_utc_ms = b.created_utc_ms;
+  return a == b;
+}
+
+}  // namespace
+
+Result<wire::Keyring> read_key_file(const std::string& path, std::string* warning) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Error("cannot read the key file " + path + " (create one with `caesium keygen --out " + path + "`)");
+  if (warning != nullptr && (st.st_mode & 077) != 0) {
+    *warning = "key file " + path + " is readable by group or others; run `chmod 600 " + path + "`";
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) return Error("cannot read the key file " + path);
+  auto ring = wire::Keyring::parse(text.str());
+  if (!ring) return Error("key file " + path + ": " + ring.error().message);
+  return std::move(*ring);
+}
+
+Runtime::Runtime(uv_loop_s* loop, DaemonConfig config, RuntimeOptions options)
+    : loop_(loop),
+      config_(std::move(config)),
+      options_(std::move(options)),
+      logger_(config_.node_id, options_.log_level.value_or(config_.log_level), options_.log_sink) {}
+
+Result<std::unique_ptr<Runtime>> Runtime::start(uv_loop_s* loop, DaemonConfig config, RuntimeOptions options) {
+  if (sodium_init() < 0) return Error("libsodium failed to initialise");
+  std::unique_ptr<Runtime> rt(new Runtime(loop, std::move(config), std::move(options)));
+  std::string warning;
+  auto keyring = read_key_file(rt->config_.key_file, &warning);
+  if (!keyring) return keyring.error();
+  if (!warning.empty()) rt->logger_.warn(warning);
+  if (Status s = rt->open(*keyring); !s.ok()) {
+    rt->abandon();
+    return s.error();
+  }
+  if (rt->options_.install_signal_handlers) rt->install_signals();
+  return rt;
+}
+
+Status Runtime::open(const wire::Keyring& keyring) {
+  const DaemonConfig& c = config_;
+  Transport::Callbacks tcb;
+  tcb.on_datagram = [this](const std::string& from, std::string_view bytes) {
+    node_->on_datagram(from, bytes, now());
+    drain();
+  };
+  tcb.on_frame = [this](const std::string& from, std::string_view frame) {
+    node_->on_stream(from, frame, now());
+    drain();
+  };
+  tcb.log = [this](LogLevel level, const std::string& m) { logger_.log(level, m); };
+  transport_ = std::make_unique<Transport>(loop_, c.transport, std::move(tcb));
+  if (Status s = transport_->listen(c.gossip_listen, c.stream_listen); !s.ok()) return s;
+
+  LmdbOptions lo;
+  lo.initial_map_bytes = c.storage.map_bytes;
+  lo.max_map_bytes = c.storage.max_map_bytes;
+  auto env = LmdbEnv::open(c.data_dir, lo);
+  if (!env) return env.error();
+  auto records = (*env)->load_all();
+  if (!records) return records.error();
+
+  uint64_t seed = 0;
+  randombytes_buf(&seed, sizeof seed);
+  node_ = std::make_unique<node::Node>(node_options(c, keyring), seed);
+  if (Status s = node_->start(*records, now()); !s.ok()) {
+    return Error("cannot start node " + c.node_id + " from " + c.data_dir + ": " + s.error().message);
+  }
+  storage_ = std::make_unique<LmdbStorage>(
+      loop_, std::move(*env),
+      [this](uint64_t seq) {
+        node_->on_durable(seq, now());
+        drain();
+      },
+      [this](const std::string& m) { logger_.error("storage: " + m); }, c.group_commit_max_delay_ms);
+  handlers_ = std::make_unique<HandlerSet>(loop_, c.node_id, c.handlers,
+                                           [this](LogLevel level, const std::string& m) { logger_.log(level, m); });
+
+  timer_ = new uv_timer_t();
+  uv_timer_init(loop_, timer_);
+  timer_->data = this;
+
+  logger_.info("started: cluster " + c.cluster_name + ", gossip " + c.gossip_listen + " (udp), stream " +
+               c.stream_listen + " (tcp), data " + c.data_dir + " (" + std::to_string(records->size()) +
+               " records), config epoch " + std::to_string(node_->config().epoch) + ", " +
+               std::to_string(c.handlers.size()) + " handlers, " + std::to_string(c.entries.size()) +
+               " static entries");
+  create_static_entries();
+  drain();
+  return Status::success();
+}
+
+Clock Runtime::now() const {
+  struct timespec ts {};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  Clock c;
+  c.mono_ms = static_cast<int64_t>(uv_hrtime() / 1'000'000);
+  c.utc_ms = static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+  return c;
+}
+
+void Runtime::create_static_entries() {
+  const Clock t = now();
+  for (const auto& se : config_.entries) {
+    if (!node_->is_replica(se.volume)) {
+      logger_.debug("static entry " + se.volume + "/" + se.entity + "/" + se.name +
+                    ": this node is not a replica of the volume; a replica creates it");
+      continue;
+    }
+    auto entry = schedule::entry_from_json(nlohmann::json::parse(se.json, nullptr, false), se.entity, se.name,
+                                           t.utc_ms, config_.node_id);
+    if (!entry) {  // validated when the config was loaded
+      logger_.error("static entry " + se.entity + "/" + se.name + ": " + entry.error().message);
+      continue;
+    }
+    auto existing = node_->get_entry(se.volume, se.entity, se.name);
+    if (existing && same_definition(*existing, *entry)) continue;
+    auto ack = node_->put_entry(se.volume, *entry, t);
+    if (!ack) {
+      logger_.error("static entry " + se.volume + "/" + se.entity + "/" + se.name + ": " + ack.error().message);
+      continue;
+    }
+    logger_.info(std::string(existing ? "updated" : "created") + " static entry " + se.volume + "/" + se.entity +
+                 "/" + se.name);
+  }
+}
+
+void Runtime::drain() {
+  // While closing, the transport refuses sends and the executors are gone: the core's
+  // last outputs are dropped, as they would be by a crash at this point.
+  if (!node_ || phase_ == Phase::kClosing || phase_ == Phase::kStopped) return;
+  if (draining_) {
+    drain_again_ = true;  // a callback fired inside the drain; the outer loop repeats
+    return;
+  }
+  draining_ = true;
+  ++metrics_.loop_turns;
+  do {
+    drain_again_ = false;
+    while (!finished_.empty()) {
+      node::InvocationResult r = std::move(finished_.front());
+      finished_.pop_front();
+      node_->on_invocation_done(r, now());
+    }
+    node::Transmit t;
+    while (node_->poll_transmit(t)) {
+      if (t.channel == node::Channel::kDatagram) {
+        transport_->send_datagram(t.to_addr, std::move(t.bytes));
+      } else {
+        transport_->send_frame(t.to_addr, std::move(t.bytes));
+      }
+    }
+    node::StorageBatch batch;
+    while (node_->poll_storage(batch)) storage_->submit(std::move(batch));
+    node::Invocation inv;
+    while (node_->poll_invocation(inv)) run_invocation(std::move(inv));
+    node::NodeEvent e;
+    while (node_->poll_event(e)) log_event(e);
+  } while (drain_again_ || !finished_.empty());
+  draining_ = false;
+  rearm_timer();
+}
+
+void Runtime::log_event(const node::NodeEvent& e) {
+  EventLine line = describe_event(e);
+  if (e.kind == node::NodeEvent::Kind::kMember) {
+    // Incarnation bumps that only carry new load or meta are routine: debug.
+    auto [it, fresh] = member_states_.try_emplace(e.subject, e.state);
+    if (!fresh && it->second == e.state) line.level = LogLevel::kDebug;
+    it->second = e.state;
+  }
+  logger_.line(line);
+}
+
+void Runtime::run_invocation(node::Invocation inv) {
+  ++metrics_.invocations_started;
+  const uint64_t id = inv.id;
+  handlers_->run(inv, [this, id](const node::InvocationResult& result) {
+    ++metrics_.invocations_finished;
+    if (!result.ok) ++metrics_.invocations_failed;
+    node::InvocationResult r = result;
+    r.id = id;
+    finished_.push_back(std::move(r));
+    drain();
+  });
+}
+
+void Runtime::rearm_timer() {
+  if (timer_ == nullptr || phase_ == Phase::kClosing || phase_ == Phase::kStopped) return;
+  const int64_t deadline = node_->next_deadline_mono();
+  const int64_t now_mono = now().mono_ms;
+  int64_t wait = deadline == kNever ? kMaxTimerWaitMs : deadline - now_mono;
+  wait = std::clamp<int64_t>(wait, 0, kMaxTimerWaitMs);
+  uv_timer_start(timer_, [](uv_timer_t* t) { static_cast<Runtime*>(t->data)->on_timer(); },
+                 static_cast<uint64_t>(wait), 0);
+}
+
+void Runtime::on_timer() {
+  node_->on_tick(now());
+  drain();
+}
+
+DaemonMetrics Runtime::metrics() const {
+  DaemonMetrics m = metrics_;
+  if (storage_) m.storage = storage_->metrics();
+  if (transport_) m.transport = transport_->metrics();
+  return m;
+}
+
+}  // namespace caesium::daemon
