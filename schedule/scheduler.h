@@ -245,6 +245,7 @@ class Scheduler {
     std::optional<ProcessId> holder;  // who holds a grant (from replies or my own grant)
     bool holder_vouched = false;      // a replica that can see the holder says it is alive
     bool ever_owned = false;          // this process owned o at some point: never release grants
+    int64_t deferred_since_mono_ms = 0;  // deferring to `holder` since (0 = not deferring)
     // ownership (phase kOwned)
     std::shared_ptr<const Entry> entry;  // captured when this node started deciding
     FirePath path = FirePath::kQuorum;

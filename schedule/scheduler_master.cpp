@@ -254,8 +254,24 @@ void Scheduler::reconsider(Occ& o, Clock now) {
   }
   if (o.holder && !(*o.holder == self_)) {
     // Granted to a live process: it decides.  "Live" includes a holder this node cannot
-    // see but a replica that can see it vouched for (a non-transitive partition).
-    if (owner_alive(*o.holder) || o.holder_vouched) return;
+    // see but a replica that can see it vouched for (a non-transitive partition).  But
+    // a holder may hold only part of a split vote and have released it, as we did: if
+    // no owner record from it appears within the give-up time, claim again — claims
+    // are exclusive, so if it does own o the replicas simply say so again.
+    if (owner_alive(*o.holder) || o.holder_vouched) {
+      if (o.deferred_since_mono_ms == 0) o.deferred_since_mono_ms = now.mono_ms;
+      const int64_t recheck = o.deferred_since_mono_ms + options_.claim_give_up_ms;
+      if (now.mono_ms < recheck) {
+        set_timer(o, recheck);
+        return;
+      }
+      o.deferred_since_mono_ms = 0;
+      o.holder.reset();
+      o.holder_vouched = false;
+      if (quorum_reachable(o.volume, e)) start_claim(o, e, now);
+      else set_timer(o, now.mono_ms + options_.claim_retry_ms);
+      return;
+    }
     if (!o.at_most_once) {
       become_owner(o, e, FirePath::kTakeover, true, now);
     } else {

@@ -2,6 +2,8 @@
 // The network half (send / deliver / connections) is in world_net.cpp.
 #include "sim/world.h"
 
+#include "base/time.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -385,8 +387,23 @@ void World::observe(uint32_t node, const Observation& obs) {
   mix(hash64(obs.subject));
   mix(static_cast<uint64_t>(obs.state));
   if (trace_sink_) {
-    trace(spec(node).id + " observes " + obs.subject + " state " + std::to_string(obs.state) +
-          (obs.text.empty() ? "" : " " + obs.text));
+    switch (obs.kind) {
+      case Observation::Kind::kFire:
+        trace(spec(node).id + " fire " + obs.text + " " + obs.volume + "/" + obs.key + "@" +
+              format_rfc3339_utc(obs.scheduled_utc_ms) + (obs.subject.empty() ? "" : " node=" + obs.subject) +
+              (obs.detail.empty() ? "" : " (" + obs.detail + ")"));
+        break;
+      case Observation::Kind::kMaster:
+        trace(spec(node).id + " master of " + obs.volume + " is " + (obs.subject.empty() ? "-" : obs.subject));
+        break;
+      case Observation::Kind::kEntry:
+        trace(spec(node).id + " entry " + obs.volume + "/" + obs.key + " created at " + format_rfc3339_utc(obs.at_utc_ms));
+        break;
+      default:
+        trace(spec(node).id + " observes " + obs.subject + " state " + std::to_string(obs.state) +
+              (obs.text.empty() ? "" : " " + obs.text));
+        break;
+    }
   }
   for (Checker* c : checkers_) c->on_observation(*this, node, obs);
 }

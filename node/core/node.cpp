@@ -288,6 +288,8 @@ void Node::on_core_message(const std::string& from, wire::CoreMessage& msg, Cloc
     on_store_push(from, *push, now);
   } else if (auto* sync = std::get_if<gossip::SyncMessage>(&msg)) {
     on_sync(from, *sync, now);
+  } else if (auto* ack = std::get_if<wire::StoreAck>(&msg)) {
+    on_store_ack(from, *ack);
   } else {
     scheduler_->on_message(from, to_fire(msg), now);
   }

@@ -137,9 +137,15 @@ class Node final : private schedule::SchedulerHost {
 
   // --- API (local to this node; the daemon forwards requests for other volumes) ----------
   bool is_replica(std::string_view volume) const;
-  Result<WriteAck> put_entry(const std::string& volume, const schedule::Entry& entry, Clock now);
+  // With `want_acks`, the pushes ask the other replicas to acknowledge the write once it
+  // is durable there; `replica_acks` then counts them (API ?w=N).
+  Result<WriteAck> put_entry(const std::string& volume, const schedule::Entry& entry, Clock now,
+                             bool want_acks = false);
   Result<WriteAck> delete_entry(const std::string& volume, const std::string& entity, const std::string& name,
-                                Clock now);
+                                Clock now, bool want_acks = false);
+  // Replicas known to hold `version` (or newer) of `key` durably, this node included
+  // (the caller waits for this node's own durability through durable_seq()).
+  size_t replica_acks(const std::string& volume, const std::string& key, const schedule::Version& version) const;
   std::optional<schedule::Entry> get_entry(const std::string& volume, const std::string& entity,
                                            const std::string& name) const;
   // Entries of a volume in key order, after `start_after` (a key), at most `limit`.
@@ -181,6 +187,12 @@ class Node final : private schedule::SchedulerHost {
     bool synced = false;
     int64_t opened_mono_ms = 0;
     std::map<std::string, schedule::Record> push;  // local writes not yet pushed, by key
+    bool push_wants_ack = false;
+    struct AckSet {
+      int64_t updated_mono_ms = 0;
+      std::map<std::string, schedule::Version> by_node;
+    };
+    std::map<std::string, AckSet> acks;  // key -> replicas that acknowledged a version
     int64_t next_sync_mono_ms = 0;
     uint64_t initiator_session = 0;  // 0 = none running
   };
@@ -235,6 +247,7 @@ class Node final : private schedule::SchedulerHost {
   void on_store_change(const std::string& volume, const schedule::Change& change);
   void flush_pushes(Clock now);
   void on_store_push(const std::string& from, const wire::StorePush& push, Clock now);
+  void on_store_ack(const std::string& from, const wire::StoreAck& ack);
   void on_sync(const std::string& from, const gossip::SyncMessage& msg, Clock now);
   void start_syncs(Clock now);
   void expire_sessions(Clock now);

@@ -8,7 +8,7 @@ namespace caesium::node {
 
 bool Node::is_replica(std::string_view volume) const { return volumes_.count(std::string(volume)) > 0; }
 
-Result<WriteAck> Node::put_entry(const std::string& volume, const schedule::Entry& entry, Clock now) {
+Result<WriteAck> Node::put_entry(const std::string& volume, const schedule::Entry& entry, Clock now, bool want_acks) {
   last_ = now;
   auto it = volumes_.find(volume);
   if (it == volumes_.end()) return Error("this node does not replicate volume '" + volume + "'", "volume");
@@ -16,12 +16,13 @@ Result<WriteAck> Node::put_entry(const std::string& volume, const schedule::Entr
   const std::string key = schedule::entry_key(entry.entity, entry.name);
   schedule::Record rec = it->second.store->put(key, schedule::encode_entry(entry), now.utc_ms);
   it->second.push[rec.key] = rec;
+  it->second.push_wants_ack = it->second.push_wants_ack || want_acks;
   pump(now);
   return WriteAck{std::move(rec), write_barrier()};
 }
 
 Result<WriteAck> Node::delete_entry(const std::string& volume, const std::string& entity, const std::string& name,
-                                    Clock now) {
+                                    Clock now, bool want_acks) {
   last_ = now;
   auto it = volumes_.find(volume);
   if (it == volumes_.end()) return Error("this node does not replicate volume '" + volume + "'", "volume");
@@ -30,6 +31,7 @@ Result<WriteAck> Node::delete_entry(const std::string& volume, const std::string
   if (!existing || !existing->value) return Error("no entry '" + name + "' for entity '" + entity + "'", "name");
   schedule::Record rec = it->second.store->erase(key, now.utc_ms);
   it->second.push[rec.key] = rec;
+  it->second.push_wants_ack = it->second.push_wants_ack || want_acks;
   pump(now);
   return WriteAck{std::move(rec), write_barrier()};
 }
@@ -93,6 +95,22 @@ std::vector<Node::OccurrenceHistory> Node::history(const std::string& volume, co
 
 std::optional<int64_t> Node::next_occurrence(const std::string& volume, const std::string& key) const {
   return scheduler_ ? scheduler_->next_scheduled(volume, key) : std::nullopt;
+}
+
+}  // namespace caesium::node
+
+namespace caesium::node {
+
+size_t Node::replica_acks(const std::string& volume, const std::string& key, const schedule::Version& version) const {
+  auto it = volumes_.find(volume);
+  if (it == volumes_.end()) return 0;
+  size_t n = 1;  // this node
+  auto a = it->second.acks.find(key);
+  if (a == it->second.acks.end()) return n;
+  for (const auto& [node, v] : a->second.by_node) {
+    if (node != options_.id && !(v < version)) ++n;
+  }
+  return n;
 }
 
 }  // namespace caesium::node

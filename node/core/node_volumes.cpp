@@ -78,6 +78,8 @@ void Node::flush_pushes(Clock now) {
     records.reserve(v.push.size());
     for (auto& [k, r] : v.push) records.push_back(std::move(r));
     v.push.clear();
+    const bool want_ack = v.push_wants_ack;
+    v.push_wants_ack = false;
     const VolumeSpec* spec = config_.volume(name);
     if (spec == nullptr) continue;
     std::vector<std::string> peers = spec->replicas;
@@ -88,7 +90,7 @@ void Node::flush_pushes(Clock now) {
       if (p == options_.id || !membership_->reachable(p)) continue;  // anti-entropy repairs the rest
       ++counters_.store_pushes_out;
       counters_.records_pushed += records.size();
-      queue_core(p, wire::StorePush{name, records}, false);
+      queue_core(p, wire::StorePush{name, records, want_ack}, false);
     }
   }
 }
@@ -101,8 +103,27 @@ void Node::on_store_push(const std::string& from, const wire::StorePush& push, C
     return;
   }
   ++counters_.store_pushes_in;
+  wire::StoreAck ack;
+  ack.volume = push.volume;
   for (const auto& rec : push.records) {
     if (it->second.store->merge(rec, now.utc_ms)) ++counters_.records_merged;
+    // Acknowledge what this replica now holds at that version or newer.
+    if (push.want_ack && it->second.store->compare_with_local(rec) >= 0) ack.records.emplace_back(rec.key, rec.version);
+  }
+  if (push.want_ack && !ack.records.empty()) queue_core(from, std::move(ack), true);
+}
+
+void Node::on_store_ack(const std::string& from, const wire::StoreAck& ack) {
+  auto it = volumes_.find(ack.volume);
+  if (it == volumes_.end()) {
+    ++counters_.misrouted;
+    return;
+  }
+  for (const auto& [key, version] : ack.records) {
+    VolumeState::AckSet& set = it->second.acks[key];
+    set.updated_mono_ms = last_.mono_ms;
+    auto& known = set.by_node[from];
+    if (known < version) known = version;
   }
 }
 
@@ -225,6 +246,11 @@ void Node::expire_sessions(Clock now) {
 void Node::maintenance(Clock now) {
   const int64_t horizon = now.utc_ms - options_.scheduler.occurrence_retention_ms;
   for (auto& [name, v] : volumes_) {
+    // Acknowledgements only matter while an API write waits for them.
+    for (auto it = v.acks.begin(); it != v.acks.end();) {
+      if (now.mono_ms - it->second.updated_mono_ms > 2 * kMsPerMinute) it = v.acks.erase(it);
+      else ++it;
+    }
     v.store->purge_tombstones(now.utc_ms);
     std::vector<std::string> expired;
     v.store->scan(schedule::kOccPrefix, {}, SIZE_MAX, [&](const schedule::RecordView& r) {

@@ -106,6 +106,7 @@ struct CoreMessage {
     configRequest @9 :ConfigRequest;
     configDoc @10 :ConfigDoc;
     sync @11 :SyncMessage;
+    storeAck @12 :StoreAck;
   }
 }
 
@@ -125,6 +126,14 @@ struct Record {
 struct StorePush {
   volume @0 :Text;
   records @1 :List(Record);
+  wantAck @2 :Bool;         # the writer waits for replicas (API ?w=N): answer with a StoreAck
+}
+
+# "These records are durable here": the answer to a StorePush that wanted one.
+struct StoreAck {
+  volume @0 :Text;
+  keys @1 :List(Data);
+  versions @2 :List(Version);
 }
 
 # Firing (schedule/fire_messages.h).

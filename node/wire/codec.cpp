@@ -418,8 +418,20 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setVolume(text(m.volume));
           auto records = x.initRecords(static_cast<unsigned>(m.records.size()));
           for (unsigned i = 0; i < m.records.size(); ++i) put(records[i], m.records[i]);
+          x.setWantAck(m.want_ack);
         } else if constexpr (std::is_same_v<T, gossip::SyncMessage>) {
           put(b.initSync(), m);
+        } else if constexpr (std::is_same_v<T, StoreAck>) {
+          auto x = b.initStoreAck();
+          x.setVolume(text(m.volume));
+          auto keys = x.initKeys(static_cast<unsigned>(m.records.size()));
+          auto versions = x.initVersions(static_cast<unsigned>(m.records.size()));
+          for (unsigned i = 0; i < m.records.size(); ++i) {
+            keys.set(i, data(m.records[i].first));
+            versions[i].setPhysicalMs(m.records[i].second.physical_ms);
+            versions[i].setLogical(m.records[i].second.logical);
+            versions[i].setOrigin(text(m.records[i].second.origin));
+          }
         }
       },
       msg);
@@ -514,7 +526,19 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
         if (!x) return x.error();
         p.records.push_back(std::move(*x));
       }
+      p.want_ack = r.getStorePush().getWantAck();
       return CoreMessage{std::move(p)};
+    }
+    case cp::CoreMessage::STORE_ACK: {
+      auto x = r.getStoreAck();
+      if (x.getKeys().size() != x.getVersions().size()) return Error("store ack: keys and versions differ in count");
+      StoreAck a;
+      a.volume = str(x.getVolume());
+      for (unsigned i = 0; i < x.getKeys().size(); ++i) {
+        auto v = x.getVersions()[i];
+        a.records.emplace_back(str(x.getKeys()[i]), schedule::Version{v.getPhysicalMs(), v.getLogical(), str(v.getOrigin())});
+      }
+      return CoreMessage{std::move(a)};
     }
     case cp::CoreMessage::SYNC: {
       auto m = get(r.getSync());

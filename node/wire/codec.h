@@ -38,7 +38,14 @@ struct ConfigDoc {
 struct StorePush {
   std::string volume;
   std::vector<schedule::Record> records;
+  bool want_ack = false;  // answer with a StoreAck once durable (API writes with ?w=N)
   bool operator==(const StorePush&) const = default;
+};
+
+struct StoreAck {
+  std::string volume;
+  std::vector<std::pair<std::string, schedule::Version>> records;  // key, version now durable
+  bool operator==(const StoreAck&) const = default;
 };
 
 // A core message the receiver does not understand (from a newer version).
@@ -49,7 +56,7 @@ struct UnknownMessage {
 using CoreMessage =
     std::variant<UnknownMessage, schedule::Claim, schedule::ClaimReply, schedule::Release,
                  schedule::Dispatch, schedule::DispatchReply, schedule::Revoke,
-                 schedule::RevokeReply, ConfigRequest, ConfigDoc, StorePush, gossip::SyncMessage>;
+                 schedule::RevokeReply, ConfigRequest, ConfigDoc, StorePush, gossip::SyncMessage, StoreAck>;
 
 struct UnknownBody {
   bool operator==(const UnknownBody&) const = default;

@@ -72,12 +72,19 @@ schedule::Record random_record(Rng& rng) {
 }
 
 CoreMessage random_core(Rng& rng) {
-  switch (rng.below(11)) {
+  switch (rng.below(12)) {
     case 9: {
       StorePush p;
       p.volume = random_text(rng, 8);
       for (uint64_t i = rng.below(5); i > 0; --i) p.records.push_back(random_record(rng));
+      p.want_ack = rng.chance(0.5);
       return p;
+    }
+    case 11: {
+      StoreAck a;
+      a.volume = random_text(rng, 8);
+      for (uint64_t i = rng.below(4); i > 0; --i) a.records.emplace_back(random_string(rng, 30), random_record(rng).version);
+      return a;
     }
     case 10: {
       gossip::SyncMessage m;
@@ -107,8 +114,13 @@ CoreMessage random_core(Rng& rng) {
                                    {static_cast<uint32_t>(rng.below(9)), random_text(rng, 16), random_text(rng, 8),
                                     rng.between(0, int64_t{1} << 42)}};
     case 1: {
-      schedule::ClaimReply r{random_text(rng, 8), random_occ(rng), static_cast<schedule::ClaimOutcome>(rng.below(4)),
-                             {random_text(rng, 8), rng.next_u64()}, rng.between(0, 10000), rng.chance(0.5)};
+      schedule::ClaimReply r;
+      r.volume = random_text(rng, 8);
+      r.occ = random_occ(rng);
+      r.outcome = static_cast<schedule::ClaimOutcome>(rng.below(4));
+      r.holder = {random_text(rng, 8), rng.next_u64()};
+      r.retry_after_ms = rng.between(0, 10000);
+      r.holder_alive = rng.chance(0.5);
       r.kind = static_cast<schedule::ClaimKind>(rng.below(3));
       r.round = rng.next_u64();
       r.promised_round = rng.next_u64();
