@@ -18,8 +18,6 @@
 // eligible set (of both sets during a replica change), never of the live view.
 #include <algorithm>
 #include <cassert>
-#include <cstdio>
-#include <cstdlib>
 
 #include "base/hash.h"
 #include "schedule/scheduler.h"
@@ -341,10 +339,6 @@ void Scheduler::superseded(Occ& o, uint64_t round, Clock now) {
   o.attempts.clear();
   o.phase = Phase::kTracking;
   set_timer(o, kNever);
-  if (std::getenv("CAESIUM_DEBUG_FIRE")) {
-    std::fprintf(stderr, "[%s] superseded on %s@%lld by round %llu\n", self_.node.c_str(), o.id.entry_key.c_str(),
-                 static_cast<long long>(o.id.scheduled_utc_ms), static_cast<unsigned long long>(round));
-  }
   reconsider(o, now);
 }
 

@@ -4,8 +4,6 @@
 // takeover).  DESIGN.md §6.
 #include <algorithm>
 #include <cassert>
-#include <cstdio>
-#include <cstdlib>
 
 #include "base/hash.h"
 #include "schedule/scheduler.h"
@@ -335,13 +333,6 @@ void Scheduler::become_owner(Occ& o, const Entry& e, FirePath path, bool possibl
     case FirePath::kTakeover: ++counters_.owned_takeover; break;
   }
   emit(FireEvent::Kind::kOwned, o, now, self_.node, 0, to_string(path));
-  if (std::getenv("CAESIUM_DEBUG_FIRE")) {
-    std::string votes;
-    for (const auto& g : o.granted) votes += g + " ";
-    std::fprintf(stderr, "[%s] owned %s@%lld via %s at utc %lld (fire %lld) grants: %s\n", self_.node.c_str(),
-                 o.id.entry_key.c_str(), static_cast<long long>(o.id.scheduled_utc_ms), to_string(path),
-                 static_cast<long long>(now.utc_ms), static_cast<long long>(o.fire_utc_ms), votes.c_str());
-  }
   if (o.takeover_wait_until_utc_ms > now.utc_ms) {
     write_owner_record(o, OwnerOutcome::kOpen, "", now);
     set_timer(o, utc_to_mono(o.takeover_wait_until_utc_ms));
@@ -643,7 +634,6 @@ void Scheduler::finish(Occ& o, Phase phase, const std::string& reason, Clock now
     case Phase::kSkipped: ++counters_.skipped; outcome = OwnerOutcome::kSkipped; kind = FireEvent::Kind::kSkipped; break;
     default: break;
   }
-  if (std::getenv("CAESIUM_DEBUG_FIRE")) std::fprintf(stderr, "[%s] %s %s@%lld: %s\n", self_.node.c_str(), to_string(kind), o.id.entry_key.c_str(), static_cast<long long>(o.id.scheduled_utc_ms), reason.c_str());
   // Make the decision visible on every replica (history), once.
   if (!had_owner_record) write_owner_record(o, outcome, reason, now);
   emit(kind, o, now, {}, 0, reason);

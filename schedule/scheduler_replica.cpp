@@ -2,8 +2,6 @@
 // runs, revokes).  Every promise made here is durable before it is sent: grants,
 // acceptances, refusals and revocations.
 #include <cassert>
-#include <cstdio>
-#include <cstdlib>
 
 #include "schedule/scheduler.h"
 #include "schedule/timing.h"
@@ -134,11 +132,6 @@ void Scheduler::put_worker_record(const std::string& volume, const OccurrenceId&
 }
 
 void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock now) {
-  if (std::getenv("CAESIUM_DEBUG_FIRE")) {
-    std::fprintf(stderr, "[%s] dispatch from %s for %s@%lld fire %s at utc %lld accept_by %lld\n", self_.node.c_str(),
-                 from.c_str(), d.occ.entry_key.c_str(), static_cast<long long>(d.occ.scheduled_utc_ms),
-                 d.fire_id.c_str(), static_cast<long long>(now.utc_ms), static_cast<long long>(d.accept_by_utc_ms));
-  }
   DispatchReply reply{d.volume, d.occ, d.fire_id, DispatchOutcome::kRefused, {}};
   auto refuse = [&](const std::string& why, bool durable) {
     reply.reason = why;

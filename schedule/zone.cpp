@@ -41,7 +41,9 @@ const ZoneData& utc_data() {
 // The POSIX TZ rule in a TZif (v2+) file's footer: the text between the last two
 // newlines.  Empty when the file cannot be read or has no footer.
 std::string read_footer(const std::string& zone_name) {
-  std::ifstream in(kZoneInfoDir + zone_name, std::ios::binary);
+  // sans-io-exception: the time-zone database is read-only reference data, read once per
+  // zone (as date::locate_zone itself does); no state, clock or order depends on it.
+  std::ifstream in(kZoneInfoDir + zone_name, std::ios::binary);  // sans-io-exception
   if (!in) return {};
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (bytes.size() < 6 || bytes.compare(0, 4, "TZif") != 0 || bytes[4] < '2') return {};

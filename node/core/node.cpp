@@ -7,8 +7,6 @@
 
 #include "base/bytes.h"
 
-#include <cstdio>
-#include <cstdlib>
 
 namespace caesium::node {
 namespace {
@@ -198,10 +196,6 @@ bool Node::open_frame(std::string_view bytes, node::Channel channel, wire::Envel
   wire::FrameError err{};
   if (!cipher_->open(bytes, opened, err)) {
     ++counters_.auth_failures;
-    if (std::getenv("CAESIUM_DEBUG_FRAMES")) {
-      std::fprintf(stderr, "[%s] t=%lld frame refused: %s (%zu bytes, channel %d)\n", options_.id.c_str(),
-                   static_cast<long long>(now.mono_ms), wire::to_string(err), bytes.size(), static_cast<int>(channel));
-    }
     return false;
   }
   const auto expected = channel == Channel::kDatagram ? wire::FrameChannel::kDatagram : wire::FrameChannel::kStream;
@@ -227,11 +221,6 @@ bool Node::open_frame(std::string_view bytes, node::Channel channel, wire::Envel
   const auto verdict = replay_.check(env->sender, env->boot_id, opened.channel, env->seq, env->sent_utc_ms, now.utc_ms);
   if (verdict != wire::ReplayGuard::Verdict::kFresh) {
     ++counters_.replays;
-    if (std::getenv("CAESIUM_DEBUG_FRAMES")) {
-      std::fprintf(stderr, "[%s] t=%lld frame from %s refused by the replay guard: verdict %d seq %llu channel %d\n",
-                   options_.id.c_str(), static_cast<long long>(now.mono_ms), env->sender.c_str(), static_cast<int>(verdict),
-                   static_cast<unsigned long long>(env->seq), static_cast<int>(channel));
-    }
     return false;
   }
   last_heard_mono_[env->sender] = now.mono_ms;

@@ -2,8 +2,6 @@
 // writes to the other replicas, periodic anti-entropy with one peer replica, and the
 // retention sweeps (expired occurrence records, old tombstones).
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 #include "node/core/node.h"
 
@@ -184,10 +182,6 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
   counters_.sync_records_applied += s.sync->stats().records_applied - applied_before;
   if (!reply) {
     ++counters_.syncs_failed;
-    if (std::getenv("CAESIUM_DEBUG_SYNC")) {
-      std::fprintf(stderr, "[%s] sync with %s on %s failed: %s\n", options_.id.c_str(), from.c_str(),
-                   msg.volume.c_str(), reply.error().message.c_str());
-    }
   } else if (reply->has_value()) {
     queue_core(from, std::move(**reply), false);
   }
@@ -198,15 +192,6 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
         vit->second.synced = true;
         refresh_masters(now);
       }
-    }
-    if (std::getenv("CAESIUM_DEBUG_SYNC") && reply) {
-      const auto& st = s.sync->stats();
-      std::fprintf(stderr, "[%s] t=%lld sync %s with %s on %s done: rt=%u sent=%llu recv=%llu applied=%llu digest=%016llx size=%zu\n",
-                   options_.id.c_str(), static_cast<long long>(now.mono_ms), s.sync->role() == gossip::SyncSession::Role::kInitiator ? "init" : "resp",
-                   from.c_str(), msg.volume.c_str(), st.round_trips(),
-                   static_cast<unsigned long long>(st.records_sent), static_cast<unsigned long long>(st.records_received),
-                   static_cast<unsigned long long>(st.records_applied),
-                   static_cast<unsigned long long>(vit->second.store->root_digest()), vit->second.store->size());
     }
     if (s.sync->role() == gossip::SyncSession::Role::kInitiator && vit->second.initiator_session == msg.session_id) {
       vit->second.initiator_session = 0;
