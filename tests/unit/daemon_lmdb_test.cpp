@@ -11,27 +11,15 @@
 #include "base/rng.h"
 #include "node/daemon/lmdb_storage.h"
 #include "tests/unit/daemon_exec_test_loop.h"
+#include "tests/unit/daemon_test_support.h"
 #include "tests/unit/test_seed.h"
 
 using namespace caesium;
 using namespace caesium::daemon;
+using caesium::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "caesium-lmdb-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string sub(const std::string& name) const { return path + "/" + name; }
-};
 
 node::StorageBatch batch(uint64_t seq, std::vector<std::pair<std::string, std::string>> puts,
                          std::vector<std::string> erases = {}) {

@@ -14,26 +14,14 @@
 #include "node/daemon/net.h"
 #include "node/daemon/net_addr.h"
 #include "tests/unit/daemon_exec_test_loop.h"
+#include "tests/unit/daemon_test_support.h"
 #include "tests/unit/test_seed.h"
 
 using namespace caesium;
 using namespace caesium::daemon;
+using caesium::test::free_port;
 
 namespace {
-
-// A port the kernel just handed out for `type` (SOCK_DGRAM / SOCK_STREAM) on loopback.
-int free_port(int type) {
-  const int fd = ::socket(AF_INET, type, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 struct Endpoint {
   std::string gossip, stream;

@@ -2,9 +2,7 @@
 // LMDB, real executors): they converge, fire entries of both semantics exactly once
 // while healthy, survive a restart with their data, refuse a foreign data directory,
 // and shut down cleanly.  Set CAESIUM_TEST_LOGS=1 to see the nodes' log lines.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
+#include <sys/socket.h>  // SOCK_DGRAM, SOCK_STREAM
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -17,36 +15,23 @@
 #include "node/daemon/runtime.h"
 #include "schedule/entry.h"
 #include "tests/unit/daemon_exec_test_loop.h"
+#include "tests/unit/daemon_test_support.h"
 
 using namespace caesium;
 using namespace caesium::daemon;
+using caesium::test::free_port;
 namespace fs = std::filesystem;
 
 namespace {
 
-int free_port(int type) {
-  const int fd = ::socket(AF_INET, type, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 // A cluster's files: a key, and one config per node (ports picked now).
 struct ClusterFiles {
-  std::string dir;
+  test::TempDir tmp{"caesium-rt"};
+  std::string dir = tmp.path;
   std::vector<std::string> ids = {"n1", "n2", "n3"};
   std::map<std::string, std::string> gossip, stream;
 
   ClusterFiles() {
-    std::string tmpl = (fs::temp_directory_path() / "caesium-rt-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    dir = tmpl;
     std::ofstream(dir + "/cluster.key") << "primary = AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n";
     fs::permissions(dir + "/cluster.key", fs::perms::owner_read | fs::perms::owner_write);
     for (const auto& id : ids) {
@@ -54,11 +39,6 @@ struct ClusterFiles {
       stream[id] = "127.0.0.1:" + std::to_string(free_port(SOCK_STREAM));
     }
   }
-  ~ClusterFiles() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-
   DaemonConfig config(const std::string& id, const std::string& data_of = {}) const {
     std::string seeds;
     for (const auto& other : ids) {
