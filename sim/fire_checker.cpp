@@ -189,7 +189,7 @@ void FireChecker::finish(const World& world, Report& report) {
       if (first_start >= 0) {
         const int64_t late = first_start - due_ms;
         lateness_all.push_back(late);
-        const bool quiet = quiet_between(world, elig, std::max<int64_t>(0, due_ms - options_.liveness_window_ms), first_start);
+        const bool quiet = quiet_between(world, elig, std::max<int64_t>(0, due_ms - options_.liveness_before_ms), first_start);
         (quiet ? lateness_healthy : lateness_faulty).push_back(late);
         if (quiet && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms) {
           report.violate({"lateness.healthy", name + " ran " + std::to_string(late) + " ms late with no fault around it",
@@ -240,7 +240,7 @@ void FireChecker::finish(const World& world, Report& report) {
       // AMO liveness: a majority of the eligible replicas up and connected around the due time.
       if (amo && started != 1 && due_ms - c.at_ms > options_.replication_grace_ms &&
           c.entry.misfire_window_ms >= options_.detection_bound_ms) {
-        const int64_t from = due_ms - options_.liveness_window_ms, to = due_ms + options_.liveness_window_ms;
+        const int64_t from = due_ms - options_.liveness_before_ms, to = due_ms + options_.liveness_window_ms;
         std::vector<uint32_t> healthy;
         for (const auto& r : elig) {
           const int64_t ri = world.index_of(r);

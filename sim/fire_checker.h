@@ -38,7 +38,10 @@ class FireChecker final : public Checker {
  public:
   struct Options {
     int64_t detection_bound_ms = 60'000;   // failure detection + claim give-up + accept timeout
-    int64_t liveness_window_ms = 20'000;   // AMO liveness: majority healthy this long on each side
+    int64_t liveness_window_ms = 20'000;   // AMO liveness / quiet lateness: healthy this long after
+    // ...and this long before the due time: membership agrees again within two push-pull
+    // intervals of a heal (issue 4's bound), so connectivity alone is not enough sooner.
+    int64_t liveness_before_ms = 65'000;
     int64_t replication_grace_ms = 5'000;  // an entry reaches its replicas within this
     int64_t healthy_lateness_ms = 1'000;   // fault-free lateness bound
     size_t max_occurrences_per_entry = 20'000;

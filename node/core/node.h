@@ -195,6 +195,7 @@ class Node final : private schedule::SchedulerHost {
     std::map<std::string, AckSet> acks;  // key -> replicas that acknowledged a version
     int64_t next_sync_mono_ms = 0;
     uint64_t initiator_session = 0;  // 0 = none running
+    std::string sync_soon_with;      // a replica that just (re)appeared: reconcile with it next
   };
   struct Session {
     std::string volume;

@@ -64,6 +64,17 @@ void Node::drain_membership(Clock now) {
     if (ev.node == options_.id) continue;
     // The scheduler cares about reachability and restarts (boot id), not load.
     const gossip::MemberMeta* meta = membership_->meta_of(ev.node);
+    // A replica that comes back (a healed partition, a restart) missed our pushes:
+    // reconcile with it now rather than at the next sync interval.
+    if (ev.kind == gossip::MemberEvent::Kind::kJoined || ev.kind == gossip::MemberEvent::Kind::kAlive) {
+      for (auto& [name, v] : volumes_) {
+        const VolumeSpec* spec = config_.volume(name);
+        if (spec && std::binary_search(spec->replicas.begin(), spec->replicas.end(), ev.node)) {
+          v.sync_soon_with = ev.node;
+          v.next_sync_mono_ms = std::min(v.next_sync_mono_ms, now.mono_ms);
+        }
+      }
+    }
     uint64_t& known_boot = known_boots_[ev.node];
     const uint64_t boot = meta ? meta->boot_id : 0;
     if (ev.kind != gossip::MemberEvent::Kind::kUpdated || boot != known_boot) {

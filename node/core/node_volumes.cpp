@@ -144,7 +144,12 @@ void Node::start_syncs(Clock now) {
       if (!v.synced) v.next_sync_mono_ms = now.mono_ms + 250;
       continue;
     }
-    const std::string& peer = peers[rng_.below(peers.size())];
+    std::string peer = peers[rng_.below(peers.size())];
+    if (!v.sync_soon_with.empty() &&
+        std::find(peers.begin(), peers.end(), v.sync_soon_with) != peers.end()) {
+      peer = v.sync_soon_with;
+    }
+    v.sync_soon_with.clear();
     const uint64_t id = rng_.next_u64() | 1;
     Session s;
     s.volume = name;
