@@ -163,8 +163,14 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
       reconsider(o, now);  // defer to the holder, or take over if it vanished
       return;
     }
-    // A split vote or abstentions: try again after a backoff spread by node, so two
-    // claimants do not collide forever.
+    // No holder, so abstentions (replicas that lost their disk cannot vote on o) or a
+    // split vote.  At-least-once does not wait: it fires in this component, flagged.
+    if (!o.at_most_once) {
+      become_owner(o, e, FirePath::kDegraded, true, now);
+      return;
+    }
+    // At-most-once tries again after a backoff spread by node, so two claimants do not
+    // collide forever.
     const int64_t backoff = options_.claim_retry_ms * (1 + static_cast<int64_t>(hash64(self_.node) % 4));
     set_timer(o, now.mono_ms + backoff);
     return;
