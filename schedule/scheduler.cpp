@@ -23,6 +23,7 @@ const char* to_string(FireEvent::Kind k) {
     case FireEvent::Kind::kSkipped: return "skipped";
     case FireEvent::Kind::kRedispatched: return "redispatched";
     case FireEvent::Kind::kGranted: return "granted";
+    case FireEvent::Kind::kDeferred: return "deferred";
   }
   return "?";
 }

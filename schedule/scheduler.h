@@ -106,6 +106,7 @@ struct FireEvent {
     kSkipped,       // misfire policy skipped it
     kRedispatched,  // owner dispatches another attempt
     kGranted,       // this replica granted a claim
+    kDeferred,      // the master leaves o to another process for now (detail says why)
   };
   Kind kind = Kind::kDue;
   std::string volume;
@@ -246,6 +247,7 @@ class Scheduler {
     bool holder_vouched = false;      // a replica that can see the holder says it is alive
     bool ever_owned = false;          // this process owned o at some point: never release grants
     int64_t deferred_since_mono_ms = 0;  // deferring to `holder` since (0 = not deferring)
+    std::string deferred_reason;         // last kDeferred detail emitted (emit on change only)
     // ownership (phase kOwned)
     std::shared_ptr<const Entry> entry;  // captured when this node started deciding
     FirePath path = FirePath::kQuorum;
@@ -327,6 +329,7 @@ class Scheduler {
   bool majority_impossible(const Occ& o, const Entry& e) const;
   bool owner_alive(const ProcessId& owner) const;
   bool misfire_policy_allows(const Occ& o, const Entry& e, Clock now) const;
+  void defer(Occ& o, Clock now, const std::string& why);
   void emit(FireEvent::Kind kind, const Occ& o, Clock now, const std::string& node = {},
             uint32_t attempt = 0, const std::string& detail = {}, bool ok = true);
 

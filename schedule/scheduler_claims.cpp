@@ -159,10 +159,11 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
   if (majority_impossible(o, e)) {
     release_grants(o, &e, now);
     o.phase = Phase::kTracking;
-    if (o.holder) {
+    if (o.holder && !(*o.holder == self_)) {
       reconsider(o, now);  // defer to the holder, or take over if it vanished
       return;
     }
+    o.holder.reset();  // our own grant, just released
     // No holder, so abstentions (replicas that lost their disk cannot vote on o) or a
     // split vote.  At-least-once does not wait: it fires in this component, flagged.
     if (!o.at_most_once) {

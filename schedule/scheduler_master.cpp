@@ -36,6 +36,12 @@ void Scheduler::emit(FireEvent::Kind kind, const Occ& o, Clock now, const std::s
   host_.emit(e);
 }
 
+void Scheduler::defer(Occ& o, Clock now, const std::string& why) {
+  if (o.deferred_reason == why) return;
+  o.deferred_reason = why;
+  emit(FireEvent::Kind::kDeferred, o, now, {}, 0, why);
+}
+
 // --- eligibility and quorum ---------------------------------------------------------------
 
 bool Scheduler::node_matches_binding(const std::string& node, const Entry& e) const {
@@ -221,7 +227,10 @@ void Scheduler::reconsider(Occ& o, Clock now) {
       set_timer(o, kNever);
       return;
     }
-    if (owner_alive(r.owner)) return;  // its owner is at work
+    if (owner_alive(r.owner)) {  // its owner is at work
+      defer(o, now, "owner " + r.owner.node + " is at work");
+      return;
+    }
   }
   // An owner vanished before the occurrence ran.
   for (const auto& [node, r] : o.owner_records) {
@@ -260,6 +269,7 @@ void Scheduler::reconsider(Occ& o, Clock now) {
       if (o.deferred_since_mono_ms == 0) o.deferred_since_mono_ms = now.mono_ms;
       const int64_t recheck = o.deferred_since_mono_ms + options_.claim_give_up_ms;
       if (now.mono_ms < recheck) {
+        defer(o, now, "granted to " + o.holder->node);
         set_timer(o, recheck);
         return;
       }
