@@ -468,7 +468,11 @@ void Scheduler::owner_step(Occ& o, Clock now) {
     return;
   }
   Attempt& a = o.attempts.back();
-  const bool worker_up = owner_alive(ProcessId{a.info.worker, 0});
+  // Once accepted, the attempt lives in one process: the worker record names its boot,
+  // so a worker that restarted (even within the suspicion timeout) counts as gone.
+  ProcessId worker_process{a.info.worker, 0};
+  if (auto w = o.worker_records.find(a.info.fire_id); w != o.worker_records.end()) worker_process = w->second.worker;
+  const bool worker_up = owner_alive(worker_process);
   const bool window_over = now.utc_ms - o.fire_utc_ms > e.misfire_window_ms;
   auto abandon_and_redispatch = [&](const char* why) {
     a.state = AttemptState::kAbandoned;

@@ -56,7 +56,7 @@ struct NodeOptions {
   schedule::VolumeStoreOptions store;
   gossip::SyncOptions sync;
   int64_t sync_interval_ms = 10'000;    // anti-entropy with one peer replica per volume
-  int64_t sync_session_timeout_ms = 30'000;
+  int64_t sync_session_timeout_ms = 5'000;  // since the session's last message
   int64_t startup_grace_ms = 3'000;     // masters decide nothing before join or this long
   int64_t replay_window_ms = 120'000;   // frames older/newer than this are refused
   int64_t maintenance_interval_ms = 30'000;  // retention sweeps, tombstone purge
