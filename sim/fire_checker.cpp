@@ -62,6 +62,7 @@ void FireChecker::on_observation(const World& world, uint32_t node, const Observ
   }
   if (obs.kind != Observation::Kind::kFire) return;
   Decisions& d = decisions_[OccKey{obs.volume, obs.key, obs.scheduled_utc_ms}];
+  if ((obs.text == "dispatched" || obs.text == "redispatched") && !obs.subject.empty()) d.workers.insert(obs.subject);
   if (obs.text == "withheld") d.withheld = true;
   else if (obs.text == "lost") d.lost = true;
   else if (obs.text == "missed" || obs.text == "skipped") d.missed = true;
@@ -261,7 +262,12 @@ void FireChecker::finish(const World& world, Report& report) {
           }
           best = std::max(best, group.size());
         }
-        if (best * 2 > elig.size()) {
+        bool worker_crashed = false;
+        for (const auto& w : d.workers) {
+          const int64_t wi = world.index_of(w);
+          if (wi >= 0 && !world.healthy_throughout(static_cast<uint32_t>(wi), from, end_ms)) worker_crashed = true;
+        }
+        if (best * 2 > elig.size() && !worker_crashed) {
           report.violate({"amo.liveness", name + " (at-most-once) ran " + std::to_string(started) +
                                               " times although a majority of its replicas was up and connected",
                           due_ms, {}});

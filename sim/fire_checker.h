@@ -10,7 +10,10 @@
 //                  failure-detection bound after the due time
 //   amo.liveness   an at-most-once occurrence did not run exactly once although a
 //                  majority of its eligible replicas was up and connected (to each
-//                  other) throughout a window around the due time
+//                  other) throughout a window around the due time — unless a worker it
+//                  was dispatched to crashed meanwhile: whether that worker had already
+//                  accepted can be unknowable (a wiped disk), and then at-most-once must
+//                  report the occurrence lost rather than run it again
 //   healthy.once   in a run without faults, an occurrence did not run exactly once
 //   early          an execution started before the due time (allowing the configured
 //                  skew bound only where skewed clocks could make a quorum agree)
@@ -71,6 +74,7 @@ class FireChecker final : public Checker {
   };
   struct Decisions {
     bool withheld = false, lost = false, missed = false;
+    std::set<std::string> workers;  // every node an attempt was dispatched to
   };
 
   std::vector<std::string> eligible(const World& world, const Created& c) const;
