@@ -1,0 +1,376 @@
+// The API's request handling without sockets: ApiHandler over a real Node core driven by
+// hand (tests/unit/daemon_api_fixture.h).  Every route, every error code, auth, limits,
+// the forwarding decision, and the durability wait a write asks for.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "node/daemon/api.h"
+#include "node/daemon/api_internal.h"
+#include "tests/unit/daemon_api_fixture.h"
+
+using namespace caesium;
+using namespace caesium::daemon;
+using caesium::test::api_request;
+using nlohmann::json;
+
+namespace {
+
+json body_of(const ServerResponse& r) { return json::parse(r.body); }
+
+const char* kEntry = R"({"timer": {"interval": "20s", "repeat_for": "2m"}, "handler": "tick", "payload": "hi"})";
+const std::string kEntryPath = "/v1/volumes/v/entities/acme/schedule/report";
+
+struct Fixture {
+  test::ApiTestNode n;
+  ApiHandler h{test::api_test_options(), n.backend()};
+
+  ApiAction run(const std::string& method, const std::string& target, const std::string& body = {}, bool token = true) {
+    return h.handle(api_request(method, target, body, token));
+  }
+  // A write: its answer once durable.
+  ServerResponse write(const std::string& method, const std::string& target, const std::string& body = {}) {
+    ApiAction a = run(method, target, body);
+    if (a.kind != ApiAction::Kind::kAwaitWrite) return a.response;
+    REQUIRE(a.wait.durable_seq > n.backend().durable_seq());  // not durable before the disk says so
+    n.settle();
+    REQUIRE(n.backend().durable_seq() >= a.wait.durable_seq);
+    return a.response;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("api auth: no token configured refuses everything but healthz and metrics") {
+  test::ApiTestNode n;
+  ApiOptions o = test::api_test_options();
+  o.token.clear();
+  ApiHandler h(o, n.backend());
+  ApiAction a = h.handle(api_request("GET", "/v1/status"));
+  CHECK(a.response.status == 401);
+  REQUIRE(a.response.header("WWW-Authenticate") != nullptr);
+  CHECK(a.response.header("WWW-Authenticate")->find("Bearer") == 0);
+  CHECK(body_of(a.response)["error"].get<std::string>().find("no API token") != std::string::npos);
+  CHECK(h.handle(api_request("GET", "/healthz", {}, false)).response.status == 200);
+  CHECK(h.handle(api_request("GET", "/metrics", {}, false)).response.status == 200);
+  CHECK(h.counters().auth_failures == 1);
+}
+
+TEST_CASE("api auth: bearer token checked, wrong or missing token is 401") {
+  Fixture f;
+  CHECK(f.run("GET", "/v1/status").response.status == 200);
+  ApiAction missing = f.run("GET", "/v1/status", {}, false);
+  CHECK(missing.response.status == 401);
+  CHECK(*missing.response.header("www-authenticate") == R"(Bearer realm="caesium")");
+  ServerRequest wrong = api_request("GET", "/v1/status", {}, false);
+  wrong.headers.emplace_back("authorization", "Bearer s3cret-tokeN");
+  ApiAction w = f.h.handle(wrong);
+  CHECK(w.response.status == 401);
+  CHECK(w.response.header("WWW-Authenticate")->find("invalid_token") != std::string::npos);
+  ServerRequest lower = api_request("GET", "/v1/status", {}, false);
+  lower.headers.emplace_back("authorization", "bearer   s3cret-token  ");
+  CHECK(f.h.handle(lower).response.status == 200);
+  ServerRequest basic = api_request("GET", "/v1/status", {}, false);
+  basic.headers.emplace_back("authorization", "Basic czNjcmV0LXRva2Vu");
+  CHECK(f.h.handle(basic).response.status == 401);
+  CHECK(f.h.counters().auth_failures == 3);
+}
+
+TEST_CASE("api auth: token comparison and bearer parsing") {
+  CHECK(token_matches("abc", "abc"));
+  CHECK_FALSE(token_matches("abc", "abd"));
+  CHECK_FALSE(token_matches("abc", "abcd"));
+  CHECK_FALSE(token_matches("", ""));  // no token configured matches nothing
+  CHECK(bearer_token("Bearer x")  == std::optional<std::string>("x"));
+  CHECK(bearer_token("BEARER x") == std::optional<std::string>("x"));
+  CHECK_FALSE(bearer_token("Bearer "));
+  CHECK_FALSE(bearer_token("Bearerx"));
+  CHECK_FALSE(bearer_token("Token x"));
+}
+
+TEST_CASE("api routes: unknown paths, methods and escapes") {
+  Fixture f;
+  CHECK(f.run("GET", "/nope").response.status == 404);
+  CHECK(f.run("GET", "/v1/nope").response.status == 404);
+  CHECK(f.run("GET", "/v1/volumes/v/wat").response.status == 404);
+  CHECK(f.run("GET", "/v1/volumes/v/entities/a/schedule/b/c").response.status == 404);
+  ApiAction m = f.run("POST", kEntryPath, kEntry);
+  CHECK(m.response.status == 405);
+  CHECK(*m.response.header("Allow") == "GET, PUT, DELETE");
+  CHECK(f.run("DELETE", "/v1/status").response.status == 405);
+  CHECK(f.run("POST", "/v1/volumes/v/entries").response.status == 405);
+  ApiAction bad = f.run("GET", "/v1/volumes/v/entities/a%zz/schedule/b");
+  CHECK(bad.response.status == 400);
+  CHECK(body_of(bad.response)["field"] == "path");
+  CHECK(f.run("GET", "/v1/volumes/v/entities/a%00b/schedule/c").response.status == 400);
+}
+
+TEST_CASE("api status: members, volumes with master and replica flag, epoch") {
+  Fixture f;
+  ApiAction a = f.run("GET", "/v1/status");
+  REQUIRE(a.response.status == 200);
+  json s = body_of(a.response);
+  CHECK(s["node"] == "n1");
+  CHECK(s["config_epoch"] == 1);
+  REQUIRE(s["members"].size() >= 1);
+  CHECK(s["members"][0]["id"] == "n1");
+  CHECK(s["members"][0]["state"] == "alive");
+  REQUIRE(s["volumes"].size() == 3);
+  CHECK(s["volumes"][0]["name"] == "far");
+  CHECK(s["volumes"][0]["replica"] == false);
+  CHECK(s["volumes"][2]["name"] == "v");
+  CHECK(s["volumes"][2]["replica"] == true);
+  CHECK(s["pending"].contains("running_invocations"));
+}
+
+TEST_CASE("api entries: put creates (201) then replaces (200), answered once durable") {
+  Fixture f;
+  ServerResponse created = f.write("PUT", kEntryPath, kEntry);
+  CHECK(created.status == 201);
+  CHECK(*created.header("Location") == kEntryPath);
+  json e = body_of(created);
+  CHECK(e["entity"] == "acme");
+  CHECK(e["name"] == "report");
+  CHECK(e["origin"] == "n1");
+  CHECK(e["timer"]["interval"] == "20s");
+  CHECK(e["next"] == format_rfc3339_utc(test::kApiTestStartUtcMs + 20'000));
+  ServerResponse replaced = f.write("PUT", kEntryPath, R"({"cron": "0 9 * * *", "handler": "tick"})");
+  CHECK(replaced.status == 200);
+  CHECK(replaced.header("Location") == nullptr);
+  ApiAction got = f.run("GET", kEntryPath);
+  REQUIRE(got.response.status == 200);
+  CHECK(body_of(got.response)["cron"] == "0 9 * * *");
+}
+
+TEST_CASE("api entries: GET then PUT of the same document round-trips") {
+  Fixture f;
+  f.write("PUT", kEntryPath, kEntry);
+  ApiAction got = f.run("GET", kEntryPath);
+  ServerResponse again = f.write("PUT", kEntryPath, got.response.body);
+  CHECK(again.status == 200);
+}
+
+TEST_CASE("api entries: bad bodies and paths are 400 naming the field") {
+  Fixture f;
+  auto err = [&](const std::string& target, const std::string& body) {
+    ApiAction a = f.run("PUT", target, body);
+    CHECK(a.kind == ApiAction::Kind::kRespond);
+    return std::make_pair(a.response.status, body_of(a.response).value("field", ""));
+  };
+  CHECK(err(kEntryPath, "{not json") == std::make_pair(400, std::string("body")));
+  CHECK(err(kEntryPath, "[1,2]") == std::make_pair(400, std::string("body")));
+  CHECK(err(kEntryPath, R"({"handler": "x"})").second == "cron");
+  CHECK(err(kEntryPath, R"({"cron": "61 * * * *", "handler": "x"})").second == "cron");
+  CHECK(err(kEntryPath, R"({"cron": "* * * * *", "handler": "x", "colour": "red"})").second == "colour");
+  CHECK(err(kEntryPath, R"({"cron": "* * * * *", "handler": "x", "name": "other"})").second == "name");
+  CHECK(err("/v1/volumes/v/entities/a b/schedule/x", kEntry).second == "entity");
+  CHECK(err("/v1/volumes/v/entities/a/schedule/..", kEntry).second == "name");
+  CHECK(err("/v1/volumes/bad!vol/entities/a/schedule/x", kEntry).second == "volume");
+  CHECK(err(kEntryPath + "?w=0", kEntry) == std::make_pair(400, std::string("w")));
+  CHECK(err(kEntryPath + "?w=2", kEntry) == std::make_pair(400, std::string("w")));  // "v" has one replica
+  CHECK(err(kEntryPath + "?w=x", kEntry).second == "w");
+  CHECK(err(kEntryPath + "?w=%4", kEntry).second == "query");
+  ApiAction unknown = f.run("PUT", "/v1/volumes/nosuch/entities/a/schedule/x", kEntry);
+  CHECK(unknown.response.status == 404);
+  CHECK(body_of(unknown.response)["field"] == "volume");
+}
+
+TEST_CASE("api entries: get and delete of an absent entry are 404; delete waits for durability") {
+  Fixture f;
+  CHECK(f.run("GET", kEntryPath).response.status == 404);
+  CHECK(f.run("DELETE", kEntryPath).response.status == 404);
+  f.write("PUT", kEntryPath, kEntry);
+  ServerResponse gone = f.write("DELETE", kEntryPath);
+  CHECK(gone.status == 204);
+  CHECK(gone.body.empty());
+  CHECK(f.run("GET", kEntryPath).response.status == 404);
+}
+
+TEST_CASE("api entries: ?w=2 waits for two replicas of the written version") {
+  Fixture f;
+  ApiAction a = f.run("PUT", "/v1/volumes/pair/entities/acme/schedule/x?w=2", kEntry);
+  REQUIRE(a.kind == ApiAction::Kind::kAwaitWrite);
+  CHECK(a.wait.replicas == 2);
+  CHECK(a.wait.volume == "pair");
+  CHECK(a.wait.key == "acme/caesium/schedule/x");
+  CHECK(a.wait.deadline_mono_ms == f.n.clock().mono_ms + f.h.options().write_timeout_ms);
+  f.n.settle();
+  // n2 never acknowledged: only this node holds it.
+  CHECK(f.n.backend().replica_acks(a.wait.volume, a.wait.key, a.wait.version) == 1);
+  ServerResponse t = f.h.write_timeout_response(a.wait, true, 1);
+  CHECK(t.status == 503);
+  json j = body_of(t);
+  CHECK(j["durable"] == true);
+  CHECK(j["replicas"] == 1);
+  CHECK(j["wanted"] == 2);
+  CHECK(f.h.counters().write_timeouts == 1);
+}
+
+TEST_CASE("api entries: list pages with a cursor, prefix filter and limits") {
+  Fixture f;
+  for (const char* who : {"acme", "acme2", "beta"}) {
+    for (const char* name : {"a", "b"}) {
+      f.write("PUT", std::string("/v1/volumes/v/entities/") + who + "/schedule/" + name, kEntry);
+    }
+  }
+  ApiAction p1 = f.run("GET", "/v1/volumes/v/entries?limit=4");
+  REQUIRE(p1.response.status == 200);
+  json j1 = body_of(p1.response);
+  REQUIRE(j1["entries"].size() == 4);
+  CHECK(j1["entries"][0]["key"] == "acme/caesium/schedule/a");
+  REQUIRE(j1["next"].is_string());
+  ApiAction p2 = f.run("GET", "/v1/volumes/v/entries?limit=4&after=" + percent_encode(j1["next"].get<std::string>()));
+  json j2 = body_of(p2.response);
+  REQUIRE(j2["entries"].size() == 2);
+  CHECK(j2["entries"][1]["key"] == "beta/caesium/schedule/b");
+  CHECK(j2["next"].is_null());
+  json pre = body_of(f.run("GET", "/v1/volumes/v/entries?prefix=acme").response);
+  CHECK(pre["entries"].size() == 4);  // acme and acme2: a prefix of the entity
+  CHECK(body_of(f.run("GET", "/v1/volumes/v/entries?prefix=acme2").response)["entries"].size() == 2);
+  CHECK(f.run("GET", "/v1/volumes/v/entries?limit=0").response.status == 400);
+  CHECK(f.run("GET", "/v1/volumes/v/entries?limit=-1").response.status == 400);
+  ApiOptions small = test::api_test_options();
+  small.max_list_limit = 3;
+  ApiHandler h3(small, f.n.backend());
+  json capped = body_of(h3.handle(api_request("GET", "/v1/volumes/v/entries?limit=1000")).response);
+  CHECK(capped["entries"].size() == 3);
+  CHECK(capped["next"].is_string());
+}
+
+TEST_CASE("api history: 404 without entry or records, empty list for a fresh entry") {
+  Fixture f;
+  CHECK(f.run("GET", kEntryPath + "/history").response.status == 404);
+  f.write("PUT", kEntryPath, kEntry);
+  ApiAction a = f.run("GET", kEntryPath + "/history?limit=5");
+  REQUIRE(a.response.status == 200);
+  CHECK(body_of(a.response)["occurrences"].empty());
+  CHECK(f.run("GET", kEntryPath + "/history?limit=zero").response.status == 400);
+  CHECK(f.run("PUT", kEntryPath + "/history").response.status == 405);
+}
+
+TEST_CASE("api history json: outcome, attempts, runs and duplicates") {
+  node::Node::OccurrenceHistory h;
+  h.occ.entry_key = "acme/caesium/schedule/report";
+  h.occ.scheduled_utc_ms = test::kApiTestStartUtcMs;
+  schedule::OwnerRecord o;
+  o.owner = {"n1", 0xabc};
+  o.path = schedule::FirePath::kTakeover;
+  o.attempts = {{1, "f1", "n2", test::kApiTestStartUtcMs + 5}, {2, "f2", "n3", test::kApiTestStartUtcMs + 9}};
+  h.owners.push_back(o);
+  schedule::WorkerRecord w1;
+  w1.worker = {"n2", 1};
+  w1.attempt = 1;
+  w1.state = schedule::WorkerState::kFailed;
+  w1.detail = "exit 3";
+  schedule::WorkerRecord w2 = w1;
+  w2.worker = {"n3", 2};
+  w2.attempt = 2;
+  w2.state = schedule::WorkerState::kCompleted;
+  w2.possible_duplicate = true;
+  h.workers = {{"f1", w1}, {"f2", w2}};
+  json j = api_detail::history_json({h});
+  REQUIRE(j.size() == 1);
+  CHECK(j[0]["outcome"] == "completed");
+  CHECK(j[0]["runs"] == 2);
+  CHECK(j[0]["duplicates"] == 1);
+  CHECK(j[0]["owners"][0]["path"] == "takeover");
+  CHECK(j[0]["owners"][0]["boot"] == "0000000000000abc");
+  CHECK(j[0]["owners"][0]["attempts"][1]["worker"] == "n3");
+  CHECK(j[0]["attempts"][0]["state"] == "failed");
+  CHECK(j[0]["attempts"][0]["detail"] == "exit 3");
+  CHECK(j[0]["attempts"][1]["possible_duplicate"] == true);
+  CHECK(j[0]["scheduled"] == format_rfc3339_utc(test::kApiTestStartUtcMs));
+
+  node::Node::OccurrenceHistory lost = h;
+  lost.workers = {{"f1", w1}};
+  lost.workers[0].second.state = schedule::WorkerState::kAccepted;
+  lost.owners[0].outcome = schedule::OwnerOutcome::kLost;
+  lost.owners[0].reason = "owner vanished";
+  json l = api_detail::history_json({lost});
+  CHECK(l[0]["outcome"] == "lost");  // the owner's verdict beats a worker record still "accepted"
+  CHECK(l[0]["owners"][0]["reason"] == "owner vanished");
+  CHECK(l[0]["duplicates"] == 0);
+  node::Node::OccurrenceHistory none;
+  CHECK(api_detail::history_json({none})[0]["outcome"] == "pending");
+}
+
+TEST_CASE("api config: get, 409 for a stale epoch, 400 for garbage, apply a new epoch") {
+  Fixture f;
+  ApiAction g = f.run("GET", "/v1/config");
+  REQUIRE(g.response.status == 200);
+  json c = body_of(g.response);
+  CHECK(c["epoch"] == 1);
+  ApiAction stale = f.run("PUT", "/v1/config", c.dump());
+  CHECK(stale.response.status == 409);
+  CHECK(body_of(stale.response)["current_epoch"] == 1);
+  CHECK(body_of(stale.response)["field"] == "epoch");
+  CHECK(f.run("PUT", "/v1/config", "{").response.status == 400);
+  CHECK(f.run("PUT", "/v1/config", R"({"epoch": 5})").response.status == 400);
+  json next = json::parse(test::api_test_config(2).encode());
+  next["volumes"][2]["replicas"] = {"n1", "n3"};  // "v" gains a replica
+  ServerResponse applied = f.write("PUT", "/v1/config", next.dump());
+  REQUIRE(applied.status == 200);
+  CHECK(body_of(applied)["epoch"] == 2);
+  CHECK(f.n.node().config().epoch == 2);
+  CHECK(f.n.node().config().volume("v")->replicas == std::vector<std::string>{"n1", "n3"});
+}
+
+TEST_CASE("api forwarding: the order prefers the master, skips the unreachable and self") {
+  std::vector<ReplicaContact> c = {{"n4", "127.0.0.1:4", true, false},
+                                   {"n2", "127.0.0.1:2", true, false},
+                                   {"n3", "127.0.0.1:3", true, true},
+                                   {"n5", "", true, false},
+                                   {"n6", "127.0.0.1:6", false, false},
+                                   {"n1", "127.0.0.1:1", true, false}};
+  auto order = forward_order(c, "n1");
+  REQUIRE(order.size() == 3);
+  CHECK(order[0].node == "n3");
+  CHECK(order[1].node == "n2");
+  CHECK(order[2].node == "n4");
+}
+
+TEST_CASE("api forwarding: a volume this node does not replicate is forwarded, once") {
+  Fixture f;
+  const std::string path = "/v1/volumes/far/entities/acme/schedule/x";
+  ApiAction none = f.run("GET", path);  // n2 and n3 are unknown to this node
+  CHECK(none.response.status == 503);
+  f.n.contacts["far"] = {{"n2", "127.0.0.1:2", true, false}, {"n3", "127.0.0.1:3", true, true}};
+  ServerRequest req = api_request("PUT", path + "?w=2", kEntry);
+  req.headers.emplace_back("content-type", "application/json");
+  ApiAction fw = f.h.handle(req);
+  REQUIRE(fw.kind == ApiAction::Kind::kForward);
+  CHECK(fw.volume == "far");
+  REQUIRE(fw.targets.size() == 2);
+  CHECK(fw.targets[0].node == "n3");
+  auto headers = f.h.forward_headers(req);
+  CHECK(headers.size() == 2);
+  CHECK(headers[0] == std::make_pair(std::string("Authorization"), std::string("Bearer s3cret-token")));
+  CHECK(headers[1] == std::make_pair(std::string("X-Caesium-Forwarded"), std::string("n1")));
+  ServerRequest again = api_request("GET", path);
+  again.headers.emplace_back("x-caesium-forwarded", "n9");
+  ApiAction loop = f.h.handle(again);
+  CHECK(loop.kind == ApiAction::Kind::kRespond);
+  CHECK(loop.response.status == 503);
+  CHECK(body_of(loop.response)["error"].get<std::string>().find("forwarded by node n9") != std::string::npos);
+  // Auth is checked before forwarding; bad input about the request itself too.
+  CHECK(f.run("GET", path, {}, false).response.status == 401);
+  CHECK(f.run("GET", "/v1/volumes/far/entities/a%20b/schedule/x").response.status == 400);
+  CHECK(f.h.counters().forwarded == 1);
+  ServerResponse failed = f.h.forward_failed_response("far", {"n3 (127.0.0.1:3): refused", "n2 (127.0.0.1:2): refused"});
+  CHECK(failed.status == 503);
+  CHECK(body_of(failed)["error"].get<std::string>().find("n2 (127.0.0.1:2): refused") != std::string::npos);
+}
+
+TEST_CASE("api metrics and healthz: no token needed unless configured") {
+  Fixture f;
+  ApiAction m = f.run("GET", "/metrics", {}, false);
+  REQUIRE(m.response.status == 200);
+  CHECK(m.response.content_type.find("text/plain; version=0.0.4") == 0);
+  CHECK(m.response.body.find("caesium_node_info{node=\"n1\"} 1") != std::string::npos);
+  CHECK(body_of(f.run("GET", "/healthz", {}, false).response)["node"] == "n1");
+  ApiOptions o = test::api_test_options();
+  o.metrics_requires_token = true;
+  ApiHandler h(o, f.n.backend());
+  CHECK(h.handle(api_request("GET", "/metrics", {}, false)).response.status == 401);
+  CHECK(h.handle(api_request("GET", "/metrics")).response.status == 200);
+}
