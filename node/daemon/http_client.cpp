@@ -34,6 +34,7 @@ struct Transfer {
   curl_slist* headers = nullptr;
   std::string body;
   std::string response;
+  std::vector<std::pair<std::string, std::string>> response_headers;
   size_t max_response_bytes = 0;
   HttpClient::ResponseFn fn;
   char error[CURL_ERROR_SIZE] = {};
@@ -95,6 +96,7 @@ void collect_finished(State* st) {
       r.answered = true;
       curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r.status);
       r.body = std::move(t->response);
+      r.headers = std::move(t->response_headers);
     } else {
       r.timed_out = code == CURLE_OPERATION_TIMEDOUT;
       r.error = t->error[0] != '\0' ? t->error : curl_easy_strerror(code);
@@ -179,6 +181,28 @@ size_t on_body(char* data, size_t size, size_t nmemb, void* userdata) {
   return n;
 }
 
+// One header line of the answer.  A status line starts a new header block (after a
+// "100 Continue" or a redirect), so only the final answer's fields are kept.
+size_t on_header(char* data, size_t size, size_t nitems, void* userdata) {
+  auto* t = static_cast<Transfer*>(userdata);
+  const size_t n = size * nitems;
+  std::string_view line(data, n);
+  while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
+  if (line.substr(0, 5) == "HTTP/") {
+    t->response_headers.clear();
+    return n;
+  }
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos || t->response_headers.size() >= 100) return n;
+  std::string name(line.substr(0, colon));
+  for (char& c : name) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  std::string_view value = line.substr(colon + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  t->response_headers.emplace_back(std::move(name), std::string(value));
+  return n;
+}
+
 void fail_later(State* st, uint64_t id, HttpClient::ResponseFn fn, std::string error) {
   st->failed.emplace(id, std::move(fn));
   st->deferred->post([st, id, error = std::move(error)] {
@@ -227,6 +251,11 @@ HttpClient::~HttpClient() {
 }
 
 uint64_t HttpClient::post(HttpRequest request, ResponseFn fn) {
+  request.method = "POST";
+  return this->request(std::move(request), std::move(fn));
+}
+
+uint64_t HttpClient::request(HttpRequest request, ResponseFn fn) {
   State* st = state_;
   const uint64_t id = st->next_id++;
   auto t = std::make_unique<Transfer>();
@@ -239,7 +268,12 @@ uint64_t HttpClient::post(HttpRequest request, ResponseFn fn) {
     fail_later(st, id, std::move(t->fn), "libcurl could not make a request handle");
     return id;
   }
-  t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
+  const bool get = request.method == "GET";
+  if (!get) {
+    // "Content-Type:" with no value stops curl sending its form-encoded default.
+    const std::string ct = request.content_type.empty() ? "Content-Type:" : "Content-Type: " + request.content_type;
+    t->headers = curl_slist_append(t->headers, ct.c_str());
+  }
   t->headers = curl_slist_append(t->headers, "Expect:");  // no 100-continue round trip
   for (const auto& [name, value] : request.headers) {
     t->headers = curl_slist_append(t->headers, (name + ": " + value).c_str());
@@ -247,9 +281,14 @@ uint64_t HttpClient::post(HttpRequest request, ResponseFn fn) {
   CURL* e = t->easy;
   curl_easy_setopt(e, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_POST, 1L);
-  curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.data());
-  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
+  if (get) {
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+  } else {
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.data());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
+    if (request.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  }
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_ms > 0 ? request.timeout_ms : 1));
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -257,6 +296,8 @@ uint64_t HttpClient::post(HttpRequest request, ResponseFn fn) {
   curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
   const CURLMcode rc = curl_multi_add_handle(st->multi, e);
   if (rc != CURLM_OK) {

@@ -23,6 +23,9 @@ struct HttpRequest {
   std::string url;
   std::vector<std::pair<std::string, std::string>> headers;  // sent in this order
   std::string body;                                        // POSTed as is
+  // request() only (post() always POSTs): GET sends no body; other methods send `body`.
+  std::string method = "POST";
+  std::string content_type = "application/json";  // "" = no Content-Type header
   int64_t timeout_ms = 10'000;  // the whole request: connect, send, answer
   size_t max_response_bytes = 1024;  // the rest of the answer is read and dropped
 };
@@ -35,6 +38,8 @@ struct HttpResponse {
   bool timed_out = false;
   std::string error;
   std::string body;  // the first max_response_bytes bytes of the answer
+  // The final answer's header fields, names in lower case, in order (at most 100).
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 class HttpClient {
@@ -51,6 +56,8 @@ class HttpClient {
   // inside post()), unless cancel() or the destructor comes first.  `fn` may call
   // post(), cancel() and destroy the client.  Returns an id for cancel().
   uint64_t post(HttpRequest request, ResponseFn fn);
+  // The same for any method (request.method); the API uses it to forward requests.
+  uint64_t request(HttpRequest request, ResponseFn fn);
   // Aborts one request (no callback).  Unknown or finished ids are ignored.
   void cancel(uint64_t id);
   size_t in_flight() const;
