@@ -114,6 +114,7 @@ void read_gossip(FieldReader& top, node::NodeOptions& n) {
   set_if(r->duration_ms("sync_session_timeout", 100), n.sync_session_timeout_ms);
   set_if(r->duration_ms("startup_grace"), n.startup_grace_ms);
   set_if(r->duration_ms("heard_recently", 1), n.heard_recently_ms);
+  set_if(r->duration_ms("direct_contact", 1), n.direct_contact_ms);
   set_if(r->duration_ms("replay_window", 1000), n.replay_window_ms);
   set_if(r->duration_ms("maintenance_interval", 1000), n.maintenance_interval_ms);
   r->finish();

@@ -101,6 +101,11 @@ EventLine describe_fire(const schedule::FireEvent& f) {
       line.level = LogLevel::kDebug;
       m = "granted the claim of " + f.node;
       break;
+    case K::kDeferred:
+      line.level = LogLevel::kDebug;
+      m = "deferred to another process";
+      append_detail(m, f.detail);
+      break;
   }
   return line;
 }

@@ -110,6 +110,7 @@ sync_interval = "20s"
 sync_session_timeout = "40s"
 startup_grace = "5s"
 heard_recently = "3s"
+direct_contact = "7s"
 replay_window = "3m"
 maintenance_interval = "45s"
 
@@ -234,6 +235,7 @@ TEST_CASE("config: every field") {
   CHECK(c->tuning.sync_session_timeout_ms == 40'000);
   CHECK(c->tuning.startup_grace_ms == 5'000);
   CHECK(c->tuning.heard_recently_ms == 3'000);
+  CHECK(c->tuning.direct_contact_ms == 7'000);
   CHECK(c->tuning.replay_window_ms == 180'000);
   CHECK(c->tuning.maintenance_interval_ms == 45'000);
   const auto& s = c->tuning.scheduler;
