@@ -1,8 +1,8 @@
-// A real Node core driven by hand for the API tests: node "n1" in a three-node config
-// whose volumes are
-//   "v"     replicas n1         (local)
-//   "pair"  replicas n1, n2     (local, w=2 possible)
-//   "far"   replicas n2, n3     (not local: forwarded)
+// A real Node core driven by hand for the API tests: node "n1" (or another id) in a
+// three-node config whose volumes are
+//   "v"     replicas n1         (local to n1)
+//   "pair"  replicas n1, n2     (local to n1 and n2, w=2 possible)
+//   "far"   replicas n2, n3     (not local to n1: forwarded)
 // Storage is durable only when the test says so (settle()), so a test can see a write
 // wait for durability.  Time is hand-set.
 #pragma once
@@ -32,9 +32,9 @@ inline node::ClusterConfig api_test_config(uint64_t epoch = 1) {
 
 class ApiTestNode {
  public:
-  ApiTestNode() {
+  explicit ApiTestNode(const std::string& id = "n1") {
     node::NodeOptions o;
-    o.id = "n1";
+    o.id = id;
     o.gossip_addr = "127.0.0.1:17001";
     o.stream_addr = "127.0.0.1:17002";
     o.api_addr = "127.0.0.1:17003";
