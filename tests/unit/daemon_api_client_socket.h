@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -51,11 +52,11 @@ class RawClient {
     char buf[4096];
     while (!enough(in_)) {
       const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n == 0) {
+      if (n == 0 || (n < 0 && errno == ECONNRESET)) {  // closed (a reset counts: data was unread)
         eof_ = true;
         break;
       }
-      if (n < 0) break;  // timeout or error
+      if (n < 0) break;  // timeout
       in_.append(buf, static_cast<size_t>(n));
     }
     return in_;

@@ -66,6 +66,20 @@ struct EchoServer {
   }
 };
 
+// What one connection got before the server closed it (eof) or a read timed out.
+struct Closed {
+  std::string bytes;
+  bool eof = false;
+};
+Closed send_and_read_to_eof(uint16_t port, const std::string& request) {
+  RawClient c(port);
+  if (!request.empty()) c.send(request);
+  Closed out;
+  out.bytes = c.read_to_eof();
+  out.eof = c.eof();
+  return out;
+}
+
 HttpServerOptions fast_options() {
   HttpServerOptions o;
   o.limits.max_body_bytes = 1000;
@@ -113,30 +127,20 @@ TEST_CASE("http server: pipelined requests are answered in order") {
 TEST_CASE("http server: an oversized body gets 413 and a close; the next client is served") {
   TestLoop loop;
   EchoServer s(loop, fast_options());
-  std::string big, bad, after;
-  bool big_eof = false, bad_eof = false;
+  Closed big, bad;
+  std::string after;
   s.with_client([&] {
-    {
-      RawClient c(s.port());
-      c.send("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + std::string(5000, 'a'));
-      big = c.read_to_eof();
-      big_eof = c.eof();
-    }
-    {
-      RawClient c(s.port());
-      c.send("GARBAGE\r\n\r\n");
-      bad = c.read_to_eof();
-      bad_eof = c.eof();
-    }
+    big = send_and_read_to_eof(s.port(), "PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + std::string(5000, 'a'));
+    bad = send_and_read_to_eof(s.port(), "GARBAGE\r\n\r\n");
     RawClient c(s.port());
     c.send(kGet);
     after = c.read_responses(1);
   });
-  CHECK(big.rfind("HTTP/1.1 413 ", 0) == 0);
-  CHECK(big.find("\"error\"") != std::string::npos);
-  CHECK(big_eof);
-  CHECK(bad.rfind("HTTP/1.1 400 ", 0) == 0);
-  CHECK(bad_eof);
+  CHECK(big.bytes.rfind("HTTP/1.1 413 ", 0) == 0);
+  CHECK(big.bytes.find("\"error\"") != std::string::npos);
+  CHECK(big.eof);
+  CHECK(bad.bytes.rfind("HTTP/1.1 400 ", 0) == 0);
+  CHECK(bad.eof);
   CHECK(after.rfind("HTTP/1.1 200 ", 0) == 0);
   CHECK(s.server->stats().bad_requests == 2);
 }
@@ -146,16 +150,10 @@ TEST_CASE("http server: a request that does not arrive in time gets 408 and a cl
   HttpServerOptions o = fast_options();
   o.request_timeout_ms = 100;
   EchoServer s(loop, o);
-  std::string got;
-  bool eof = false;
-  s.with_client([&] {
-    RawClient c(s.port());
-    c.send("GET /a HTTP/1.1\r\nHo");  // and nothing more
-    got = c.read_to_eof();
-    eof = c.eof();
-  });
-  CHECK(got.rfind("HTTP/1.1 408 ", 0) == 0);
-  CHECK(eof);
+  Closed got;
+  s.with_client([&] { got = send_and_read_to_eof(s.port(), "GET /a HTTP/1.1\r\nHo"); });  // and nothing more
+  CHECK(got.bytes.rfind("HTTP/1.1 408 ", 0) == 0);
+  CHECK(got.eof);
   CHECK(s.server->stats().timeouts == 1);
 }
 
@@ -164,15 +162,10 @@ TEST_CASE("http server: an idle connection is closed without an answer") {
   HttpServerOptions o = fast_options();
   o.idle_timeout_ms = 50;
   EchoServer s(loop, o);
-  std::string got;
-  bool eof = false;
-  s.with_client([&] {
-    RawClient c(s.port());
-    got = c.read_to_eof();
-    eof = c.eof();
-  });
-  CHECK(got.empty());
-  CHECK(eof);
+  Closed got;
+  s.with_client([&] { got = send_and_read_to_eof(s.port(), ""); });
+  CHECK(got.bytes.empty());
+  CHECK(got.eof);
 }
 
 TEST_CASE("http server: connections over the limit are closed at once") {
@@ -180,20 +173,17 @@ TEST_CASE("http server: connections over the limit are closed at once") {
   HttpServerOptions o = fast_options();
   o.max_connections = 1;
   EchoServer s(loop, o);
-  std::string first, second;
-  bool second_eof = false;
+  std::string first;
+  Closed second;
   s.with_client([&] {
     RawClient a(s.port());
     a.send(kGet);
     first = a.read_responses(1);  // a is established and counted
-    RawClient b(s.port());
-    b.send(kGet);
-    second = b.read_to_eof();
-    second_eof = b.eof();
+    second = send_and_read_to_eof(s.port(), kGet);
   });
   CHECK(first.rfind("HTTP/1.1 200 ", 0) == 0);
-  CHECK(second.empty());
-  CHECK(second_eof);
+  CHECK(second.bytes.empty());
+  CHECK(second.eof);
   CHECK(s.server->stats().connections_refused == 1);
 }
 
