@@ -3,6 +3,8 @@
 // (failure detection) and membership_gossip.cpp (dissemination and anti-entropy).
 #include "gossip/membership.h"
 
+#include <utility>
+
 #include <algorithm>
 #include <cassert>
 
@@ -191,7 +193,14 @@ void Membership::on_packet(const Peer& from, const Packet& packet, int64_t now_m
   }
   // Updates first: a buddy-system Suspect about us, or news about the sender, should be
   // known before the primary message is answered.
+  stale_accusation_ = false;
   for (const auto& update : packet.updates) apply_update(update, now_ms);
+  // A peer that still holds us suspect or dead at an incarnation we already refuted has
+  // missed the refutation (it was away when it spread): send it our current record.
+  if (std::exchange(stale_accusation_, false) && !left_) {
+    const Member& me = self();
+    send_datagram(from.addr, GossipOnly{}, {Alive{self_id_, incarnation_, self_addr_, me.meta}});
+  }
   std::visit(
       [&](const auto& p) {
         using T = std::decay_t<decltype(p)>;

@@ -143,6 +143,7 @@ struct MembershipStats {
   uint64_t misdirected_pings = 0;   // a Ping for another node id reached us
   uint64_t stale_replies = 0;       // acks/nacks matching no outstanding probe or relay
   uint64_t updates_too_large = 0;   // updates that could never fit a datagram
+  uint64_t reconnect_probes = 0;    // pings to members held dead (see reconnect_probe)
 };
 
 class Membership {
@@ -329,6 +330,8 @@ class Membership {
 
   // membership_gossip.cpp: dissemination and anti-entropy
   void send_datagram(const std::string& to_addr, Primary primary, std::vector<Update> first);
+  void reconnect_probe(int64_t now_ms);
+  bool stale_accusation_ = false;  // set by on_suspect/on_dead while a packet is applied
   void gossip_tick(int64_t now_ms);
   void push_pull_tick(int64_t now_ms);
   void join_tick(int64_t now_ms);

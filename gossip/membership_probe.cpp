@@ -30,6 +30,7 @@ void Membership::start_probe(int64_t now_ms) {
   const int64_t interval_ms = awareness_.scale(config_.probe_interval_ms);
   const int64_t timeout_ms = awareness_.scale(config_.probe_timeout_ms);
   next_probe_ms_ = now_ms + interval_ms;
+  reconnect_probe(now_ms);  // even (especially) when nobody is left to probe
   const std::optional<std::string> target = next_probe_target(now_ms);
   if (!target) return;
   const Member* m = find(*target);
@@ -45,6 +46,21 @@ void Membership::start_probe(int64_t now_ms) {
   send_datagram(m->addr, Ping{p.seq, *target}, std::move(first));
   probe_ = std::move(p);
   ++stats_.probes;
+}
+
+// After a partition flips (A|B then A+B'|B''), members now on the same side may each hold
+// the other dead, and nobody probes the dead: only the once-per-push-pull dead partner
+// would bring them back, which with several dead members takes minutes.  So each probe
+// period also pings one random dead member, telling it that we hold it dead.  A live one
+// refutes at once (its ack carries the refutation, and its own "you are dead" if it holds
+// us dead too); a truly dead one costs one datagram per period, whatever the cluster size.
+void Membership::reconnect_probe(int64_t now_ms) {
+  for (const auto& id : pick_random(1, Pool::kDead, self_id_, now_ms)) {
+    const Member* m = find(id);
+    if (m == nullptr || m->addr.empty()) continue;
+    send_datagram(m->addr, Ping{++next_seq_, id}, {Dead{id, m->incarnation, self_id_}});
+    ++stats_.reconnect_probes;
+  }
 }
 
 // Lifeguard's buddy system: a ping to a member we suspect carries that suspicion first,

@@ -251,7 +251,7 @@ void FireChecker::finish(const World& world, Report& report) {
         }
         // The largest group of healthy replicas all pairwise connected (greedy: replicas
         // are few, so try each as a seed).
-        size_t best = 0;
+        std::vector<uint32_t> best_group;
         for (uint32_t seed : healthy) {
           std::vector<uint32_t> group{seed};
           for (uint32_t other : healthy) {
@@ -260,14 +260,22 @@ void FireChecker::finish(const World& world, Report& report) {
             for (uint32_t g : group) ok = ok && world.healthy_pair_throughout(g, other, from, to);
             if (ok) group.push_back(other);
           }
-          best = std::max(best, group.size());
+          if (group.size() > best_group.size()) best_group = group;
         }
-        bool worker_crashed = false;
+        // A worker the occurrence went to that crashed, or was cut off from that group,
+        // may have accepted it: at-most-once must then wait for its answer (or report the
+        // occurrence lost), so exactly-once cannot be required.
+        bool worker_cut_off = false;
         for (const auto& w : d.workers) {
           const int64_t wi = world.index_of(w);
-          if (wi >= 0 && !world.healthy_throughout(static_cast<uint32_t>(wi), from, end_ms)) worker_crashed = true;
+          if (wi < 0) continue;
+          const auto wn = static_cast<uint32_t>(wi);
+          if (std::find(best_group.begin(), best_group.end(), wn) == best_group.end() ||
+              !world.healthy_throughout(wn, from, end_ms)) {
+            worker_cut_off = true;
+          }
         }
-        if (best * 2 > elig.size() && !worker_crashed) {
+        if (best_group.size() * 2 > elig.size() && !worker_cut_off) {
           report.violate({"amo.liveness", name + " (at-most-once) ran " + std::to_string(started) +
                                               " times although a majority of its replicas was up and connected",
                           due_ms, {}});

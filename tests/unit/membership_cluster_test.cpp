@@ -165,6 +165,41 @@ TEST_CASE("after a partition heals, membership agrees again within two push-pull
   }
 }
 
+TEST_CASE("after a partition flips, members that held each other dead find each other within a few probe periods",
+          "[membership][cluster]") {
+  // A|B, long enough for the sides to declare each other dead; then a different split
+  // puts one node of side A with one of side B.  Neither probes the other (each holds the other
+  // dead), so without the reconnect probe they would wait for a push-pull to pick the
+  // right dead partner among several.  Push-pull is pushed out of reach to prove it.
+  for (uint64_t seed : test_seeds(4)) {
+    CAPTURE(seed);
+    MembershipConfig config;
+    config.push_pull_interval_ms = 3600 * kSecond;
+    Cluster c(seed, config);
+    c.boot_converged(6);
+    c.partition({{0, 1, 2}, {3, 4, 5}});
+    c.run_until(c.now_ms() + 90 * kSecond);
+    const std::string a = node_id(0), b = node_id(3);  // one from each side
+    REQUIRE(c.m(0).state_of(b) == MemberState::kDead);
+    REQUIRE(c.m(3).state_of(a) == MemberState::kDead);
+    c.partition({{0, 3}, {1, 2, 4, 5}});
+    const int64_t flip_ms = c.now_ms();
+    int64_t found_ms = -1;
+    for (int64_t t = flip_ms; t <= flip_ms + 60 * kSecond; t += 100) {
+      c.run_until(t);
+      if (c.m(0).state_of(b) == MemberState::kAlive && c.m(3).state_of(a) == MemberState::kAlive) {
+        found_ms = t - flip_ms;
+        break;
+      }
+    }
+    std::printf("partition flip seed=%llu: %s and %s alive to each other %lld ms after the flip\n",
+                static_cast<unsigned long long>(seed), a.c_str(), b.c_str(), static_cast<long long>(found_ms));
+    REQUIRE(found_ms >= 0);
+    // Each holds 4 dead members, one probed per period: a few periods at most, not minutes.
+    CHECK(found_ms <= 20 * config.probe_interval_ms);
+  }
+}
+
 namespace {
 
 struct SlowRun {
