@@ -179,6 +179,10 @@ bool token_matches(std::string_view presented, std::string_view expected);
 // case-insensitive), or nullopt.
 std::optional<std::string> bearer_token(std::string_view authorization);
 
+// Reads a bearer token file (api.token_file, the CLI's --token-file): its content with
+// surrounding whitespace removed.  An Error when it cannot be read or holds no token.
+Result<std::string> read_token_file(const std::string& path);
+
 // The order in which to try replicas for a forwarded request: reachable ones with an
 // API address other than `self`, the master first, then by node id.
 std::vector<ReplicaContact> forward_order(std::vector<ReplicaContact> contacts, const std::string& self);
