@@ -55,6 +55,7 @@ void Membership::start_probe(int64_t now_ms) {
 // refutes at once (its ack carries the refutation, and its own "you are dead" if it holds
 // us dead too); a truly dead one costs one datagram per period, whatever the cluster size.
 void Membership::reconnect_probe(int64_t now_ms) {
+  if (state_counts_[index(MemberState::kDead)] == 0) return;  // the common case: nobody to look for
   for (const auto& id : pick_random(1, Pool::kDead, self_id_, now_ms)) {
     const Member* m = find(id);
     if (m == nullptr || m->addr.empty()) continue;

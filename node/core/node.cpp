@@ -361,7 +361,7 @@ void Node::seal_and_queue(node::Channel channel, const std::string& to_addr, wir
   env.sender_addr = options_.gossip_addr;
   env.sent_utc_ms = now.utc_ms;
   env.boot_id = boot_id_;
-  env.seq = ++seq_out_[{to_addr, static_cast<uint8_t>(channel)}];
+  env.seq = ++seq_out_[static_cast<uint8_t>(channel)][to_addr];
   env.body = std::move(body);
   const auto fc = channel == Channel::kDatagram ? wire::FrameChannel::kDatagram : wire::FrameChannel::kStream;
   Transmit t;

@@ -25,6 +25,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
@@ -276,7 +277,7 @@ class Node final : private schedule::SchedulerHost {
   bool all_synced_ = false;
   std::map<std::string, int64_t> config_requested_mono_;           // peer -> last request time
   std::map<std::string, uint64_t> known_boots_;                    // peer -> boot id last seen
-  std::map<std::string, int64_t> last_heard_mono_;                 // peer -> last authenticated frame
+  std::unordered_map<std::string, int64_t> last_heard_mono_;       // peer -> last authenticated frame (lookups only)
 
   // outputs
   std::deque<Transmit> transmits_;
@@ -296,8 +297,8 @@ class Node final : private schedule::SchedulerHost {
   uint64_t polled_seq_ = 0;   // last batch handed to the driver
   uint64_t durable_seq_ = 0;  // last batch the driver reported durable
 
-  // frame sequence numbers per (destination address, channel)
-  std::map<std::pair<std::string, uint8_t>, uint64_t> seq_out_;
+  // frame sequence numbers per destination address, one map per channel (lookups only)
+  std::unordered_map<std::string, uint64_t> seq_out_[2];
   int64_t next_maintenance_mono_ms_ = 0;
   NodeCounters counters_;
 };

@@ -236,6 +236,10 @@ ReplayGuard::Verdict ReplayGuard::check(std::string_view sender, uint64_t boot, 
   return Verdict::kFresh;
 }
 
+size_t ReplayGuard::WindowKeyHash::operator()(const WindowKey& k) const {
+  return static_cast<size_t>(hash_combine(hash64(k.sender), k.boot ^ (uint64_t{k.channel} << 56)));
+}
+
 void ReplayGuard::forget_idle(int64_t now_utc_ms) {
   // A window idle for more than twice the timestamp window can be forgotten: any
   // replay of its frames now carries a timestamp outside the window.

@@ -25,6 +25,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -129,16 +130,16 @@ class ReplayGuard {
     std::string sender;
     uint64_t boot;
     uint8_t channel;
-    bool operator<(const WindowKey& o) const {
-      if (sender != o.sender) return sender < o.sender;
-      if (boot != o.boot) return boot < o.boot;
-      return channel < o.channel;
-    }
+    bool operator==(const WindowKey&) const = default;
+  };
+  struct WindowKeyHash {
+    size_t operator()(const WindowKey& k) const;
   };
   void forget_idle(int64_t now_utc_ms);
 
   int64_t window_ms_;
-  std::map<WindowKey, Window> windows_;
+  // Looked up on every received frame; never iterated into output (only swept).
+  std::unordered_map<WindowKey, Window, WindowKeyHash> windows_;
   int64_t last_sweep_utc_ms_ = 0;
 };
 
