@@ -239,7 +239,8 @@ void FireChecker::finish(const World& world, Report& report) {
         }
       }
       // AMO liveness: a majority of the eligible replicas up and connected around the due time.
-      if (amo && started != 1 && due_ms - c.at_ms > options_.replication_grace_ms &&
+      // (Running twice is amo.duplicate's business; liveness is about running at all.)
+      if (amo && started == 0 && due_ms - c.at_ms > options_.replication_grace_ms &&
           c.entry.misfire_window_ms >= options_.detection_bound_ms) {
         const int64_t from = due_ms - options_.liveness_before_ms, to = due_ms + options_.liveness_window_ms;
         std::vector<uint32_t> healthy;
