@@ -328,13 +328,9 @@ void Node::pump(Clock now) {
     }
     // Released messages to ourselves are taken out first: delivering one may queue more.
     std::vector<wire::CoreMessage> mine;
-    for (auto it = core_out_.begin(); it != core_out_.end();) {
-      if (it->to == options_.id && it->barrier <= durable_seq_) {
-        mine.push_back(std::move(it->msg));
-        it = core_out_.erase(it);
-      } else {
-        ++it;
-      }
+    while (!self_out_.empty() && self_out_.front().barrier <= durable_seq_) {
+      mine.push_back(std::move(self_out_.front().msg));
+      self_out_.pop_front();
     }
     for (auto& m : mine) on_core_message(options_.id, m, now);
     progress = progress || !mine.empty();
@@ -346,7 +342,12 @@ void Node::pump(Clock now) {
 // --- frames out -----------------------------------------------------------------------------
 
 void Node::queue_core(const std::string& to, wire::CoreMessage msg, bool after_durable) {
-  core_out_.push_back(PendingMessage{to, std::move(msg), after_durable ? write_barrier() : 0});
+  auto& queue = to == options_.id ? self_out_ : remote_out_;
+  // Keep barriers non-decreasing along the queue: a message that needs no durability
+  // waits behind one that does (at most one commit), so the front decides for all.
+  uint64_t barrier = after_durable ? write_barrier() : 0;
+  if (!queue.empty()) barrier = std::max(barrier, queue.back().barrier);
+  queue.push_back(PendingMessage{to, std::move(msg), barrier});
 }
 
 void Node::send(const std::string& node, schedule::FireMessage msg, bool after_durable) {
@@ -383,13 +384,9 @@ void Node::seal_and_queue(node::Channel channel, const std::string& to_addr, wir
 void Node::flush_datagrams_and_streams(Clock now) {
   flush_pushes(now);
   std::map<std::string, std::vector<wire::CoreMessage>> by_dest;
-  for (auto it = core_out_.begin(); it != core_out_.end();) {
-    if (it->to != options_.id && it->barrier <= durable_seq_) {
-      by_dest[it->to].push_back(std::move(it->msg));
-      it = core_out_.erase(it);
-    } else {
-      ++it;
-    }
+  while (!remote_out_.empty() && remote_out_.front().barrier <= durable_seq_) {
+    by_dest[remote_out_.front().to].push_back(std::move(remote_out_.front().msg));
+    remote_out_.pop_front();
   }
   for (auto& [to, msgs] : by_dest) {
     const gossip::MemberMeta* meta = membership_->meta_of(to);

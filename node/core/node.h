@@ -281,7 +281,11 @@ class Node final : private schedule::SchedulerHost {
 
   // outputs
   std::deque<Transmit> transmits_;
-  std::deque<PendingMessage> core_out_;
+  // Outgoing core messages in FIFO order, released from the front once their durability
+  // barrier has passed (barriers never decrease along a queue, so nothing behind the
+  // front can be released before it).  Messages to ourselves are looped back.
+  std::deque<PendingMessage> self_out_;
+  std::deque<PendingMessage> remote_out_;
   std::deque<PendingInvocation> invocations_out_;
   std::deque<NodeEvent> events_;
   struct DeferredRecord {
