@@ -49,8 +49,21 @@ if [ ! -x "$bin" ]; then
 fi
 
 cd "$here"
+# One run at a time per examples directory: a second one would wipe (--clean) or share
+# the data directories of the first.
+exec 9<"$here/run-cluster.sh"
+if ! flock -n 9; then
+  echo "run-cluster: another run-cluster.sh is running in $here" >&2
+  exit 2
+fi
+for port in 7112 7122 7132; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "run-cluster: something already listens on 127.0.0.1:$port (another cluster?)" >&2
+    exit 2
+  fi
+done
 # A key file must not be readable by others; git cannot store that mode.
-chmod 600 cluster.key
+chmod 600 cluster.key api.token
 [ "$clean" -eq 1 ] && rm -rf data
 mkdir -p data
 

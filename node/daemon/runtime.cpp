@@ -14,9 +14,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "node/daemon/api_backend.h"
+#include "node/daemon/api_server.h"
+#include "node/daemon/chronos.h"
+#include "node/daemon/chronos_executor.h"
 #include "node/daemon/executor.h"
 #include "node/daemon/lmdb_storage.h"
 #include "node/daemon/net.h"
+#include "node/daemon/net_addr.h"
 #include "schedule/entry_json.h"
 
 namespace caesium::daemon {
@@ -100,6 +105,8 @@ Status Runtime::open(const wire::Keyring& keyring) {
   if (Status s = node_->start(*records, now()); !s.ok()) {
     return Error("cannot start node " + c.node_id + " from " + c.data_dir + ": " + s.error().message);
   }
+  // The last step that can fail; storage and timers come after it (see abandon()).
+  if (Status s = open_api(); !s.ok()) return s;
   storage_ = std::make_unique<LmdbStorage>(
       loop_, std::move(*env),
       [this](uint64_t seq) {
@@ -109,10 +116,12 @@ Status Runtime::open(const wire::Keyring& keyring) {
       [this](const std::string& m) { logger_.error("storage: " + m); }, c.group_commit_max_delay_ms);
   handlers_ = std::make_unique<HandlerSet>(loop_, c.node_id, c.handlers,
                                            [this](LogLevel level, const std::string& m) { logger_.log(level, m); });
+  chronos_ = make_chronos_executor(loop_);
 
   timer_ = new uv_timer_t();
   uv_timer_init(loop_, timer_);
   timer_->data = this;
+  member_states_[c.node_id] = gossip::MemberState::kAlive;  // our own load updates are routine
 
   logger_.info("started: cluster " + c.cluster_name + ", gossip " + c.gossip_listen + " (udp), stream " +
                c.stream_listen + " (tcp), data " + c.data_dir + " (" + std::to_string(records->size()) +
@@ -122,6 +131,55 @@ Status Runtime::open(const wire::Keyring& keyring) {
   create_static_entries();
   drain();
   return Status::success();
+}
+
+Status Runtime::open_api() {
+  const ApiConfig& a = config_.api;
+  auto hp = parse_host_port(a.listen, true);
+  if (!hp || hp->port == 0) return Status::success();  // no API
+  ApiServerOptions o;
+  if (!a.token_file.empty()) {
+    auto token = read_token_file(a.token_file);
+    if (!token) return token.error();
+    o.api.token = *token;
+  } else {
+    logger_.warn("api.token_file is not set: the API at " + a.listen + " refuses every authenticated request");
+  }
+  o.api.chronos_volume = a.chronos_volume;
+  o.http.limits.max_body_bytes = a.max_body_bytes;
+  NodeApiBackend::Hooks hooks;
+  hooks.now = [this] { return now(); };
+  hooks.after_write = [this] { drain(); };
+  hooks.metrics_text = [this] { return metrics_text(); };
+  hooks.random64 = [] {
+    uint64_t r = 0;
+    randombytes_buf(&r, sizeof r);
+    return r;
+  };
+  api_backend_ = std::make_unique<NodeApiBackend>(*node_, std::move(hooks));
+  api_ = std::make_unique<ApiServer>(loop_, std::move(o), *api_backend_);
+  if (Status s = api_->listen(a.listen); !s.ok()) {
+    return Error("cannot listen on the API address " + a.listen + ": " + s.error().message);
+  }
+  logger_.info("API on http://" + api_->address());
+  return Status::success();
+}
+
+std::string Runtime::api_address() const { return api_ ? api_->address() : std::string(); }
+
+std::string Runtime::metrics_text() const {
+  const DaemonMetrics daemon = metrics();
+  MetricsInputs in;
+  in.node = node_.get();
+  in.fire = &fire_metrics_;
+  in.daemon = &daemon;
+  HttpServerStats http;
+  if (api_) {
+    http = api_->http_stats();
+    in.api = &api_->counters();
+    in.http = &http;
+  }
+  return render_metrics(in);
 }
 
 Clock Runtime::now() const {
@@ -196,6 +254,7 @@ void Runtime::drain() {
 }
 
 void Runtime::log_event(const node::NodeEvent& e) {
+  fire_metrics_.on_event(e);
   EventLine line = describe_event(e);
   if (e.kind == node::NodeEvent::Kind::kMember) {
     // Incarnation bumps that only carry new load or meta are routine: debug.
@@ -209,14 +268,23 @@ void Runtime::log_event(const node::NodeEvent& e) {
 void Runtime::run_invocation(node::Invocation inv) {
   ++metrics_.invocations_started;
   const uint64_t id = inv.id;
-  handlers_->run(inv, [this, id](const node::InvocationResult& result) {
+  auto done = [this, id](const node::InvocationResult& result) {
     ++metrics_.invocations_finished;
     if (!result.ok) ++metrics_.invocations_failed;
     node::InvocationResult r = result;
     r.id = id;
     finished_.push_back(std::move(r));
     drain();
-  });
+  };
+  if (inv.handler == kChronosHandler) {
+    chronos_->run(inv, std::move(done));
+  } else {
+    handlers_->run(inv, std::move(done));
+  }
+}
+
+size_t Runtime::running_invocations() const {
+  return (handlers_ ? handlers_->running() : 0) + (chronos_ ? chronos_->running() : 0);
 }
 
 void Runtime::rearm_timer() {

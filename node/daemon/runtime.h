@@ -13,6 +13,10 @@
 // Clocks: monotonic ms from uv_hrtime, realtime ms from CLOCK_REALTIME, read once per
 // input.
 //
+// The HTTP API (node/daemon/api_server.h) listens on api.listen unless its port is 0;
+// invocations of the built-in handler "chronos" (Chronos /timers pops) go to the
+// Chronos executor, every other one to the configured HandlerSet.
+//
 // Shutdown (SIGTERM/SIGINT or shutdown()): the node leaves the cluster gracefully, keeps
 // serving while running invocations finish (at most shutdown_grace, then they are
 // cancelled), lingers until the leave has been gossiped and queued frames are written
@@ -34,6 +38,7 @@
 #include "node/core/node.h"
 #include "node/daemon/config.h"
 #include "node/daemon/log.h"
+#include "node/daemon/metrics.h"
 #include "node/daemon/runtime_metrics.h"
 
 struct uv_loop_s;
@@ -42,8 +47,11 @@ struct uv_signal_s;
 
 namespace caesium::daemon {
 
+class ApiServer;
+class Executor;
 class HandlerSet;
 class LmdbStorage;
+class NodeApiBackend;
 class Transport;
 
 struct RuntimeOptions {
@@ -79,6 +87,10 @@ class Runtime {
   Logger& logger() { return logger_; }
   // A snapshot: the daemon's own counters plus storage and transport.
   DaemonMetrics metrics() const;
+  // The Prometheus page GET /metrics serves (node, fire events, daemon, API).
+  std::string metrics_text() const;
+  // "host:port" the API listens on ("" without an API).
+  std::string api_address() const;
   Clock now() const;
 
   // Runs the core's pending outputs (after an API call into node(), for example).
@@ -89,8 +101,10 @@ class Runtime {
 
   Runtime(uv_loop_s* loop, DaemonConfig config, RuntimeOptions options);
   Status open(const wire::Keyring& keyring);
+  Status open_api();
   void create_static_entries();
   void run_invocation(node::Invocation inv);
+  size_t running_invocations() const;
   void log_event(const node::NodeEvent& e);
   void rearm_timer();
   void on_timer();
@@ -110,6 +124,10 @@ class Runtime {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<LmdbStorage> storage_;
   std::unique_ptr<HandlerSet> handlers_;
+  std::unique_ptr<Executor> chronos_;  // the built-in "chronos" handler (Chronos /timers pops)
+  std::unique_ptr<NodeApiBackend> api_backend_;
+  std::unique_ptr<ApiServer> api_;
+  FireMetrics fire_metrics_;
 
   uv_timer_s* timer_ = nullptr;           // the core's next deadline
   uv_timer_s* shutdown_timer_ = nullptr;  // shutdown progress checks

@@ -5,6 +5,8 @@
 #include <cassert>
 #include <cstdlib>
 
+#include "node/daemon/api_backend.h"
+#include "node/daemon/api_server.h"
 #include "node/daemon/executor.h"
 #include "node/daemon/lmdb_storage.h"
 #include "node/daemon/net.h"
@@ -33,6 +35,8 @@ void Runtime::abandon() {
   // the last step that can fail).  It deletes itself once its handles are closed.
   assert(!storage_);
   assert(timer_ == nullptr);
+  api_.reset();  // its handles finish closing on later loop turns by themselves
+  api_backend_.reset();
   if (transport_) {
     Transport* t = transport_.release();
     t->close([t] { delete t; });
@@ -66,7 +70,7 @@ void Runtime::shutdown() {
   phase_ = Phase::kLeaving;
   const Clock t = now();
   leave_mono_ms_ = t.mono_ms;
-  logger_.info("leaving: " + std::to_string(handlers_->running()) + " invocations running, grace " +
+  logger_.info("leaving: " + std::to_string(running_invocations()) + " invocations running, grace " +
                format_duration_ms(config_.shutdown_grace_ms));
   node_->leave(t);
   drain();
@@ -84,12 +88,13 @@ void Runtime::on_shutdown_check() {
   if (phase_ != Phase::kLeaving) return;
   const int64_t now_mono = now().mono_ms;
   const int64_t elapsed = now_mono - leave_mono_ms_;
-  const size_t running = handlers_->running();
+  const size_t running = running_invocations();
   if (running > 0) {
     if (elapsed < config_.shutdown_grace_ms) return;
     logger_.warn("shutdown grace of " + format_duration_ms(config_.shutdown_grace_ms) + " is over: cancelling " +
                  std::to_string(running) + " running invocations");
     handlers_->cancel_all();
+    chronos_->cancel_all();
     cancelled_ = true;
   }
   if (idle_since_mono_ms_ < 0) idle_since_mono_ms_ = now_mono;
@@ -105,9 +110,17 @@ void Runtime::on_shutdown_check() {
 
 void Runtime::close_all() {
   phase_ = Phase::kClosing;
+  if (api_) {
+    api_->close();
+    api_.reset();  // its handles finish closing on later loop turns by themselves
+  }
   if (handlers_) {
     handlers_->cancel_all();
     handlers_.reset();
+  }
+  if (chronos_) {
+    chronos_->cancel_all();
+    chronos_.reset();
   }
   finished_.clear();
   auto close_handle = [this](void* h) {

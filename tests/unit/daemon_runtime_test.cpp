@@ -2,7 +2,9 @@
 // LMDB, real executors): they converge, fire entries of both semantics exactly once
 // while healthy, survive a restart with their data, refuse a foreign data directory,
 // and shut down cleanly.  Set CAESIUM_TEST_LOGS=1 to see the nodes' log lines.
-#include <sys/socket.h>  // SOCK_DGRAM, SOCK_STREAM
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -29,14 +31,16 @@ struct ClusterFiles {
   test::TempDir tmp{"caesium-rt"};
   std::string dir = tmp.path;
   std::vector<std::string> ids = {"n1", "n2", "n3"};
-  std::map<std::string, std::string> gossip, stream;
+  std::map<std::string, std::string> gossip, stream, api;
 
   ClusterFiles() {
     std::ofstream(dir + "/cluster.key") << "primary = AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n";
     fs::permissions(dir + "/cluster.key", fs::perms::owner_read | fs::perms::owner_write);
+    std::ofstream(dir + "/api.token") << "secret-token\n";
     for (const auto& id : ids) {
       gossip[id] = "127.0.0.1:" + std::to_string(free_port(SOCK_DGRAM));
       stream[id] = "127.0.0.1:" + std::to_string(free_port(SOCK_STREAM));
+      api[id] = "127.0.0.1:" + std::to_string(free_port(SOCK_STREAM));
     }
   }
   DaemonConfig config(const std::string& id, const std::string& data_of = {}) const {
@@ -47,7 +51,8 @@ struct ClusterFiles {
     const std::string text = "node_id = \"" + id + "\"\n" + "cluster_name = \"test\"\n" + "data_dir = \"data-" +
                              (data_of.empty() ? id : data_of) + "\"\n" + "key_file = \"cluster.key\"\n" +
                              "gossip_listen = \"" + gossip.at(id) + "\"\n" + "stream_listen = \"" + stream.at(id) +
-                             "\"\n" + "seeds = [" + seeds + "]\n" + "shutdown_grace = \"2s\"\n" + R"(
+                             "\"\n" + "seeds = [" + seeds + "]\n" + "shutdown_grace = \"2s\"\n" + "[api]\nlisten = \"" +
+                             api.at(id) + "\"\ntoken_file = \"api.token\"\n" + R"(
 [gossip]
 probe_interval = "200ms"
 probe_timeout = "100ms"
@@ -124,6 +129,35 @@ std::map<int64_t, int> runs(const Runtime& rt, const std::string& name) {
   return out;
 }
 
+// One HTTP/1.1 request over a plain socket while the loop serves it; the raw answer.
+std::string http_get(test::TestLoop& loop, const std::string& addr, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1))));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret-token\r\n"
+                          "Connection: close\r\n\r\n";
+  REQUIRE(::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size()));
+  std::string answer;
+  bool eof = false;
+  REQUIRE(loop.run_until([&] {
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) {
+        answer.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      eof = n == 0;
+      return eof;
+    }
+  }));
+  ::close(fd);
+  return answer;
+}
+
 void stop(test::TestLoop& loop, std::unique_ptr<Runtime>& rt) {
   rt->shutdown();
   REQUIRE(loop.run_until([&] { return rt->stopped(); }, 30'000));
@@ -171,6 +205,16 @@ TEST_CASE("runtime: three nodes converge, fire once each, restart with their dat
   }, 30'000));
   CHECK(nodes["n1"]->metrics().storage.commits > 0);
   CHECK(nodes["n1"]->metrics().transport.frames_out > 0);
+
+  // The API is served from the same loop: status, and the metrics page with the
+  // daemon's own counters.
+  CHECK(nodes["n2"]->api_address() == files.api.at("n2"));
+  const std::string status = http_get(loop, files.api.at("n2"), "/v1/status");
+  CHECK_THAT(status, Catch::StartsWith("HTTP/1.1 200"));
+  CHECK_THAT(status, Catch::Contains("\"n2\""));
+  const std::string metrics = http_get(loop, files.api.at("n2"), "/metrics");
+  CHECK_THAT(metrics, Catch::StartsWith("HTTP/1.1 200"));
+  CHECK_THAT(metrics, Catch::Contains("caesium_storage_commits_total"));
 
   // n3 restarts with its data directory: the entries are there before any sync.
   stop(loop, nodes["n3"]);
