@@ -1,0 +1,102 @@
+"""Smoke scenarios: a healthy three-node cluster fires, and the example cluster works.
+
+smoke            three nodes on loopback, an at-least-once and an at-most-once entry
+                 every 2 s: every occurrence runs, at-most-once ones exactly once, no run
+                 is early, any second run of an occurrence is flagged, and SIGTERM stops
+                 every node with status 0.
+example          the README's main command: examples/run-cluster.sh (copied to a
+                 temporary directory, ports moved to free ones) runs the example cluster
+                 for 12 s; it must exit 0 and report completed occurrences.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+
+import checks
+from harness import Cluster, TestFailure, _die_with_parent, entry_toml, free_ports, now_ms, utc
+
+PERIOD_MS = 2000
+
+
+def smoke(run):
+    entries = entry_toml("alo", "*/2 * * * * *", "at_least_once") + entry_toml("amo", "*/2 * * * * *", "at_most_once")
+    c = Cluster(run, entries=entries)
+    c.start()
+    c.wait_members_alive()
+    t0 = now_ms() + PERIOD_MS  # the first occurrence after membership formed, with room
+    for e in ("t/alo", "t/amo"):
+        c.wait_records(e, 4, after_ms=t0, timeout_s=30)
+    end = max(r.scheduled_ms for r in c.records())
+    recs = [r for r in c.records() if r.scheduled_ms >= t0]
+    instants = checks.expected_instants(PERIOD_MS, t0, end)
+    checks.each_ran(recs, "t/amo", instants, exactly_once=True, what="healthy cluster")
+    checks.each_ran(recs, "t/alo", instants, what="healthy cluster")
+    checks.duplicates_are_flagged(c.records())
+    checks.never_early(c.records())
+    late = sorted(r.wall_ms - r.scheduled_ms for r in recs)
+    run.note("%d runs; handler start lateness median %d ms, max %d ms (shown, not asserted)" % (
+        len(recs), late[len(late) // 2], late[-1]))
+    c.stop()
+
+
+def example_cluster(run):
+    src = os.path.join(run.source_dir, "examples")
+    dst = os.path.join(run.dir, "examples")
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("data"))
+    # The example's fixed ports (71N1 gossip, 71N2 stream, 71N3 API) -> free ones, so the
+    # check runs beside a developer's own example cluster.
+    fixed = [7100 + 10 * n + k for n in (1, 2, 3) for k in (1, 2, 3)]
+    moved = dict(zip(fixed, free_ports(len(fixed))))
+    for name in ("n1.toml", "n2.toml", "n3.toml", "run-cluster.sh"):
+        path = os.path.join(dst, name)
+        with open(path) as f:
+            text = f.read()
+        text = re.sub(r"\b(71[123][123])\b", lambda m: str(moved.get(int(m.group(1)), m.group(1))), text)
+        with open(path, "w") as f:
+            f.write(text)
+    env = dict(os.environ, CAESIUM_BIN=run.binary)
+    out_path = os.path.join(run.dir, "run-cluster.out")
+    run.note("examples/run-cluster.sh --for 12s (copy in %s)" % dst)
+    with open(out_path, "w") as out:
+        proc = subprocess.Popen(["bash", os.path.join(dst, "run-cluster.sh"), "--for", "12s"], env=env,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, preexec_fn=_die_with_parent)
+
+    def stop_leftovers():
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        # The script starts nodes in sessions of their own; any left (it was killed) are
+        # found by their config paths, which only this run uses.
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    cmd = f.read().split(b"\0")
+            except OSError:
+                continue
+            if any(a.startswith(dst.encode()) and a.endswith(b".toml") for a in cmd):
+                os.kill(int(pid), signal.SIGKILL)
+    run.on_cleanup(stop_leftovers)
+    rc = proc.wait(timeout=60)
+    with open(out_path, errors="replace") as f:
+        output = f.read()
+    fired = re.search(r"run-cluster: stopped; (\d+) occurrences completed", output)
+    if rc != 0 or not fired or int(fired.group(1)) < 1:
+        tail = "\n".join(output.splitlines()[-40:])
+        raise TestFailure("run-cluster.sh exited with %d; its last lines:\n%s" % (rc, tail))
+    for n in ("n1", "n2", "n3"):
+        log = os.path.join(dst, "data", n + ".log")
+        with open(log, errors="replace") as f:
+            text = f.read()
+        if " started: " not in text or " stopped: " not in text:
+            raise TestFailure("%s did not start and stop cleanly; see %s" % (n, log))
+    run.note("the example cluster completed %s occurrences in 12 s (at %s)" % (fired.group(1), utc(now_ms())))
