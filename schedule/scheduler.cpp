@@ -140,7 +140,7 @@ void Scheduler::on_local_record(const std::string& key, const std::string& value
     ++counters_.bad_records;
     return;
   }
-  votes_[{parsed->volume, parsed->occ}] = std::move(*vote);
+  votes_[occ_key(parsed->volume, parsed->occ)] = std::move(*vote);
 }
 
 void Scheduler::on_owner_record(const std::string& volume, const ParsedOccKey& k,
@@ -310,9 +310,20 @@ void Scheduler::entry_due(uint32_t slot, Clock now) {
   reconsider(o, now);
 }
 
+uint32_t Scheduler::intern(const std::string& volume, const std::string& entry_key) {
+  std::string k;
+  k.reserve(volume.size() + 1 + entry_key.size());
+  k += volume;
+  k += '\n';
+  k += entry_key;
+  auto [it, inserted] = interned_ids_.try_emplace(std::move(k), static_cast<uint32_t>(interned_.size()));
+  if (inserted) interned_.push_back(InternedEntry{volume, entry_key});
+  return it->second;
+}
+
 Scheduler::Occ& Scheduler::track(const std::string& volume, const OccurrenceId& id, Clock now) {
   (void)now;
-  OccKey key{volume, id};
+  const OccKey key = occ_key(volume, id);
   auto it = occs_.find(key);
   if (it != occs_.end()) return it->second;
   Occ& o = occs_[key];
@@ -329,7 +340,7 @@ Scheduler::Occ& Scheduler::track(const std::string& volume, const OccurrenceId& 
 }
 
 Scheduler::Occ* Scheduler::find_occ(const std::string& volume, const OccurrenceId& id) {
-  auto it = occs_.find(OccKey{volume, id});
+  auto it = occs_.find(occ_key(volume, id));
   return it == occs_.end() ? nullptr : &it->second;
 }
 
@@ -418,12 +429,40 @@ void Scheduler::purge(Clock now) {
     }
   }
   for (auto it = votes_.begin(); it != votes_.end();) {
-    if (it->first.second.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms) {
-      host_.local_erase(grant_key(it->first.first, it->first.second));
+    if (it->first.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms) {
+      const InternedEntry& e = interned_[it->first.entry];
+      host_.local_erase(grant_key(e.volume, OccurrenceId{e.entry_key, it->first.scheduled_utc_ms}));
       it = votes_.erase(it);
     } else {
       ++it;
     }
+  }
+  if (interned_.size() > 1024 && interned_.size() > 2 * (occs_.size() + votes_.size())) compact_interned();
+}
+
+void Scheduler::compact_interned() {
+  // Ids of entries no occurrence or vote refers to any more are dropped (one-shot timers
+  // would otherwise grow the table forever).  New ids follow map order: deterministic.
+  std::vector<InternedEntry> old = std::move(interned_);
+  interned_.clear();
+  interned_ids_.clear();
+  auto renumber = [&](auto& map) {
+    using Map = std::remove_reference_t<decltype(map)>;
+    Map fresh;
+    while (!map.empty()) {
+      auto node = map.extract(map.begin());
+      const InternedEntry& e = old[node.key().entry];
+      node.key().entry = intern(e.volume, e.entry_key);
+      fresh.insert(std::move(node));
+    }
+    map = std::move(fresh);
+  };
+  renumber(occs_);
+  renumber(votes_);
+  for (auto& [serial, key] : occ_by_serial_) {
+    (void)serial;
+    const InternedEntry& e = old[key.entry];
+    key.entry = intern(e.volume, e.entry_key);
   }
 }
 
@@ -440,8 +479,10 @@ void Scheduler::check_invariants() const {
   }
   assert(occ_by_serial_.size() == occs_.size());
   for (const auto& [k, o] : occs_) {
-    assert(o.volume == k.first);
-    assert(o.id == k.second);
+    assert(k.entry < interned_.size());
+    assert(o.volume == interned_[k.entry].volume);
+    assert(o.id.entry_key == interned_[k.entry].entry_key);
+    assert(o.id.scheduled_utc_ms == k.scheduled_utc_ms);
     assert(!o.timer_armed || mono_wheel_.pending(o.timer));
     assert(o.phase != Phase::kOwned || o.entry != nullptr);
     (void)o;

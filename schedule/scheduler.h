@@ -42,6 +42,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -263,7 +264,24 @@ class Scheduler {
     int64_t timer_mono_ms = kNever;
     int64_t terminal_since_mono_ms = 0;
   };
-  using OccKey = std::pair<std::string, OccurrenceId>;  // (volume, occurrence)
+  // Occurrences are keyed by an interned (volume, entry key) and the scheduled instant,
+  // so lookups compare two integers instead of two strings.  Ids are handed out in the
+  // order entries are first seen (deterministic), and ordered maps keep iteration order
+  // reproducible.
+  struct OccKey {
+    uint32_t entry = 0;
+    int64_t scheduled_utc_ms = 0;
+    auto operator<=>(const OccKey&) const = default;
+  };
+  struct InternedEntry {
+    std::string volume;
+    std::string entry_key;
+  };
+  uint32_t intern(const std::string& volume, const std::string& entry_key);
+  void compact_interned();
+  OccKey occ_key(const std::string& volume, const OccurrenceId& id) {
+    return OccKey{intern(volume, id.entry_key), id.scheduled_utc_ms};
+  }
 
   struct EntryRec {
     std::string volume;
@@ -355,6 +373,8 @@ class Scheduler {
   std::map<std::pair<std::string, std::string>, uint32_t> entry_index_;
   wheel::TimingWheel utc_wheel_;   // payload: entry slot
   wheel::TimingWheel mono_wheel_;  // payload: occurrence serial
+  std::unordered_map<std::string, uint32_t> interned_ids_;  // volume + '\n' + entry key (lookups only)
+  std::vector<InternedEntry> interned_;
   std::map<OccKey, Occ> occs_;
   std::map<uint64_t, OccKey> occ_by_serial_;
   uint64_t next_serial_ = 1;

@@ -175,8 +175,8 @@ bool Scheduler::misfire_policy_allows(const Occ& o, const Entry& e, Clock now) c
 
 void Scheduler::reconsider_volume(const std::string& volume, Clock now) {
   std::vector<OccKey> keys;
-  for (auto it = occs_.lower_bound(OccKey{volume, OccurrenceId{}}); it != occs_.end() && it->first.first == volume; ++it) {
-    if (!terminal(it->second.phase)) keys.push_back(it->first);
+  for (const auto& [key, o] : occs_) {
+    if (o.volume == volume && !terminal(o.phase)) keys.push_back(key);
   }
   for (const auto& k : keys) {
     auto it = occs_.find(k);

@@ -41,7 +41,7 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
     host_.send(from, reply, false);
     return;
   }
-  const OccKey key{c.volume, c.occ};
+  const OccKey key = occ_key(c.volume, c.occ);
   auto it = votes_.find(key);
   auto describe = [&](const Vote& v) {
     reply.promised_round = v.promised_round;
@@ -110,7 +110,7 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
 }
 
 void Scheduler::on_release(const Release& r) {
-  const OccKey key{r.volume, r.occ};
+  const OccKey key = occ_key(r.volume, r.occ);
   auto it = votes_.find(key);
   // Only an ordinary (round 0) claim that was never taken over may be handed back.
   if (it == votes_.end() || it->second.promised_round != 0 || !(it->second.promised_by == r.claimant)) return;

@@ -18,7 +18,12 @@ std::string occ_name(const std::string& volume, const std::string& key, int64_t 
 
 }  // namespace
 
-FireChecker::FireChecker(const Scenario& scenario, Options options) : scenario_(scenario), options_(options) {}
+FireChecker::FireChecker(const Scenario& scenario, Options options) : scenario_(scenario), options_(options) {
+  for (size_t i = 0; i < scenario_.workload.size(); ++i) {
+    const auto& e = scenario_.workload[i];
+    workload_by_key_[e.volume + '\n' + schedule::entry_key(e.entity, e.name)] = i;  // the last write wins
+  }
+}
 
 void FireChecker::on_start(const World& world) { (void)world; }
 
@@ -33,11 +38,9 @@ void FireChecker::on_fault(const World& world, const FaultRecord& fault) {
 void FireChecker::on_observation(const World& world, uint32_t node, const Observation& obs) {
   if (obs.kind == Observation::Kind::kEntry) {
     // The node accepted an API write: the entry's clock starts at the node's time.
-    const WorkloadEntry* w = nullptr;
-    for (const auto& e : scenario_.workload) {
-      if (e.volume == obs.volume && schedule::entry_key(e.entity, e.name) == obs.key) w = &e;
-    }
-    if (w == nullptr) return;
+    auto found = workload_by_key_.find(obs.volume + '\n' + obs.key);
+    if (found == workload_by_key_.end()) return;
+    const WorkloadEntry* w = &scenario_.workload[found->second];
     auto entry = schedule::entry_from_json(w->fields, w->entity, w->name, obs.at_utc_ms, world.spec(node).id);
     if (!entry) return;  // the node refused it too
     Created c;
