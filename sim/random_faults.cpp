@@ -86,7 +86,7 @@ void RandomFaultDriver::cut() {
   const auto [a, b] = random_pair();
   count("cut");
   world_.cut(a, b);
-  world_.at(world_.now_ms() + hold_ms(), [this, a, b] { world_.heal_pair(a, b); });
+  world_.at(world_.now_ms() + hold_ms(), [this, x = a, y = b] { world_.heal_pair(x, y); });
 }
 
 void RandomFaultDriver::oneway() {
@@ -94,7 +94,7 @@ void RandomFaultDriver::oneway() {
   const auto [a, b] = random_pair();
   count("oneway");
   world_.oneway(a, b);
-  world_.at(world_.now_ms() + hold_ms(), [this, a, b] { world_.heal_pair(a, b); });
+  world_.at(world_.now_ms() + hold_ms(), [this, x = a, y = b] { world_.heal_pair(x, y); });
 }
 
 void RandomFaultDriver::slow() {

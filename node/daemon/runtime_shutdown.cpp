@@ -61,7 +61,10 @@ void Runtime::on_signal(int signum) {
     shutdown();
     return;
   }
-  logger_.warn("second signal: exiting at once (committed state is safe; running handlers are abandoned)");
+  logger_.warn("second signal: exiting at once (committed state is safe; running handlers are killed)");
+  // Handler processes run in sessions of their own: kill them rather than leave orphans.
+  if (handlers_) handlers_->cancel_all();
+  if (chronos_) chronos_->cancel_all();
   std::_Exit(130);
 }
 

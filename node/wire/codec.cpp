@@ -4,6 +4,7 @@
 #include "node/wire/codec.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <capnp/message.h>
 #include <capnp/serialize-packed.h>
@@ -585,6 +586,48 @@ std::string encode(const Envelope& e) {
   return out;
 }
 
+// The envelope a reader's root describes (the reader is decode()'s: limits applied).
+static Result<Envelope> decode_root(cp::Envelope::Reader root) {
+  Envelope e;
+  e.version = root.getVersion();
+  e.sender = str(root.getSender());
+  e.sender_addr = str(root.getSenderAddr());
+  e.sent_utc_ms = root.getSentUtcMs();
+  e.seq = root.getSeq();
+  e.boot_id = root.getBootId();
+  auto body = root.getBody();
+  switch (body.which()) {
+    case cp::Envelope::Body::PACKET: {
+      auto p = get(body.getPacket());
+      if (!p) return p.error();
+      e.body = std::move(*p);
+      break;
+    }
+    case cp::Envelope::Body::PUSH_PULL: {
+      auto p = get(body.getPushPull());
+      if (!p) return p.error();
+      e.body = std::move(*p);
+      break;
+    }
+    case cp::Envelope::Body::BATCH: {
+      std::vector<CoreMessage> batch;
+      auto list = body.getBatch();
+      batch.reserve(list.size());
+      for (auto m : list) {
+        auto msg = get(m);
+        if (!msg) return msg.error();
+        batch.push_back(std::move(*msg));
+      }
+      e.body = std::move(batch);
+      break;
+    }
+    default:
+      e.body = UnknownBody{};
+      break;
+  }
+  return e;
+}
+
 Result<Envelope> decode(std::string_view bytes) {
   if (bytes.empty()) return Error("empty message");
   if (bytes.size() > kMaxEncodedBytes) return Error("message too large");
@@ -598,49 +641,17 @@ Result<Envelope> decode(std::string_view bytes) {
     // enormous traversal.  Legitimate messages stay far below 16 words per input byte.
     options.traversalLimitInWords = std::max<size_t>(8192, 16 * bytes.size());
     options.nestingLimit = 16;
-    ::capnp::PackedMessageReader reader(input, options);
-    auto root = reader.getRoot<cp::Envelope>();
-    Envelope e;
-    e.version = root.getVersion();
-    e.sender = str(root.getSender());
-    e.sender_addr = str(root.getSenderAddr());
-    e.sent_utc_ms = root.getSentUtcMs();
-    e.seq = root.getSeq();
-    e.boot_id = root.getBootId();
-    auto body = root.getBody();
-    switch (body.which()) {
-      case cp::Envelope::Body::PACKET: {
-        auto p = get(body.getPacket());
-        if (!p) return p.error();
-        e.body = std::move(*p);
-        break;
-      }
-      case cp::Envelope::Body::PUSH_PULL: {
-        auto p = get(body.getPushPull());
-        if (!p) return p.error();
-        e.body = std::move(*p);
-        break;
-      }
-      case cp::Envelope::Body::BATCH: {
-        std::vector<CoreMessage> batch;
-        auto list = body.getBatch();
-        batch.reserve(list.size());
-        for (auto m : list) {
-          auto msg = get(m);
-          if (!msg) return msg.error();
-          batch.push_back(std::move(*msg));
-        }
-        e.body = std::move(batch);
-        break;
-      }
-      default:
-        e.body = UnknownBody{};
-        break;
+    // The reader's destructor may throw (kj checks the stream when it is done): it runs
+    // before `out` is read, so no result is half-returned when it does.
+    std::optional<Result<Envelope>> out;
+    {
+      ::capnp::PackedMessageReader reader(input, options);
+      out.emplace(decode_root(reader.getRoot<cp::Envelope>()));
     }
     // Packed encoding of a message must consume the whole input; trailing bytes mean
     // a corrupted or concatenated frame.
-    if (input.tryGetReadBuffer().size() != 0) return Error("trailing bytes after message");
-    return e;
+    if (out->ok() && input.tryGetReadBuffer().size() != 0) return Error("trailing bytes after message");
+    return std::move(*out);
   } catch (const kj::Exception& ex) {
     return Error(std::string("malformed message: ") + ex.getDescription().cStr());
   } catch (const std::exception& ex) {
