@@ -15,6 +15,7 @@ what is left by process group.  Standard library only (runs on a fresh CI machin
 
 import calendar
 import ctypes
+import json
 import os
 import re
 import shutil
@@ -23,6 +24,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 PR_SET_PDEATHSIG = 1
 
@@ -226,9 +229,6 @@ def line_time_ms(line):
     return calendar.timegm((y, mo, d, h, mi, sec)) * 1000 + ms
 
 
-LOG_LINE = re.compile(r"^(\S+) (\w+) node=(\S+)(?: occ=(\S+))? (.*)$")
-
-
 class Node:
     """One node: its files, its address and its process (at most one at a time)."""
 
@@ -246,6 +246,7 @@ class Node:
         self.records_path = os.path.join(base, "records")
         self.proc = None
         self.extra_toml = ""   # appended to the node file (e.g. entries only this node has)
+        self.extra_seeds = []  # stream addresses of nodes outside this cluster object
         self.starts = 0
 
     @property
@@ -258,7 +259,8 @@ class Node:
 
     def write_config(self):
         c = self.cluster
-        seeds = ", ".join('"%s"' % n.stream_addr for n in c.nodes.values() if n is not self)
+        addrs = [n.stream_addr for n in c.nodes.values() if n is not self] + self.extra_seeds
+        seeds = ", ".join('"%s"' % a for a in addrs)
         text = "\n".join([
             'node_id = "%s"' % self.id,
             'cluster_name = "%s"' % c.cluster_name,
@@ -360,13 +362,52 @@ class Node:
     def log_tail(self, n):
         return self.log_lines()[-n:]
 
-    def events(self):
-        """Parsed log lines: (utc text, level, node, occ or None, message)."""
-        out = []
-        for l in self.log_lines():
-            m = LOG_LINE.match(l)
-            if m:
-                out.append(m.groups())
+    def api(self, method, path, body=None, token="test-token", timeout_s=10):
+        """One HTTP request to this node's API: (status, body text); status 0 when no
+        answer came (the text says why).  Inside a namespace it runs curl there."""
+        url = "http://%s:%d%s" % (self.ip, self.api_port, path)
+        if self.netns:
+            argv = ["ip", "netns", "exec", self.netns, "curl", "-sS", "-m", str(timeout_s), "-o", "-",
+                    "-w", "\n%{http_code}", "-X", method]
+            if token:
+                argv += ["-H", "Authorization: Bearer " + token]
+            if body is not None:
+                argv += ["-H", "Content-Type: application/json", "--data-binary", "@-"]
+            r = subprocess.run(argv + [url], input=body or "", capture_output=True, text=True)
+            if r.returncode != 0:
+                return 0, r.stderr.strip()
+            text, _, code = r.stdout.rpartition("\n")
+            return int(code), text
+        req = urllib.request.Request(url, data=None if body is None else body.encode(), method=method)
+        if token:
+            req.add_header("Authorization", "Bearer " + token)
+        if body is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except OSError as e:
+            return 0, str(e)
+
+    def api_json(self, method, path, body=None):
+        """The JSON answer of a request that must succeed (TestFailure otherwise)."""
+        status, text = self.api(method, path, None if body is None else json.dumps(body))
+        if not 200 <= status < 300:
+            raise TestFailure("%s %s on %s: %s %s" % (method, path, self.id, status, text[:500]))
+        return json.loads(text) if text else None
+
+    def metrics(self):
+        """GET /metrics as {sample name with labels: value}."""
+        status, text = self.api("GET", "/metrics", token=None)
+        if status != 200:
+            raise TestFailure("GET /metrics on %s: %s %s" % (self.id, status, text[:300]))
+        out = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                out[name] = float(value)
         return out
 
     def records(self):
