@@ -311,14 +311,25 @@ void Scheduler::entry_due(uint32_t slot, Clock now) {
 }
 
 uint32_t Scheduler::intern(const std::string& volume, const std::string& entry_key) {
-  std::string k;
-  k.reserve(volume.size() + 1 + entry_key.size());
-  k += volume;
-  k += '\n';
-  k += entry_key;
-  auto [it, inserted] = interned_ids_.try_emplace(std::move(k), static_cast<uint32_t>(interned_.size()));
-  if (inserted) interned_.push_back(InternedEntry{volume, entry_key});
-  return it->second;
+  // The lookup key is built in a reused buffer: no allocation unless the entry is new.
+  intern_scratch_.assign(volume);
+  intern_scratch_ += '\n';
+  intern_scratch_ += entry_key;
+  auto it = interned_ids_.find(intern_scratch_);
+  if (it != interned_ids_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(interned_.size());
+  interned_ids_.emplace(intern_scratch_, id);
+  interned_.push_back(InternedEntry{volume, entry_key});
+  return id;
+}
+
+std::optional<Scheduler::OccKey> Scheduler::known_occ_key(const std::string& volume, const OccurrenceId& id) {
+  intern_scratch_.assign(volume);
+  intern_scratch_ += '\n';
+  intern_scratch_ += id.entry_key;
+  auto it = interned_ids_.find(intern_scratch_);
+  if (it == interned_ids_.end()) return std::nullopt;
+  return OccKey{it->second, id.scheduled_utc_ms};
 }
 
 Scheduler::Occ& Scheduler::track(const std::string& volume, const OccurrenceId& id, Clock now) {
@@ -340,7 +351,9 @@ Scheduler::Occ& Scheduler::track(const std::string& volume, const OccurrenceId& 
 }
 
 Scheduler::Occ* Scheduler::find_occ(const std::string& volume, const OccurrenceId& id) {
-  auto it = occs_.find(occ_key(volume, id));
+  const auto key = known_occ_key(volume, id);
+  if (!key) return nullptr;
+  auto it = occs_.find(*key);
   return it == occs_.end() ? nullptr : &it->second;
 }
 

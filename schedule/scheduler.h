@@ -279,6 +279,7 @@ class Scheduler {
   };
   uint32_t intern(const std::string& volume, const std::string& entry_key);
   void compact_interned();
+  std::optional<OccKey> known_occ_key(const std::string& volume, const OccurrenceId& id);  // without interning
   OccKey occ_key(const std::string& volume, const OccurrenceId& id) {
     return OccKey{intern(volume, id.entry_key), id.scheduled_utc_ms};
   }
@@ -375,6 +376,7 @@ class Scheduler {
   wheel::TimingWheel mono_wheel_;  // payload: occurrence serial
   std::unordered_map<std::string, uint32_t> interned_ids_;  // volume + '\n' + entry key (lookups only)
   std::vector<InternedEntry> interned_;
+  std::string intern_scratch_;
   std::map<OccKey, Occ> occs_;
   std::map<uint64_t, OccKey> occ_by_serial_;
   uint64_t next_serial_ = 1;

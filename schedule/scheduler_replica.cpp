@@ -110,8 +110,9 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
 }
 
 void Scheduler::on_release(const Release& r) {
-  const OccKey key = occ_key(r.volume, r.occ);
-  auto it = votes_.find(key);
+  const auto key = known_occ_key(r.volume, r.occ);
+  if (!key) return;
+  auto it = votes_.find(*key);
   // Only an ordinary (round 0) claim that was never taken over may be handed back.
   if (it == votes_.end() || it->second.promised_round != 0 || !(it->second.promised_by == r.claimant)) return;
   votes_.erase(it);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <vector>
 
 #include <capnp/message.h>
 #include <capnp/serialize-packed.h>
@@ -553,10 +554,16 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
 
 }  // namespace
 
+// Words of per-thread scratch space for building and reading messages (32 KiB).
+constexpr size_t kScratchWords = 4096;
+
 std::string encode(const Envelope& e) {
-  // The first segment is sized for a typical gossip packet so small messages need one
-  // allocation; large batches grow as Cap'n Proto sees fit.
-  ::capnp::MallocMessageBuilder builder(256);
+  // The first segment is a per-thread scratch area, big enough for almost every message
+  // (no allocation per message: a heap segment of this size made malloc consolidate its
+  // free lists on every call under load); large batches grow as Cap'n Proto sees fit.
+  // MallocMessageBuilder zeroes what it used when it is destroyed, as it requires.
+  static thread_local std::vector<::capnp::word> scratch(kScratchWords);
+  ::capnp::MallocMessageBuilder builder(kj::ArrayPtr<::capnp::word>(scratch.data(), scratch.size()));
   auto root = builder.initRoot<cp::Envelope>();
   root.setVersion(e.version);
   root.setSender(text(e.sender));
@@ -645,7 +652,8 @@ Result<Envelope> decode(std::string_view bytes) {
     // before `out` is read, so no result is half-returned when it does.
     std::optional<Result<Envelope>> out;
     {
-      ::capnp::PackedMessageReader reader(input, options);
+      static thread_local std::vector<::capnp::word> scratch(kScratchWords);
+      ::capnp::PackedMessageReader reader(input, options, kj::ArrayPtr<::capnp::word>(scratch.data(), scratch.size()));
       out.emplace(decode_root(reader.getRoot<cp::Envelope>()));
     }
     // Packed encoding of a message must consume the whole input; trailing bytes mean
