@@ -300,7 +300,7 @@ class Cluster {
       << "gossip_listen = \"127.0.0.1:" << n.gossip << "\"\nstream_listen = \"127.0.0.1:" << n.stream << "\"\n"
       << "seeds = [" << seeds.str() << "]\nlog_level = \"info\"\nshutdown_grace = \"2s\"\n\n"
       << "[api]\nlisten = \"127.0.0.1:" << n.api << "\"\ntoken_file = \"../token\"\n\n"
-      << "[gossip]\nprobe_interval = \"500ms\"\nprobe_timeout = \"200ms\"\nstartup_grace = \"1s\"\n\n"
+      << "[gossip]\nstartup_grace = \"1s\"\n\n"
       << "[cluster]\nepoch = 1\n";
     for (size_t i = 0; i < nodes_.size(); ++i) {
       f << "[[cluster.node]]\nid = \"" << nodes_[i].id << "\"\npriority = " << 30 - 10 * static_cast<int>(i) << "\n";

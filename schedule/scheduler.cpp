@@ -378,17 +378,30 @@ void Scheduler::set_timer(Occ& o, int64_t mono_ms) {
 
 void Scheduler::on_tick(Clock now) {
   last_ = now;
-  // Occurrences whose fire time passed on this replica's clock.  Collected first: the
-  // handlers arm the entries' next occurrences on the same wheel.
-  std::vector<uint32_t> due;
-  utc_wheel_.poll(now.utc_ms, [&](const wheel::Expired& e) { due.push_back(static_cast<uint32_t>(e.payload)); });
-  for (uint32_t slot : due) entry_due(slot, now);
-  // Catch-up: arming may have put past occurrences on the wheel again.
-  for (int rounds = 0; rounds < 64; ++rounds) {
-    due.clear();
-    utc_wheel_.poll(now.utc_ms, [&](const wheel::Expired& e) { due.push_back(static_cast<uint32_t>(e.payload)); });
-    if (due.empty()) break;
-    for (uint32_t slot : due) entry_due(slot, now);
+  // Occurrences whose fire time passed on this replica's clock.  Collected first (the
+  // handlers arm the entries' next occurrences on the same wheel), then handled at most
+  // max_due_per_tick at a time: the rest stay queued and the next tick is due at once.
+  // A queued slot is handled only if it is still due and not back on the wheel (the
+  // entry may have changed or been removed meanwhile).
+  auto collect = [&] {
+    utc_wheel_.poll(now.utc_ms, [&](const wheel::Expired& e) { due_backlog_.push_back(static_cast<uint32_t>(e.payload)); });
+  };
+  collect();
+  int64_t budget = std::max<int64_t>(1, options_.max_due_per_tick);
+  for (int rounds = 0; rounds < 64 && budget > 0 && !due_backlog_.empty(); ++rounds) {
+    while (budget > 0 && !due_backlog_.empty()) {
+      const uint32_t slot = due_backlog_.front();
+      due_backlog_.pop_front();
+      const EntryRec& rec = entries_[slot];
+      if (!rec.live || !rec.next_scheduled_utc_ms || rec.next_fire_utc_ms > now.utc_ms ||
+          (rec.armed && utc_wheel_.pending(rec.handle))) {
+        continue;
+      }
+      entry_due(slot, now);
+      --budget;
+    }
+    // Catch-up: arming may have put past occurrences on the wheel again.
+    if (due_backlog_.empty()) collect();
   }
 
   std::vector<uint64_t> timers;
@@ -419,6 +432,7 @@ int64_t Scheduler::next_deadline_mono() const {
   if (auto d = utc_wheel_.next_deadline()) best = std::min(best, utc_to_mono(*d));
   if (auto d = mono_wheel_.next_deadline()) best = std::min(best, *d);
   if (!dirty_volumes_.empty()) best = std::min(best, last_.mono_ms);
+  if (!due_backlog_.empty()) best = std::min(best, last_.mono_ms);
   if (!occs_.empty() || !votes_.empty()) best = std::min(best, next_purge_mono_ms_);
   return best;
 }

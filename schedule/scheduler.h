@@ -37,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -88,6 +89,9 @@ struct SchedulerOptions {
   int64_t revoke_retry_ms = 1'000;
   int64_t max_clock_skew_ms = 1'000;
   int64_t max_backlog_per_entry = 10'000;  // catch-up enumeration bound per entry
+  // Due entries handled per tick; the rest wait for the next tick (at once), so a burst
+  // of due occurrences cannot stall the event loop long enough for peers to suspect us.
+  int64_t max_due_per_tick = 512;
   int64_t terminal_linger_ms = 60'000;     // keep finished occurrences in memory this long
   bool test_grant_every_claim = false;     // TEST ONLY: break the protocol (checker must bite)
 };
@@ -392,6 +396,7 @@ class Scheduler {
   std::map<uint64_t, Running> running_;
   uint64_t next_invocation_id_ = 1;
   std::map<std::string, uint32_t> outstanding_;  // attempts this owner has in flight, by worker
+  std::deque<uint32_t> due_backlog_;  // entry slots whose wheel timer fired, not yet handled
   std::set<std::string> dirty_volumes_;          // reconsider on next tick
   int64_t next_purge_mono_ms_ = 0;
   SchedulerCounters counters_;

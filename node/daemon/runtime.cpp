@@ -292,14 +292,21 @@ void Runtime::rearm_timer() {
   const int64_t deadline = node_->next_deadline_mono();
   const int64_t now_mono = now().mono_ms;
   int64_t wait = deadline == kNever ? kMaxTimerWaitMs : deadline - now_mono;
-  wait = std::clamp<int64_t>(wait, 0, kMaxTimerWaitMs);
+  // From inside the timer's own callback a 0 ms timer is due again in the same timer
+  // phase (libuv 1.44 runs due timers until none is left), so a core with work due at
+  // once (a backlog of due occurrences handled a slice per tick) would never let the loop
+  // read a socket: gossip would starve and peers would suspect us.  1 ms lets each
+  // iteration poll I/O between slices.
+  wait = std::clamp<int64_t>(wait, in_timer_ ? 1 : 0, kMaxTimerWaitMs);
   uv_timer_start(timer_, [](uv_timer_t* t) { static_cast<Runtime*>(t->data)->on_timer(); },
                  static_cast<uint64_t>(wait), 0);
 }
 
 void Runtime::on_timer() {
+  in_timer_ = true;
   node_->on_tick(now());
   drain();
+  in_timer_ = false;
 }
 
 DaemonMetrics Runtime::metrics() const {

@@ -139,6 +139,7 @@ class Runtime {
   bool drain_again_ = false;
 
   Phase phase_ = Phase::kRunning;
+  bool in_timer_ = false;  // inside on_timer (see rearm_timer)
   int64_t leave_mono_ms_ = 0;
   int64_t idle_since_mono_ms_ = -1;  // shutdown: when no invocation was running any more
   bool cancelled_ = false;
