@@ -107,6 +107,18 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
   reply.holder = c.claimant;
   describe(v);
   host_.send(from, reply, true);
+  // Observable (debug log, simulator checker): the attempt a grant accepted names the
+  // worker the claimant may dispatch to as soon as it holds a quorum.
+  if (!c.attempt.worker.empty()) {
+    FireEvent e;
+    e.kind = FireEvent::Kind::kGranted;
+    e.volume = c.volume;
+    e.occ = c.occ;
+    e.node = c.claimant.node;
+    e.attempt = c.attempt.attempt;
+    e.detail = c.attempt.worker;
+    host_.emit(e);
+  }
 }
 
 void Scheduler::on_release(const Release& r) {

@@ -66,6 +66,9 @@ void FireChecker::on_observation(const World& world, uint32_t node, const Observ
   if (obs.kind != Observation::Kind::kFire) return;
   Decisions& d = decisions_[OccKey{obs.volume, obs.key, obs.scheduled_utc_ms}];
   if ((obs.text == "dispatched" || obs.text == "redispatched") && !obs.subject.empty()) d.workers.insert(obs.subject);
+  // A granted claim carries its first attempt: the claimant may dispatch it to that worker
+  // the moment it holds a quorum, so that worker counts as one the occurrence went to.
+  if (obs.text == "granted" && !obs.detail.empty()) d.workers.insert(obs.detail);
   if (obs.text == "withheld") d.withheld = true;
   else if (obs.text == "lost") d.lost = true;
   else if (obs.text == "missed" || obs.text == "skipped") d.missed = true;

@@ -99,7 +99,7 @@ EventLine describe_fire(const schedule::FireEvent& f) {
       break;
     case K::kGranted:
       line.level = LogLevel::kDebug;
-      m = "granted the claim of " + f.node;
+      m = "granted the claim of " + f.node + " (attempt " + std::to_string(f.attempt) + " to " + f.detail + ")";
       break;
     case K::kDeferred:
       line.level = LogLevel::kDebug;
