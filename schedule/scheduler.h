@@ -225,6 +225,7 @@ class Scheduler {
     int64_t accept_by_utc_ms = 0;
     int64_t accepted_mono_ms = 0;
     int64_t revoke_sent_mono_ms = 0;
+    bool doubt = false;  // another value of a collided round: resolved before any new attempt
   };
 
   struct EntryRec;
@@ -248,6 +249,7 @@ class Scheduler {
     bool best_set = false;     // kPreparing: the latest accepted attempt the promises named
     uint64_t best_round = 0;
     AttemptInfo best;
+    std::vector<std::pair<uint64_t, AttemptInfo>> prepare_values;  // kPreparing: every distinct accepted attempt named
     std::optional<ProcessId> holder;  // who holds a grant (from replies or my own grant)
     bool holder_vouched = false;      // a replica that can see the holder says it is alive
     bool ever_owned = false;          // this process owned o at some point: never release grants

@@ -208,6 +208,7 @@ void Scheduler::start_prepare(Occ& o, const Entry& e, Clock now) {
   o.answered.clear();
   o.not_due_until_mono.clear();
   o.best_set = false;
+  o.prepare_values.clear();
   o.round = std::max(o.round, o.known_round) + 1;
   o.claim_started_mono_ms = now.mono_ms;
   send_claims(o, e, now, true);
@@ -220,6 +221,11 @@ void Scheduler::on_prepare_reply(Occ& o, const std::string& from, const ClaimRep
     case ClaimOutcome::kGranted:
       if (!(r.holder == self_)) return;
       o.granted.insert(from);
+      if (r.has_accepted &&
+          std::none_of(o.prepare_values.begin(), o.prepare_values.end(),
+                       [&](const auto& v) { return v.second.fire_id == r.accepted.fire_id; })) {
+        o.prepare_values.emplace_back(r.accepted_round, r.accepted);
+      }
       if (r.has_accepted &&
           (!o.best_set || std::tie(r.accepted_round, r.accepted.attempt) > std::tie(o.best_round, o.best.attempt))) {
         o.best_set = true;
@@ -274,22 +280,34 @@ void Scheduler::take_over_at_most_once(Occ& o, const Entry& e, Clock now) {
   ++counters_.owned_takeover;
   emit(FireEvent::Kind::kOwned, o, now, self_.node, 0, "takeover (round " + std::to_string(o.round) + ")");
   if (o.best_set) {
-    Attempt a;
-    a.info = o.best;
-    a.sent_mono_ms = now.mono_ms;
-    a.resent_mono_ms = now.mono_ms;
-    a.state = AttemptState::kRevoking;
-    auto w = o.worker_records.find(a.info.fire_id);
-    if (w != o.worker_records.end()) {
-      if (finished(w->second.state)) a.state = AttemptState::kFinished;
-      else if (w->second.state == WorkerState::kAccepted) a.state = AttemptState::kAccepted;
-      else a.state = AttemptState::kRevoked;  // refused or revoked: durable, never runs
+    // The adopted value, and every other value accepted in the same round: round 0 is
+    // first-come on each replica, so two claimants' values can each hold votes, and the
+    // promises of one majority cannot tell which (if either) was chosen by another.  Any
+    // of them may have been dispatched, so each is resolved (revoked, refused, or known
+    // to have run) before a new attempt may go out.
+    auto adopt = [&](const AttemptInfo& info, bool doubt) {
+      Attempt a;
+      a.info = info;
+      a.doubt = doubt;
+      a.sent_mono_ms = now.mono_ms;
+      a.resent_mono_ms = now.mono_ms;
+      a.state = AttemptState::kRevoking;
+      auto w = o.worker_records.find(a.info.fire_id);
+      if (w != o.worker_records.end()) {
+        if (finished(w->second.state)) a.state = AttemptState::kFinished;
+        else if (w->second.state == WorkerState::kAccepted) a.state = AttemptState::kAccepted;
+        else a.state = AttemptState::kRevoked;  // refused or revoked: durable, never runs
+      }
+      if (a.state == AttemptState::kRevoking) {
+        a.revoke_sent_mono_ms = now.mono_ms;
+        host_.send(a.info.worker, Revoke{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms}, false);
+      }
+      o.attempts.push_back(std::move(a));
+    };
+    for (const auto& [round, info] : o.prepare_values) {
+      if (round == o.best_round && info.fire_id != o.best.fire_id) adopt(info, true);
     }
-    if (a.state == AttemptState::kRevoking) {
-      a.revoke_sent_mono_ms = now.mono_ms;
-      host_.send(a.info.worker, Revoke{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms}, false);
-    }
-    o.attempts.push_back(std::move(a));
+    adopt(o.best, false);
     write_owner_record(o, OwnerOutcome::kOpen, "", now);
     owner_step(o, now);
     return;

@@ -467,6 +467,19 @@ void Scheduler::owner_step(Occ& o, Clock now) {
     dispatch_attempt(o, e, now, {});
     return;
   }
+  // Before a new attempt replaces a resolved one (revoked or refused: never runs), every
+  // in-doubt value of a collided takeover round is resolved too: the first unresolved one
+  // becomes the attempt this step works on.
+  if (o.attempts.back().state == AttemptState::kRevoked || o.attempts.back().state == AttemptState::kRefused) {
+    for (size_t i = 0; i + 1 < o.attempts.size(); ++i) {
+      const AttemptState st = o.attempts[i].state;
+      if (o.attempts[i].doubt && st != AttemptState::kRevoked && st != AttemptState::kRefused &&
+          st != AttemptState::kAbandoned) {
+        std::swap(o.attempts[i], o.attempts.back());
+        break;
+      }
+    }
+  }
   Attempt& a = o.attempts.back();
   // Once accepted, the attempt lives in one process: the worker record names its boot,
   // so a worker that restarted (even within the suspicion timeout) counts as gone.
