@@ -282,7 +282,18 @@ void FireChecker::finish(const World& world, Report& report) {
             worker_cut_off = true;
           }
         }
-        if (best_group.size() * 2 > elig.size() && !worker_cut_off) {
+        // The group can only fire what it holds: the node that took the write is in it, or
+        // one of its members was connected to that node while the entry replicated (an
+        // entry written on the other side of a partition reaches the group only later).
+        bool group_holds = false;
+        if (const int64_t vi = world.index_of(c.via); vi >= 0) {
+          const auto vn = static_cast<uint32_t>(vi);
+          for (uint32_t g : best_group) {
+            group_holds = group_holds || g == vn ||
+                          world.linked_throughout(vn, g, c.at_ms, c.at_ms + options_.replication_grace_ms);
+          }
+        }
+        if (best_group.size() * 2 > elig.size() && !worker_cut_off && group_holds) {
           report.violate({"amo.liveness", name + " (at-most-once) ran " + std::to_string(started) +
                                               " times although a majority of its replicas was up and connected",
                           due_ms, {}});
