@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <ctime>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,13 @@ int run_swarm(const Args& a) {
   std::vector<std::string> failures;
   uint64_t events = 0, passed = 0;
   int64_t virtual_ms = 0;
+  // Firing outcomes summed over the seeds whose fault mix includes each kind (a seed with
+  // several kinds counts under each), plus seeds with no random fault at all.
+  static const char* kKinds[] = {"none", "crash", "partition", "cut", "oneway", "slow", "skew"};
+  static const char* kFigures[] = {"alo.due", "alo.once", "alo.duplicates", "alo.missed", "alo.lost",
+                                   "amo.due", "amo.once", "amo.duplicates", "amo.withheld", "amo.missed", "amo.lost"};
+  std::map<std::string, std::map<std::string, double>> by_kind;
+  std::map<std::string, uint64_t> seeds_by_kind;
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   for (uint64_t seed = first;; ++seed) {
@@ -145,6 +153,22 @@ int run_swarm(const Args& a) {
     virtual_ms += r.virtual_ms;
     if (r.passed()) ++passed;
     else failures.push_back(ro.replay);
+    {
+      const auto& rf = s.random;
+      const double rates[] = {rf.crash_rate, rf.partition_rate, rf.cut_rate, rf.oneway_rate, rf.slow_rate, rf.skew_rate};
+      std::vector<std::string> kinds;
+      for (size_t k = 0; k < 6; ++k) {
+        if (rates[k] > 0) kinds.emplace_back(kKinds[k + 1]);
+      }
+      if (kinds.empty()) kinds.emplace_back("none");
+      for (const auto& kind : kinds) {
+        ++seeds_by_kind[kind];
+        for (const char* f : kFigures) {
+          auto it = r.figures.find(f);
+          if (it != r.figures.end()) by_kind[kind][f] += it->second;
+        }
+      }
+    }
     if (a.json) {
       auto j = r.to_json();
       j["scenario"] = caesium::sim::describe_swarm_scenario(s);
@@ -178,6 +202,18 @@ int run_swarm(const Args& a) {
                 static_cast<unsigned long long>(passed), failures.size(),
                 static_cast<unsigned long long>(events), wall, cpu, eps);
     for (const auto& f : failures) std::printf("replay: %s\n", f.c_str());
+    std::printf("\nfiring outcomes by fault kind in the seed's mix (a seed counts under each of its kinds):\n");
+    std::printf("%-10s %6s %9s %8s %6s %6s %5s %9s %8s %6s %8s %6s %5s\n", "kind", "seeds", "alo.due", "alo.once",
+                "dups", "missed", "lost", "amo.due", "amo.once", "dups", "withheld", "missed", "lost");
+    for (const char* kind : kKinds) {
+      auto it = by_kind.find(kind);
+      if (it == by_kind.end()) continue;
+      auto& f = it->second;
+      std::printf("%-10s %6llu %9.0f %8.0f %6.0f %6.0f %5.0f %9.0f %8.0f %6.0f %8.0f %6.0f %5.0f\n", kind,
+                  static_cast<unsigned long long>(seeds_by_kind[kind]), f["alo.due"], f["alo.once"], f["alo.duplicates"],
+                  f["alo.missed"], f["alo.lost"], f["amo.due"], f["amo.once"], f["amo.duplicates"], f["amo.withheld"],
+                  f["amo.missed"], f["amo.lost"]);
+    }
   }
   return failures.empty() ? 0 : 1;
 }
