@@ -3,7 +3,8 @@
 smoke            three nodes on loopback, an at-least-once and an at-most-once entry
                  every 2 s: every occurrence runs, at-most-once ones exactly once, no run
                  is early, any second run of an occurrence is flagged, and SIGTERM stops
-                 every node with status 0.
+                 every node with status 0.  SIGHUP on n1: a config that no longer
+                 loads is reported and ignored; a good one switches it to debug logging.
 example          the README's main command: examples/run-cluster.sh (copied to a
                  temporary directory, ports moved to free ones) runs the example cluster
                  for 12 s; it must exit 0 and report completed occurrences.
@@ -16,7 +17,7 @@ import signal
 import subprocess
 
 import checks
-from harness import Cluster, TestFailure, _die_with_parent, entry_toml, free_ports, now_ms, utc
+from harness import Cluster, TestFailure, _die_with_parent, entry_toml, free_ports, now_ms, utc, wait_until
 
 PERIOD_MS = 2000
 
@@ -39,7 +40,34 @@ def smoke(run):
     late = sorted(r.wall_ms - r.scheduled_ms for r in recs)
     run.note("%d runs; handler start lateness median %d ms, max %d ms (shown, not asserted)" % (
         len(recs), late[len(late) // 2], late[-1]))
+    sighup(run, c)
     c.stop()
+
+
+def sighup(run, c):
+    """SIGHUP reloads the log level (and handlers) from the file; a file that no longer
+    loads is reported and the running configuration kept."""
+    n1 = c["n1"]
+    with open(n1.config_path) as f:
+        good = f.read()
+    since = now_ms()
+    with open(n1.config_path, "w") as f:
+        f.write(good + "\nthis is not toml = = =\n")
+    n1.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: any("SIGHUP: the config does not load" in l for l in n1.log_lines_since(since)), 10,
+               "n1 to report the broken config")
+    with open(n1.config_path, "w") as f:
+        f.write(good.replace('log_level = "info"', 'log_level = "debug"'))
+    n1.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: any("SIGHUP: reloaded" in l and "log level debug" in l for l in n1.log_lines_since(since)),
+               10, "n1 to reload at debug level")
+    after = now_ms()
+    wait_until(lambda: any(" debug node=n1 " in l for l in n1.log_lines_since(after)), 10,
+               "a debug line from n1 after the reload")
+    if not n1.running():
+        raise TestFailure("n1 exited after SIGHUP")
+    c.wait_records("t/amo", 1, after_ms=after + PERIOD_MS)
+    run.note("SIGHUP: a broken config was reported and kept out; a good one switched n1 to debug logging")
 
 
 def example_cluster(run):
