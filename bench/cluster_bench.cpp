@@ -118,12 +118,13 @@ int run_and_wait(const std::vector<std::string>& argv, const std::string& log_pa
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// Resident set size of a process in bytes (0 when unknown).
-int64_t rss_bytes(pid_t pid) {
+// A /proc/<pid>/status field in bytes (VmRSS: resident set; RssAnon: its anonymous part,
+// the rest being file pages such as LMDB's memory map); 0 when unknown.
+int64_t status_bytes(pid_t pid, const std::string& field) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
+    if (line.rfind(field + ":", 0) == 0) return std::atoll(line.c_str() + field.size() + 1) * 1024;
   }
   return 0;
 }
@@ -440,6 +441,8 @@ struct Figures {
   double api_seconds = 0;
   double rss_mib_per_1m = 0;
   int64_t rss_before = 0, rss_after = 0, rss_end = 0;  // summed over the nodes, bytes
+  int64_t anon_before = 0, anon_after = 0;
+  double anon_mib_per_1m = 0;  // the anonymous part (heap): without LMDB's mapped pages
   std::vector<int64_t> executions_by_node;
 };
 
@@ -449,9 +452,9 @@ double pct(std::vector<int64_t>& v, double p) {
   return static_cast<double>(v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))]);
 }
 
-int64_t rss_sum(const Cluster& c) {
+int64_t rss_sum(const Cluster& c, const std::string& field = "VmRSS") {
   int64_t s = 0;
-  for (const auto& n : c.nodes()) s += rss_bytes(n.pid);
+  for (const auto& n : c.nodes()) s += status_bytes(n.pid, field);
   return s;
 }
 
@@ -463,6 +466,7 @@ bool run_one(const std::string& binary, const std::string& dir, const std::strin
   f.due = entries;
   sleep_ms(1000);  // let the first syncs settle before measuring memory
   f.rss_before = rss_sum(cluster);
+  f.anon_before = rss_sum(cluster, "RssAnon");
 
   constexpr int64_t kCalibration = 2000;
   const int64_t far = 4'102'444'800'000;  // 2100-01-01
@@ -489,7 +493,10 @@ bool run_one(const std::string& binary, const std::string& dir, const std::strin
   f.api_seconds = loaded.seconds;
   f.api_writes_per_s = static_cast<double>(entries) / loaded.seconds;
   f.rss_after = rss_sum(cluster);
+  f.anon_after = rss_sum(cluster, "RssAnon");
   const int64_t stored = entries + kCalibration;
+  f.anon_mib_per_1m = static_cast<double>(f.anon_after - f.anon_before) / 3.0 / static_cast<double>(stored) * 1e6 /
+                      (1024.0 * 1024.0);
   f.rss_mib_per_1m = static_cast<double>(f.rss_after - f.rss_before) / 3.0 / static_cast<double>(stored) * 1e6 /
                      (1024.0 * 1024.0);
 
@@ -598,6 +605,7 @@ int run_cluster(const Args& args) {
                               {"occurrences_per_s", f.occ_per_s}, {"lateness_p50_ms", f.late_p50},
                               {"lateness_p99_ms", f.late_p99}, {"lateness_max_ms", f.late_max},
                               {"api_writes_per_s", f.api_writes_per_s}, {"rss_mib_per_1m_entries", f.rss_mib_per_1m},
+                              {"rss_anon_mib_per_1m_entries", f.anon_mib_per_1m},
                               {"executions_by_node", f.executions_by_node},
                               {"vs_anchor_rate", f.occ_per_s / 9800.0}});
     }
@@ -615,6 +623,8 @@ int run_cluster(const Args& args) {
     std::printf("\nanchor: BullMQ 5.81 on Redis 7.0, 50,000 delayed jobs due within 1 s: ~9,800 jobs/s, "
                 "lateness p50 2.4 s, p99 4.0 s (single Redis, no partition semantics)\n");
     for (const auto& f : all) {
+      std::printf("%s: RSS per 1M entries %.0f MiB, of which anonymous (heap) %.0f MiB and file pages (LMDB map) %.0f MiB\n",
+                  f.semantics.c_str(), f.rss_mib_per_1m, f.anon_mib_per_1m, f.rss_mib_per_1m - f.anon_mib_per_1m);
       std::printf("%s: executions by node n1/n2/n3 = %lld/%lld/%lld, flagged possible_duplicate %lld, early %lld\n",
                   f.semantics.c_str(), static_cast<long long>(f.executions_by_node[0]),
                   static_cast<long long>(f.executions_by_node[1]), static_cast<long long>(f.executions_by_node[2]),
