@@ -293,8 +293,17 @@ void Scheduler::entry_due(uint32_t slot, Clock now) {
         (lateness > options_.misfire_threshold_ms && superseded &&
          entry->misfire != MisfirePolicy::fire_all)) {
       if (master) {
-        if (lateness > entry->misfire_window_ms) ++counters_.missed;
+        const bool missed = lateness > entry->misfire_window_ms;
+        if (missed) ++counters_.missed;
         else ++counters_.skipped;
+        FireEvent e;
+        e.kind = missed ? FireEvent::Kind::kMissed : FireEvent::Kind::kSkipped;
+        e.volume = volume;
+        e.occ = id;
+        e.at_most_once = entry->semantics == Semantics::at_most_once;
+        e.lateness_ms = lateness;
+        e.detail = missed ? "found later than its misfire window" : "found late and superseded by a later occurrence";
+        host_.emit(e);
       }
       return;
     }

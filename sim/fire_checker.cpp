@@ -228,7 +228,9 @@ void FireChecker::finish(const World& world, Report& report) {
         report.violate({"healthy.once", name + " ran " + std::to_string(started) + " times in a run without faults", due_ms, {}});
       }
       // ALO: some eligible replica holding the entry stayed up long enough.
-      if (!amo && counted == 0 && due_ms + options_.detection_bound_ms <= end_ms) {
+      // (A master that found it late and skipped or missed it by the entry's misfire policy
+      // decided; lateness is judged separately.)
+      if (!amo && counted == 0 && !d.missed && due_ms + options_.detection_bound_ms <= end_ms) {
         for (const auto& r : elig) {
           const int64_t ri = world.index_of(r);
           const int64_t vi = world.index_of(c.via);
