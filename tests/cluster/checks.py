@@ -70,3 +70,11 @@ def never_early(records, slack_ms=0):
     early = [r for r in records if r.wall_ms + slack_ms < r.scheduled_ms]
     if early:
         raise TestFailure("ran before the scheduled instant:\n" + "\n".join("  " + repr(r) for r in early))
+
+
+def run_invariants(records, amo_entry="t/amo"):
+    """What holds in every scenario: at-most-once never twice, every second run of an
+    occurrence flagged possible_duplicate, nothing early."""
+    amo_at_most_once(records, amo_entry)
+    duplicates_are_flagged(records)
+    never_early(records)

@@ -220,6 +220,12 @@ def entry_toml(name, cron, semantics, entity="t", volume="main", handler="record
     return "\n".join(lines) + "\n"
 
 
+
+def alo_amo_entries(cron="*/2 * * * * *"):
+    """The suite's usual pair: t/alo (at-least-once) and t/amo (at-most-once) on `cron`."""
+    return entry_toml("alo", cron, "at_least_once") + entry_toml("amo", cron, "at_most_once")
+
+
 def line_time_ms(line):
     """The UTC ms a log line is stamped with (-1 for a line without a stamp)."""
     m = re.match(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z ", line)
@@ -526,6 +532,15 @@ class Cluster:
             return all(self.member_state(a, b) == "alive" for a in ids for b in ids if a != b)
         wait_until(formed, timeout_s, "membership of %s to form" % ",".join(ids))
         self.run.note("membership formed among %s" % ",".join(ids))
+
+    def start_firing(self, period_ms):
+        """Starts every node, waits for membership and for two runs of t/amo scheduled
+        after a period from now; returns that instant (the first occurrence checked)."""
+        self.start()
+        self.wait_members_alive()
+        begin = now_ms() + period_ms
+        self.wait_records("t/amo", 2, after_ms=begin)
+        return begin
 
     def wait_records(self, entry, count, after_ms=0, timeout_s=30):
         """Waits until `count` distinct occurrences of entry scheduled at or after after_ms

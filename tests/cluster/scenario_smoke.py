@@ -17,14 +17,13 @@ import signal
 import subprocess
 
 import checks
-from harness import Cluster, TestFailure, _die_with_parent, entry_toml, free_ports, now_ms, utc, wait_until
+from harness import Cluster, _die_with_parent, TestFailure, alo_amo_entries, free_ports, now_ms, utc, wait_until
 
 PERIOD_MS = 2000
 
 
 def smoke(run):
-    entries = entry_toml("alo", "*/2 * * * * *", "at_least_once") + entry_toml("amo", "*/2 * * * * *", "at_most_once")
-    c = Cluster(run, entries=entries)
+    c = Cluster(run, entries=alo_amo_entries())
     c.start()
     c.wait_members_alive()
     t0 = now_ms() + PERIOD_MS  # the first occurrence after membership formed, with room
