@@ -512,6 +512,10 @@ bool run_one(const std::string& binary, const std::string& dir, const std::strin
   sleep_ms(1000);  // late duplicates, if any, get a chance to show
   runs = read_executions(cluster, "bench", "e");
   f.rss_end = rss_sum(cluster);
+  for (const auto& n : cluster.nodes()) {  // kept with --keep, for a look at where time went
+    std::string body;
+    if (cluster.get(n, "/metrics", body)) std::ofstream(n.dir + "/metrics.txt") << body;
+  }
   cluster.stop();
 
   std::vector<int64_t> late;

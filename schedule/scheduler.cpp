@@ -46,10 +46,10 @@ void Scheduler::set_topology(Topology topology, Clock now) {
   topology_ = std::move(topology);
   // Entries of volumes this node no longer replicates are dropped from the index.
   std::vector<std::pair<std::string, std::string>> gone;
-  for (const auto& [k, slot] : entry_index_) {
-    if (!is_replica(k.first)) gone.push_back(k);
+  for (const EntryRec& rec : entries_) {
+    if (rec.live && !is_replica(volume_names_[rec.volume])) gone.emplace_back(volume_names_[rec.volume], rec.key);
   }
-  for (const auto& k : gone) remove_entry(k.first, k.second);
+  for (const auto& [volume, key] : gone) remove_entry(volume, key);
   for (const auto& [name, v] : topology_.volumes) dirty_volumes_.insert(name);
 }
 
@@ -113,7 +113,7 @@ void Scheduler::on_record(const std::string& volume, const std::string& key,
       ++counters_.bad_records;
       return;
     }
-    upsert_entry(volume, key, std::make_shared<const Entry>(std::move(entry).value()), now);
+    upsert_entry(volume, key, *entry, now);
     return;
   }
   if (!is_occ_key(key)) return;
@@ -199,9 +199,35 @@ void Scheduler::on_worker_record(const std::string& volume, const ParsedOccKey& 
 
 // --- the occurrence index -------------------------------------------------------------------
 
+uint32_t Scheduler::volume_id(const std::string& volume) {
+  if (auto id = find_volume_id(volume)) return *id;
+  volume_names_.push_back(volume);
+  return static_cast<uint32_t>(volume_names_.size() - 1);
+}
+
+std::optional<uint32_t> Scheduler::find_volume_id(const std::string& volume) const {
+  for (size_t i = 0; i < volume_names_.size(); ++i) {
+    if (volume_names_[i] == volume) return static_cast<uint32_t>(i);
+  }
+  return std::nullopt;
+}
+
 const Scheduler::EntryRec* Scheduler::entry_of(const std::string& volume, const std::string& key) const {
-  auto it = entry_index_.find({volume, key});
-  return it == entry_index_.end() ? nullptr : &entries_[it->second];
+  const auto v = find_volume_id(volume);
+  if (!v) return nullptr;
+  auto it = entry_index_.find(SlotRef{*v, key});
+  return it == entry_index_.end() ? nullptr : &entries_[*it];
+}
+
+std::shared_ptr<const Entry> Scheduler::load_entry(const std::string& volume, const std::string& key) {
+  auto value = host_.store_get(volume, key);
+  if (!value) return nullptr;
+  auto entry = decode_entry(*value);
+  if (!entry.ok()) {
+    ++counters_.bad_records;
+    return nullptr;
+  }
+  return std::make_shared<const Entry>(std::move(entry).value());
 }
 
 std::optional<int64_t> Scheduler::next_scheduled(const std::string& volume, const std::string& key) const {
@@ -210,9 +236,9 @@ std::optional<int64_t> Scheduler::next_scheduled(const std::string& volume, cons
   return e->next_scheduled_utc_ms;
 }
 
-void Scheduler::upsert_entry(const std::string& volume, const std::string& key,
-                             std::shared_ptr<const Entry> entry, Clock now) {
-  auto it = entry_index_.find({volume, key});
+void Scheduler::upsert_entry(const std::string& volume, const std::string& key, const Entry& entry, Clock now) {
+  const uint32_t v = volume_id(volume);
+  auto it = entry_index_.find(SlotRef{v, key});
   uint32_t slot;
   if (it == entry_index_.end()) {
     if (!free_entry_slots_.empty()) {
@@ -222,47 +248,50 @@ void Scheduler::upsert_entry(const std::string& volume, const std::string& key,
       slot = static_cast<uint32_t>(entries_.size());
       entries_.emplace_back();
     }
-    entry_index_.emplace(std::make_pair(volume, key), slot);
     EntryRec& rec = entries_[slot];
     rec = EntryRec{};
-    rec.volume = volume;
+    rec.volume = v;
     rec.key = key;
+    rec.key.shrink_to_fit();
     rec.live = true;
     // A newly seen entry starts at its creation, but occurrences further back than its
     // misfire window are beyond catching up (DESIGN.md §6, catch-up).
-    rec.cursor_utc_ms = std::max(entry->created_utc_ms - 1, now.utc_ms - entry->misfire_window_ms - 1);
+    rec.cursor_utc_ms = std::max(entry.created_utc_ms - 1, now.utc_ms - entry.misfire_window_ms - 1);
+    entry_index_.insert(slot);  // after the slot names (volume, key): the set hashes it
   } else {
-    slot = it->second;
+    slot = *it;
     EntryRec& rec = entries_[slot];
     if (rec.armed) utc_wheel_.cancel(rec.handle);
     rec.armed = false;
     // A re-created entry (a new creation instant) starts over from its creation.
-    if (entry->created_utc_ms != rec.entry->created_utc_ms) {
-      rec.cursor_utc_ms = std::max(rec.cursor_utc_ms, entry->created_utc_ms - 1);
+    if (entry.created_utc_ms != rec.created_utc_ms) {
+      rec.cursor_utc_ms = std::max(rec.cursor_utc_ms, entry.created_utc_ms - 1);
     }
   }
-  entries_[slot].entry = std::move(entry);
-  arm_entry(slot, now);
+  entries_[slot].created_utc_ms = entry.created_utc_ms;
+  arm_entry(slot, entry);
 }
 
 void Scheduler::remove_entry(const std::string& volume, const std::string& key) {
-  auto it = entry_index_.find({volume, key});
+  const auto v = find_volume_id(volume);
+  if (!v) return;
+  auto it = entry_index_.find(SlotRef{*v, key});
   if (it == entry_index_.end()) return;
-  EntryRec& rec = entries_[it->second];
+  const uint32_t slot = *it;
+  entry_index_.erase(it);  // before the slot forgets its key
+  EntryRec& rec = entries_[slot];
   if (rec.armed) utc_wheel_.cancel(rec.handle);
   rec = EntryRec{};
-  free_entry_slots_.push_back(it->second);
-  entry_index_.erase(it);
+  free_entry_slots_.push_back(slot);
 }
 
-void Scheduler::arm_entry(uint32_t slot, Clock now) {
-  (void)now;
+void Scheduler::arm_entry(uint32_t slot, const Entry& entry) {
   EntryRec& rec = entries_[slot];
   assert(rec.live);
   assert(!rec.armed);
-  rec.next_scheduled_utc_ms = next_occurrence(*rec.entry, rec.cursor_utc_ms);
+  rec.next_scheduled_utc_ms = next_occurrence(entry, rec.cursor_utc_ms);
   if (!rec.next_scheduled_utc_ms) return;
-  rec.next_fire_utc_ms = fire_time(*rec.entry, *rec.next_scheduled_utc_ms);
+  rec.next_fire_utc_ms = fire_time(entry, *rec.next_scheduled_utc_ms);
   rec.handle = utc_wheel_.insert(rec.next_fire_utc_ms, slot);
   rec.armed = true;
 }
@@ -273,12 +302,15 @@ void Scheduler::entry_due(uint32_t slot, Clock now) {
   EntryRec& rec = entries_[slot];
   if (!rec.live || !rec.next_scheduled_utc_ms) return;
   rec.armed = false;
-  const std::shared_ptr<const Entry> entry = rec.entry;
-  const std::string volume = rec.volume;
+  const std::string volume = volume_names_[rec.volume];
+  const std::shared_ptr<const Entry> entry = load_entry(volume, rec.key);
+  // Gone from the store (its removal is on its way to us): nothing is due.
+  if (!entry) return;
   const OccurrenceId id{rec.key, *rec.next_scheduled_utc_ms};
   const int64_t fire = rec.next_fire_utc_ms;
   rec.cursor_utc_ms = id.scheduled_utc_ms;
-  arm_entry(slot, now);  // may reallocate nothing; rec stays valid (entries_ not resized)
+  rec.created_utc_ms = entry->created_utc_ms;
+  arm_entry(slot, *entry);  // may reallocate nothing; rec stays valid (entries_ not resized)
   const EntryRec& after = entries_[slot];
 
   const int64_t lateness = now.utc_ms - fire;
@@ -351,9 +383,11 @@ Scheduler::Occ& Scheduler::track(const std::string& volume, const OccurrenceId& 
   o.volume = volume;
   o.id = id;
   o.fire_utc_ms = id.scheduled_utc_ms;
-  if (const EntryRec* e = entry_of(volume, id.entry_key)) {
-    o.fire_utc_ms = fire_time(*e->entry, id.scheduled_utc_ms);
-    o.at_most_once = e->entry->semantics == Semantics::at_most_once;
+  if (entry_of(volume, id.entry_key) != nullptr) {
+    if (auto entry = load_entry(volume, id.entry_key)) {
+      o.fire_utc_ms = fire_time(*entry, id.scheduled_utc_ms);
+      o.at_most_once = entry->semantics == Semantics::at_most_once;
+    }
   }
   occ_by_serial_[o.serial] = key;
   return o;
@@ -504,12 +538,12 @@ void Scheduler::compact_interned() {
 
 void Scheduler::check_invariants() const {
   assert(entry_index_.size() + free_entry_slots_.size() == entries_.size());
-  for (const auto& [k, slot] : entry_index_) {
+  for (const uint32_t slot : entry_index_) {
     assert(slot < entries_.size());
     const EntryRec& e = entries_[slot];
     assert(e.live);
-    assert(e.volume == k.first);
-    assert(e.key == k.second);
+    assert(e.volume < volume_names_.size());
+    assert(entry_index_.count(SlotRef{e.volume, e.key}) == 1);
     assert(!e.armed || utc_wheel_.pending(e.handle));
     (void)e;
   }

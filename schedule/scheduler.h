@@ -44,6 +44,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -290,22 +291,56 @@ class Scheduler {
     return OccKey{intern(volume, id.entry_key), id.scheduled_utc_ms};
   }
 
+  // One per entry of a replicated volume: only what arming needs.  The definition itself
+  // is not kept here: it lives (encoded) in the volume store and is decoded when an
+  // occurrence of the entry becomes due (load_entry), so a replica holding millions of
+  // entries pays a few dozen bytes each here instead of a decoded Entry.
   struct EntryRec {
-    std::string volume;
     std::string key;
-    std::shared_ptr<const Entry> entry;
-    int64_t cursor_utc_ms = 0;  // occurrences scheduled at or before this were enqueued
+    uint32_t volume = 0;  // index into volume_names_
+    bool armed = false;
+    bool live = false;  // slot in use
+    int64_t created_utc_ms = 0;  // of the definition last seen: a re-creation restarts the cursor
+    int64_t cursor_utc_ms = 0;   // occurrences scheduled at or before this were enqueued
     std::optional<int64_t> next_scheduled_utc_ms;
     int64_t next_fire_utc_ms = 0;
     wheel::Handle handle{};
-    bool armed = false;
-    bool live = false;  // slot in use
   };
+  // The entry index holds slots and finds them by (volume, key) through the slot's own key
+  // (heterogeneous lookup), so the key is stored once.
+  struct SlotRef {
+    uint32_t volume;
+    std::string_view key;
+  };
+  struct SlotHash {
+    using is_transparent = void;
+    const std::vector<EntryRec>* recs;
+    size_t operator()(const SlotRef& r) const {
+      return std::hash<std::string_view>{}(r.key) ^ (static_cast<size_t>(r.volume) * 0x9E3779B97F4A7C15ull);
+    }
+    size_t operator()(uint32_t slot) const { return (*this)(SlotRef{(*recs)[slot].volume, (*recs)[slot].key}); }
+  };
+  struct SlotEq {
+    using is_transparent = void;
+    const std::vector<EntryRec>* recs;
+    SlotRef ref(uint32_t slot) const { return SlotRef{(*recs)[slot].volume, (*recs)[slot].key}; }
+    static SlotRef ref(const SlotRef& r) { return r; }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      const SlotRef x = ref(a), y = ref(b);
+      return x.volume == y.volume && x.key == y.key;
+    }
+  };
+  uint32_t volume_id(const std::string& volume);                        // adds it when new
+  std::optional<uint32_t> find_volume_id(const std::string& volume) const;
+  // The entry's current definition, decoded from the volume store; null when absent (or
+  // undecodable, counted as a bad record).
+  std::shared_ptr<const Entry> load_entry(const std::string& volume, const std::string& key);
 
   // scheduler.cpp: index, records, timers
-  void upsert_entry(const std::string& volume, const std::string& key, std::shared_ptr<const Entry> entry, Clock now);
+  void upsert_entry(const std::string& volume, const std::string& key, const Entry& entry, Clock now);
   void remove_entry(const std::string& volume, const std::string& key);
-  void arm_entry(uint32_t slot, Clock now);
+  void arm_entry(uint32_t slot, const Entry& entry);
   void entry_due(uint32_t slot, Clock now);
   void on_owner_record(const std::string& volume, const ParsedOccKey& k, const std::optional<std::string>& value, Clock now);
   void on_worker_record(const std::string& volume, const ParsedOccKey& k, const std::optional<std::string>& value, Clock now);
@@ -377,7 +412,8 @@ class Scheduler {
 
   std::vector<EntryRec> entries_;
   std::vector<uint32_t> free_entry_slots_;
-  std::map<std::pair<std::string, std::string>, uint32_t> entry_index_;
+  std::vector<std::string> volume_names_;  // EntryRec::volume -> name
+  std::unordered_set<uint32_t, SlotHash, SlotEq> entry_index_{16, SlotHash{&entries_}, SlotEq{&entries_}};
   wheel::TimingWheel utc_wheel_;   // payload: entry slot
   wheel::TimingWheel mono_wheel_;  // payload: occurrence serial
   std::unordered_map<std::string, uint32_t> interned_ids_;  // volume + '\n' + entry key (lookups only)

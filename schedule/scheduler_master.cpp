@@ -197,8 +197,10 @@ void Scheduler::reconsider(Occ& o, Clock now) {
     owner_step(o, now);
     return;
   }
-  const EntryRec* rec = entry_of(o.volume, o.id.entry_key);
-  std::shared_ptr<const Entry> entry = o.entry ? o.entry : (rec ? rec->entry : nullptr);
+  std::shared_ptr<const Entry> entry = o.entry;
+  const bool deciding = o.phase == Phase::kClaiming || o.phase == Phase::kPreparing ||
+                        (active_ && masters_.count(o.volume) > 0 && o.due);
+  if (!entry && deciding && entry_of(o.volume, o.id.entry_key) != nullptr) entry = load_entry(o.volume, o.id.entry_key);
   if (o.phase == Phase::kClaiming) {
     assert(entry);
     evaluate_claim(o, *entry, now);

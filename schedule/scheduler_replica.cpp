@@ -172,7 +172,8 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
       return;
     }
   }
-  if (const EntryRec* e = entry_of(d.volume, d.occ.entry_key); e && !node_matches_binding(self_.node, *e->entry)) {
+  if (auto e = entry_of(d.volume, d.occ.entry_key) ? load_entry(d.volume, d.occ.entry_key) : nullptr;
+      e && !node_matches_binding(self_.node, *e)) {
     refuse("this node is not in the entry's binding", true);
     return;
   }

@@ -10,6 +10,7 @@
 #include "schedule/entry.h"
 
 namespace caesium::daemon {
+
 namespace {
 
 const char* member_state_name(gossip::MemberState s) {
@@ -49,12 +50,12 @@ void append_detail(std::string& m, const std::string& detail) {
 EventLine describe_fire(const schedule::FireEvent& f) {
   using K = schedule::FireEvent::Kind;
   EventLine line;
+  line.level = fire_level(f);
   line.occ = OccurrenceRef{f.volume, f.occ.entry_key, f.occ.scheduled_utc_ms};
   const std::string semantics = f.at_most_once ? "at-most-once" : "at-least-once";
   std::string& m = line.message;
   switch (f.kind) {
     case K::kDue:
-      line.level = LogLevel::kDebug;
       m = "due (" + semantics + ")";
       break;
     case K::kOwned:
@@ -68,23 +69,19 @@ EventLine describe_fire(const schedule::FireEvent& f) {
       m = "accepted " + attempt_text(f) + " on " + f.node;
       break;
     case K::kCompleted:
-      line.level = f.ok ? LogLevel::kInfo : LogLevel::kWarn;
       m = std::string("completed ") + (f.ok ? "ok" : "failed") + " (" + attempt_text(f) + " on " + f.node +
           ", " + std::to_string(f.lateness_ms) + " ms late)";
       append_detail(m, f.detail);
       break;
     case K::kWithheld:
-      line.level = LogLevel::kWarn;
       m = "withheld: at-most-once without a quorum of replicas";
       append_detail(m, f.detail);
       break;
     case K::kMissed:
-      line.level = LogLevel::kWarn;
       m = "missed";
       append_detail(m, f.detail);
       break;
     case K::kLost:
-      line.level = LogLevel::kError;
       m = "lost (at-most-once in flight whose owner or worker vanished; not re-run)";
       append_detail(m, f.detail);
       break;
@@ -93,16 +90,13 @@ EventLine describe_fire(const schedule::FireEvent& f) {
       append_detail(m, f.detail);
       break;
     case K::kRedispatched:
-      line.level = LogLevel::kWarn;
       m = "redispatched " + attempt_text(f) + " to " + f.node;
       append_detail(m, f.detail);
       break;
     case K::kGranted:
-      line.level = LogLevel::kDebug;
       m = "granted the claim of " + f.node + " (attempt " + std::to_string(f.attempt) + " to " + f.detail + ")";
       break;
     case K::kDeferred:
-      line.level = LogLevel::kDebug;
       m = "deferred to another process";
       append_detail(m, f.detail);
       break;
@@ -127,6 +121,29 @@ void write_stderr(std::string_view line) {
 }
 
 }  // namespace
+
+LogLevel fire_level(const schedule::FireEvent& f) {
+  using K = schedule::FireEvent::Kind;
+  switch (f.kind) {
+    // The healthy path of every run (due, grants, quorum owner, dispatch, acceptance) is
+    // debug: at tens of thousands of runs a second, more lines per run would cost more
+    // than the runs.  Each run still leaves one info line, its completion; a run owned
+    // any other way than by a quorum is worth an info line of its own.
+    case K::kDue:
+    case K::kGranted:
+    case K::kDeferred:
+    case K::kDispatched:
+    case K::kAccepted: return LogLevel::kDebug;
+    case K::kOwned: return f.path == schedule::FirePath::kQuorum ? LogLevel::kDebug : LogLevel::kInfo;
+    case K::kCompleted: return f.ok ? LogLevel::kInfo : LogLevel::kWarn;
+    case K::kWithheld:
+    case K::kMissed:
+    case K::kRedispatched: return LogLevel::kWarn;
+    case K::kLost: return LogLevel::kError;
+    case K::kSkipped: return LogLevel::kInfo;
+  }
+  return LogLevel::kInfo;
+}
 
 std::string_view to_string(LogLevel level) {
   switch (level) {

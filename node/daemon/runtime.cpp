@@ -255,6 +255,8 @@ void Runtime::drain() {
 
 void Runtime::log_event(const node::NodeEvent& e) {
   fire_metrics_.on_event(e);
+  // Most fire events are debug lines: not worth formatting when debug is off.
+  if (e.kind == node::NodeEvent::Kind::kFire && !logger_.enabled(fire_level(e.fire))) return;
   EventLine line = describe_event(e);
   if (e.kind == node::NodeEvent::Kind::kMember) {
     // Incarnation bumps that only carry new load or meta are routine: debug.

@@ -93,6 +93,17 @@ TEST_CASE("log: node events") {
   fire.fire.kind = schedule::FireEvent::Kind::kOwned;
   fire.fire.path = schedule::FirePath::kDegraded;
   CHECK_THAT(describe_event(fire).message, Catch::Contains("possible duplicate"));
+  CHECK(describe_event(fire).level == LogLevel::kInfo);
+  // The healthy path of a run is debug: one info line per run (its completion).
+  fire.fire.path = schedule::FirePath::kQuorum;
+  CHECK(describe_event(fire).level == LogLevel::kDebug);
+  fire.fire.kind = schedule::FireEvent::Kind::kDispatched;
+  CHECK(describe_event(fire).level == LogLevel::kDebug);
+  fire.fire.kind = schedule::FireEvent::Kind::kAccepted;
+  CHECK(describe_event(fire).level == LogLevel::kDebug);
+  fire.fire.kind = schedule::FireEvent::Kind::kCompleted;
+  fire.fire.ok = true;
+  CHECK(describe_event(fire).level == LogLevel::kInfo);
   fire.fire.kind = schedule::FireEvent::Kind::kLost;
   CHECK(describe_event(fire).level == LogLevel::kError);
   fire.fire.kind = schedule::FireEvent::Kind::kDue;
