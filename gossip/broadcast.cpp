@@ -16,9 +16,8 @@ bool BroadcastQueue::push(Update update) {
   if (bytes > max_update_bytes_) return false;
   erase(subject_of(update));
   const Key key{0, next_order_++};
-  std::string node = subject_of(update);
-  items_.emplace(key, Item{std::move(update), bytes});
-  by_node_.emplace(std::move(node), key);
+  const auto by = by_node_.emplace(subject_of(update), key).first;
+  items_.emplace(key, Item{std::move(update), bytes, by});
   return true;
 }
 
@@ -28,14 +27,16 @@ size_t BroadcastQueue::fill(size_t budget_bytes, int transmit_limit, std::vector
   static const size_t kMinUpdateBytes = estimated_wire_size(Update{Suspect{}});
   const auto limit = static_cast<uint32_t>(transmit_limit);
 
-  std::vector<Key> taken;
-  std::vector<Key> spent;  // reached the limit earlier (the limit shrank with the cluster)
+  taken_.clear();
+  spent_.clear();
   size_t used = 0;
   int skips = 0;
-  for (const auto& [key, item] : items_) {
+  for (auto it = items_.begin(); it != items_.end(); ++it) {
+    const Key& key = it->first;
+    const Item& item = it->second;
     if (budget_bytes - used < kMinUpdateBytes || skips > kMaxSkips) break;
     if (key.transmits >= limit) {
-      spent.push_back(key);
+      spent_.push_back(it);
       continue;
     }
     if (item.bytes > budget_bytes - used) {
@@ -44,26 +45,25 @@ size_t BroadcastQueue::fill(size_t budget_bytes, int transmit_limit, std::vector
     }
     used += item.bytes;
     out.push_back(item.update);
-    taken.push_back(key);
+    taken_.push_back(it);
   }
 
-  for (const Key& key : spent) {
-    auto it = items_.find(key);
-    by_node_.erase(subject_of(it->second.update));
+  for (const auto it : spent_) {
+    by_node_.erase(it->second.by_node);
     items_.erase(it);
   }
   // Re-key each taken update with one more transmit, or drop it at the limit.  Items are
   // moved out of the map node by node; their push order stays, so ties still favour the
   // newest.
-  for (const Key& key : taken) {
-    auto node = items_.extract(key);
-    auto by = by_node_.find(subject_of(node.mapped().update));
-    assert(by != by_node_.end());
-    if (key.transmits + 1 >= limit) {
+  for (const auto it : taken_) {
+    auto node = items_.extract(it);
+    const auto by = node.mapped().by_node;
+    const uint32_t transmits = node.key().transmits + 1;
+    if (transmits >= limit) {
       by_node_.erase(by);
       continue;
     }
-    node.key().transmits = key.transmits + 1;
+    node.key().transmits = transmits;
     by->second = node.key();
     items_.insert(std::move(node));
   }
@@ -88,6 +88,7 @@ void BroadcastQueue::check_invariants() const {
     auto it = items_.find(key);
     assert(it != items_.end());
     assert(subject_of(it->second.update) == node);
+    assert(it->second.by_node->first == node);
     assert(it->second.bytes <= max_update_bytes_);
     (void)it;
   }

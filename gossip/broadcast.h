@@ -72,15 +72,21 @@ class BroadcastQueue {
       return a.order > b.order;
     }
   };
+  using ByNode = std::map<std::string, Key, std::less<>>;
   struct Item {
     Update update;
     size_t bytes = 0;
+    ByNode::iterator by_node;  // this item's entry in by_node_, so fill() needs no search
   };
+  using Items = std::map<Key, Item, KeyLess>;
 
   size_t max_update_bytes_;
   uint64_t next_order_ = 0;
-  std::map<Key, Item, KeyLess> items_;
-  std::map<std::string, Key, std::less<>> by_node_;
+  Items items_;
+  ByNode by_node_;
+  // fill()'s scratch lists, kept to save two allocations per datagram.
+  std::vector<Items::iterator> taken_;
+  std::vector<Items::iterator> spent_;
 };
 
 }  // namespace caesium::gossip

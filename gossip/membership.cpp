@@ -94,7 +94,7 @@ Membership::Membership(std::string self_id, std::string self_addr, MemberMeta me
   auto [it, inserted] = members_.emplace(self_id_, std::move(me));
   assert(inserted);
   self_ = &it->second;
-  index_.emplace(it->first, self_);
+  index_.insert(&*it);
   state_counts_[index(MemberState::kAlive)] = 1;
 }
 
@@ -282,13 +282,13 @@ void Membership::emit(MemberEvent::Kind kind, const std::string& id, std::string
 }
 
 Membership::Member* Membership::find(std::string_view id) {
-  auto it = index_.find(id);
-  return it == index_.end() ? nullptr : it->second;
+  MemberEntry* e = index_.find(id);
+  return e == nullptr ? nullptr : &e->second;
 }
 
 const Membership::Member* Membership::find(std::string_view id) const {
-  auto it = index_.find(id);
-  return it == index_.end() ? nullptr : it->second;
+  const MemberEntry* e = index_.find(id);
+  return e == nullptr ? nullptr : &e->second;
 }
 
 Membership::Member& Membership::self() { return *self_; }
@@ -356,14 +356,15 @@ void Membership::check_invariants() const {
   assert(counts == state_counts_);
   assert(index_.size() == members_.size());
   for (const auto& [id, m] : members_) {
-    auto it = index_.find(id);
-    assert(it != index_.end());
-    assert(it->second == &m);
-    (void)it;
+    const MemberEntry* e = index_.find(id);
+    assert(e != nullptr);
+    assert(&e->second == &m);
+    (void)e;
   }
   assert(suspicion_deadlines_.size() == suspects);
 
-  std::vector<std::string> order = probe_order_;
+  std::vector<std::string> order;
+  for (const MemberEntry* e : probe_order_) order.push_back(e->first);
   std::sort(order.begin(), order.end());
   assert(std::adjacent_find(order.begin(), order.end()) == order.end());
   assert(order.size() + 1 == members_.size());

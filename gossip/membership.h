@@ -51,6 +51,7 @@
 #include "base/rng.h"
 #include "gossip/awareness.h"
 #include "gossip/broadcast.h"
+#include "gossip/id_index.h"
 #include "gossip/messages.h"
 #include "gossip/suspicion.h"
 
@@ -259,6 +260,9 @@ class Membership {
     int64_t state_change_ms = 0;
     std::optional<Suspicion> suspicion;  // engaged iff state == kSuspect
   };
+  using MemberMap = std::map<std::string, Member, std::less<>>;
+  // A member's id and record; its address is stable until the member is reaped.
+  using MemberEntry = MemberMap::value_type;
   // Our probe in flight.  Cleared on ack; on failure when end_ms passes.
   struct Probe {
     std::string target;
@@ -345,8 +349,10 @@ class Membership {
   };
   // Up to k distinct members of `pool` other than `exclude`, uniformly at random.
   // Tries at most 3·N random positions (memberlist's kRandomNodes), so it is O(k) when
-  // the pool is most of the cluster and never worse than O(N).
-  std::vector<std::string> pick_random(size_t k, Pool pool, std::string_view exclude, int64_t now_ms);
+  // the pool is most of the cluster and never worse than O(N).  The O(N) case is real:
+  // with one dead member among N, a reconnect probe tries ~N positions; each try reads
+  // the record through probe_order_'s pointer, with no id lookup.
+  std::vector<MemberEntry*> pick_random(size_t k, Pool pool, std::string_view exclude, int64_t now_ms);
   int transmit_limit() const;
 
   MembershipConfig config_;
@@ -362,15 +368,16 @@ class Membership {
 
   // Every known member, ourselves included.  Sorted, so anything built by iterating it is
   // deterministic.
-  std::map<std::string, Member, std::less<>> members_;
+  MemberMap members_;
   // The same members for O(1) lookup (the hot path: every update, ping and probe looks
-  // one up).  Keys view the map's keys, which never move.  Never iterated.
-  std::unordered_map<std::string_view, Member*> index_;
+  // one up).  Points into members_, whose entries never move.  Never iterated.
+  IdIndex<MemberEntry> index_;
   Member* self_ = nullptr;
   std::array<size_t, 4> state_counts_{};
   // Every member but ourselves, in probe order (reshuffled at each wrap); also the pool
-  // for random picks.
-  std::vector<std::string> probe_order_;
+  // for random picks.  Points into members_: members are only erased by reap(), which
+  // runs just before the order is rebuilt.
+  std::vector<MemberEntry*> probe_order_;
   size_t probe_index_ = 0;
   std::optional<Probe> probe_;
   std::map<uint32_t, Relay> relays_;

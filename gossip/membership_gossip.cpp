@@ -41,15 +41,15 @@ void Membership::gossip_tick(int64_t now_ms) {
   const int64_t missed = (now_ms - next_gossip_ms_) / config_.gossip_interval_ms;
   next_gossip_ms_ += (missed + 1) * config_.gossip_interval_ms;
   if (queue_.empty() || gossip_idle_) return;
-  const std::vector<std::string> targets =
+  const std::vector<MemberEntry*> targets =
       pick_random(static_cast<size_t>(config_.gossip_nodes), Pool::kGossipTarget, self_id_, now_ms);
   if (targets.empty()) {
     gossip_idle_ = true;  // nobody to tell until the view changes
     return;
   }
-  for (const auto& id : targets) {
+  for (const MemberEntry* e : targets) {
     if (queue_.empty()) break;
-    send_datagram(find(id)->addr, GossipOnly{}, {});
+    send_datagram(e->second.addr, GossipOnly{}, {});
   }
 }
 
@@ -61,9 +61,9 @@ void Membership::push_pull_tick(int64_t now_ms) {
   // the dead, and only this brings them back together (serf's reconnect, folded into
   // the push-pull timer).  A truly dead partner costs one failed connection attempt.
   for (const Pool pool : {Pool::kAlive, Pool::kDead}) {
-    for (const auto& id : pick_random(1, pool, self_id_, now_ms)) {
-      const Member* m = find(id);
-      if (!m->meta.stream_addr.empty()) send_push_pull(m->meta.stream_addr, /*join=*/false, /*reply_wanted=*/true);
+    for (const MemberEntry* e : pick_random(1, pool, self_id_, now_ms)) {
+      const Member& m = e->second;
+      if (!m.meta.stream_addr.empty()) send_push_pull(m.meta.stream_addr, /*join=*/false, /*reply_wanted=*/true);
     }
   }
 }
@@ -81,29 +81,29 @@ PushPull Membership::snapshot(bool join, bool reply_wanted) const {
   return pp;
 }
 
-std::vector<std::string> Membership::pick_random(size_t k, Pool pool, std::string_view exclude, int64_t now_ms) {
-  std::vector<std::string> out;
+std::vector<Membership::MemberEntry*> Membership::pick_random(size_t k, Pool pool, std::string_view exclude,
+                                                             int64_t now_ms) {
+  std::vector<MemberEntry*> out;
   const size_t n = probe_order_.size();
   for (size_t tries = 0; tries < 3 * n && out.size() < k; ++tries) {
-    const std::string& id = probe_order_[rng_.below(n)];
-    if (id == exclude) continue;
-    const Member* m = find(id);
-    assert(m != nullptr);
+    MemberEntry* e = probe_order_[rng_.below(n)];
+    if (e->first == exclude) continue;
+    const Member& m = e->second;
     bool eligible = false;
     switch (pool) {
       case Pool::kAlive:
-        eligible = m->state == MemberState::kAlive;
+        eligible = m.state == MemberState::kAlive;
         break;
       case Pool::kGossipTarget:
-        eligible = is_reachable(m->state) ||
-                   (m->state == MemberState::kDead && now_ms - m->state_change_ms <= config_.gossip_to_dead_ms);
+        eligible = is_reachable(m.state) ||
+                   (m.state == MemberState::kDead && now_ms - m.state_change_ms <= config_.gossip_to_dead_ms);
         break;
       case Pool::kDead:
-        eligible = m->state == MemberState::kDead;
+        eligible = m.state == MemberState::kDead;
         break;
     }
-    if (!eligible || std::find(out.begin(), out.end(), id) != out.end()) continue;
-    out.push_back(id);
+    if (!eligible || std::find(out.begin(), out.end(), e) != out.end()) continue;
+    out.push_back(e);
   }
   return out;
 }

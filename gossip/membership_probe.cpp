@@ -56,10 +56,11 @@ void Membership::start_probe(int64_t now_ms) {
 // us dead too); a truly dead one costs one datagram per period, whatever the cluster size.
 void Membership::reconnect_probe(int64_t now_ms) {
   if (state_counts_[index(MemberState::kDead)] == 0) return;  // the common case: nobody to look for
-  for (const auto& id : pick_random(1, Pool::kDead, self_id_, now_ms)) {
-    const Member* m = find(id);
-    if (m == nullptr || m->addr.empty()) continue;
-    send_datagram(m->addr, Ping{++next_seq_, id}, {Dead{id, m->incarnation, self_id_}});
+  for (const MemberEntry* e : pick_random(1, Pool::kDead, self_id_, now_ms)) {
+    const std::string& id = e->first;
+    const Member& m = e->second;
+    if (m.addr.empty()) continue;
+    send_datagram(m.addr, Ping{++next_seq_, id}, {Dead{id, m.incarnation, self_id_}});
     ++stats_.reconnect_probes;
   }
 }
@@ -87,9 +88,8 @@ std::optional<std::string> Membership::next_probe_target(int64_t now_ms) {
       if (probe_order_.empty()) return std::nullopt;
       continue;
     }
-    const std::string& id = probe_order_[probe_index_++];
-    const Member* m = find(id);
-    if (m != nullptr && is_reachable(m->state)) return id;
+    const MemberEntry* e = probe_order_[probe_index_++];
+    if (is_reachable(e->second.state)) return e->first;
     ++checks;
   }
   return std::nullopt;
@@ -98,8 +98,8 @@ std::optional<std::string> Membership::next_probe_target(int64_t now_ms) {
 void Membership::reset_probe_order(int64_t now_ms) {
   reap(now_ms);
   probe_order_.clear();
-  for (const auto& [id, m] : members_) {
-    if (id != self_id_) probe_order_.push_back(id);
+  for (auto& entry : members_) {
+    if (entry.first != self_id_) probe_order_.push_back(&entry);
   }
   rng_.shuffle(probe_order_.begin(), probe_order_.end());
 }
@@ -111,11 +111,13 @@ void Membership::send_indirect(int64_t now_ms) {
   if (t == nullptr) return;
   const std::string target = probe_->target;
   const std::string target_addr = t->addr;
-  probe_->relays = pick_random(static_cast<size_t>(config_.indirect_checks), Pool::kAlive, target, now_ms);
+  const std::vector<MemberEntry*> relays =
+      pick_random(static_cast<size_t>(config_.indirect_checks), Pool::kAlive, target, now_ms);
+  probe_->relays.clear();
+  for (const MemberEntry* r : relays) probe_->relays.push_back(r->first);
   probe_->expected_nacks = config_.lifeguard ? probe_->relays.size() : 0;
-  for (const auto& relay : probe_->relays) {
-    const Member* r = find(relay);
-    send_datagram(r->addr, PingReq{probe_->seq, target, target_addr, config_.lifeguard}, {});
+  for (const MemberEntry* r : relays) {
+    send_datagram(r->second.addr, PingReq{probe_->seq, target, target_addr, config_.lifeguard}, {});
     ++stats_.indirect_probes;
   }
   // A late tick (the driver or the machine was slow) may find the period already over.

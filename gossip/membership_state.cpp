@@ -111,14 +111,14 @@ void Membership::add_member(const Alive& a, int64_t now_ms) {
   m.state_change_ms = now_ms;
   auto [it, inserted] = members_.emplace(a.node, std::move(m));
   assert(inserted);
-  index_.emplace(it->first, &it->second);
+  index_.insert(&*it);
   ++state_counts_[index(MemberState::kAlive)];
   gossip_idle_ = false;
   // Insert at a random position of the probe order, not at the end: if every node
   // appended, a new member would be probed by everyone at about the same late time
   // (memberlist does the same for the same reason).
   const size_t n = probe_order_.size();
-  probe_order_.push_back(a.node);
+  probe_order_.push_back(&*it);
   const auto offset = static_cast<size_t>(rng_.below(n + 1));
   std::swap(probe_order_[offset], probe_order_[n]);
   broadcast(a);

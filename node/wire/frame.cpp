@@ -207,7 +207,10 @@ ReplayGuard::Verdict ReplayGuard::check(std::string_view sender, uint64_t boot, 
   const int64_t age = now_utc_ms - sent_utc_ms;
   if (age > window_ms_ || -age > window_ms_) return Verdict::kTooOld;
   forget_idle(now_utc_ms);
-  Window& w = windows_[WindowKey{std::string(sender), boot, static_cast<uint8_t>(channel)}];
+  const WindowKeyView key{sender, boot, static_cast<uint8_t>(channel)};
+  auto found = windows_.find(key);
+  if (found == windows_.end()) found = windows_.emplace(WindowKey{std::string(sender), key.boot, key.channel}, Window{}).first;
+  Window& w = found->second;
   w.last_seen_utc_ms = now_utc_ms;
   if (seq == 0) return Verdict::kStale;  // senders number from 1
   if (seq > w.highest) {
@@ -236,7 +239,7 @@ ReplayGuard::Verdict ReplayGuard::check(std::string_view sender, uint64_t boot, 
   return Verdict::kFresh;
 }
 
-size_t ReplayGuard::WindowKeyHash::operator()(const WindowKey& k) const {
+size_t ReplayGuard::WindowKeyHash::operator()(const WindowKeyView& k) const {
   return static_cast<size_t>(hash_combine(hash64(k.sender), k.boot ^ (uint64_t{k.channel} << 56)));
 }
 

@@ -130,16 +130,29 @@ class ReplayGuard {
     std::string sender;
     uint64_t boot;
     uint8_t channel;
-    bool operator==(const WindowKey&) const = default;
+  };
+  // The same key without owning the sender, so a lookup does not build a string.
+  struct WindowKeyView {
+    std::string_view sender;
+    uint64_t boot;
+    uint8_t channel;
+    WindowKeyView(std::string_view s, uint64_t b, uint8_t c) : sender(s), boot(b), channel(c) {}
+    WindowKeyView(const WindowKey& k) : sender(k.sender), boot(k.boot), channel(k.channel) {}  // NOLINT: implicit on purpose
+    bool operator==(const WindowKeyView&) const = default;
   };
   struct WindowKeyHash {
-    size_t operator()(const WindowKey& k) const;
+    using is_transparent = void;
+    size_t operator()(const WindowKeyView& k) const;
+  };
+  struct WindowKeyEqual {
+    using is_transparent = void;
+    bool operator()(const WindowKeyView& a, const WindowKeyView& b) const { return a == b; }
   };
   void forget_idle(int64_t now_utc_ms);
 
   int64_t window_ms_;
   // Looked up on every received frame; never iterated into output (only swept).
-  std::unordered_map<WindowKey, Window, WindowKeyHash> windows_;
+  std::unordered_map<WindowKey, Window, WindowKeyHash, WindowKeyEqual> windows_;
   int64_t last_sweep_utc_ms_ = 0;
 };
 

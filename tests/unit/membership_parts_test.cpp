@@ -1,12 +1,18 @@
 // Unit tests of the membership building blocks: the SWIM/Lifeguard timing maths,
-// Suspicion, Awareness, the BroadcastQueue and the wire-size estimates.  The state
+// Suspicion, Awareness, the BroadcastQueue, the IdIndex and the wire-size estimates.  The state
 // machine itself is tested in membership_test (by hand) and membership_cluster_test.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <string>
+
+#include "base/rng.h"
 #include "gossip/awareness.h"
 #include "gossip/broadcast.h"
+#include "gossip/id_index.h"
 #include "gossip/membership_wire_size.h"
 #include "gossip/suspicion.h"
+#include "tests/unit/test_seed.h"
 
 using namespace caesium;
 using namespace caesium::gossip;
@@ -143,4 +149,39 @@ TEST_CASE("wire-size estimates are additive and grow with content", "[membership
   size_t raw = a.node.size() + a.addr.size();
   for (const auto& t : a.meta.tags) raw += t.size();
   CHECK(estimated_wire_size(tagged) > raw);
+}
+
+TEST_CASE("IdIndex finds exactly the indexed entries through inserts and erases", "[membership]") {
+  // Checked against a std::map under a seeded random mix of operations; erase must keep
+  // every remaining entry reachable (backward shift, no tombstones).
+  std::map<std::string, int> truth;
+  IdIndex<std::pair<const std::string, int>> index;
+  const uint64_t seed = test::seed_or(20261122);
+  INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
+  Rng rng(seed);
+  for (int step = 0; step < 20'000; ++step) {
+    const std::string id = "n" + std::to_string(rng.below(300));
+    switch (rng.below(3)) {
+      case 0: {
+        auto [it, inserted] = truth.emplace(id, step);
+        if (inserted) index.insert(&*it);
+        break;
+      }
+      case 1: {
+        auto it = truth.find(id);
+        index.erase(id);
+        if (it != truth.end()) truth.erase(it);
+        break;
+      }
+      default: {
+        auto it = truth.find(id);
+        auto* found = index.find(id);
+        REQUIRE((found == nullptr) == (it == truth.end()));
+        if (found != nullptr) REQUIRE(found == &*it);
+        break;
+      }
+    }
+    REQUIRE(index.size() == truth.size());
+  }
+  for (auto& entry : truth) REQUIRE(index.find(entry.first) == &entry);
 }

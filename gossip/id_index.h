@@ -1,0 +1,102 @@
+// IdIndex: lookups by node id into records that live elsewhere (membership's sorted
+// member map), as an open-addressing hash table.
+//
+// Why not std::unordered_map<std::string_view, Entry*>: every datagram applies several
+// updates and each looks its member up.  With a thousand members per node and a thousand
+// nodes in one simulator, none of it is in cache, and a node-based table costs a miss for
+// the bucket, one for the list node and one for the key it views.  Here a lookup reads
+// one slot (the full 64-bit hash and the entry pointer) and then the entry itself, which
+// the caller wanted anyway; the key is compared only when the hashes match.
+//
+// Invariants:
+//   - slots_.size() is zero or a power of two, and size_ <= slots_.size() / 2;
+//   - linear probing without tombstones: every entry sits in the run of occupied slots
+//     that starts at its home slot (hash & mask), and erase() shifts later entries of the
+//     run back (Knuth's algorithm R) so that stays true.
+// The table is never iterated, so its layout cannot reach any output.
+#pragma once
+
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "base/hash.h"
+
+namespace caesium::gossip {
+
+// Entry: any type whose `first` member is the id (a std::map value_type); entries must
+// not move while indexed.
+template <class Entry>
+class IdIndex {
+ public:
+  // nullptr if no entry has this id.
+  Entry* find(std::string_view id) const {
+    if (slots_.empty()) return nullptr;
+    const uint64_t h = hash64(id);
+    for (size_t i = h & mask(); slots_[i].entry != nullptr; i = (i + 1) & mask()) {
+      if (slots_[i].hash == h && slots_[i].entry->first == id) return slots_[i].entry;
+    }
+    return nullptr;
+  }
+
+  // REQUIRES: no entry with entry->first is indexed.
+  void insert(Entry* entry) {
+    assert(entry != nullptr);
+    assert(find(entry->first) == nullptr);
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    place(Slot{hash64(entry->first), entry});
+    ++size_;
+  }
+
+  // Removes the entry with this id, if any.
+  void erase(std::string_view id) {
+    if (slots_.empty()) return;
+    const uint64_t h = hash64(id);
+    size_t i = h & mask();
+    while (slots_[i].entry != nullptr && !(slots_[i].hash == h && slots_[i].entry->first == id)) i = (i + 1) & mask();
+    if (slots_[i].entry == nullptr) return;
+    // Shift back each later member of the run that may live in the hole: one whose home
+    // slot is not cyclically in (hole, j].
+    size_t hole = i;
+    for (size_t j = (i + 1) & mask(); slots_[j].entry != nullptr; j = (j + 1) & mask()) {
+      const size_t home = slots_[j].hash & mask();
+      const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+      if (stays) continue;
+      slots_[hole] = slots_[j];
+      hole = j;
+    }
+    slots_[hole] = Slot{};
+    --size_;
+  }
+
+  size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    Entry* entry = nullptr;  // nullptr: empty
+  };
+
+  size_t mask() const { return slots_.size() - 1; }
+
+  void place(Slot slot) {
+    size_t i = slot.hash & mask();
+    while (slots_[i].entry != nullptr) i = (i + 1) & mask();
+    slots_[i] = slot;
+  }
+
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 16 : 2 * old.size(), Slot{});
+    for (const Slot& s : old) {
+      if (s.entry != nullptr) place(s);
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t size_ = 0;
+};
+
+}  // namespace caesium::gossip
