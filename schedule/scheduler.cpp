@@ -340,9 +340,10 @@ void Scheduler::entry_due(uint32_t slot, Clock now) {
       return;
     }
   }
-  Occ& o = known ? *known : track(volume, id, now);
+  Occ& o = known ? *known : track(volume, id, now, entry.get());
   o.fire_utc_ms = fire;
   o.at_most_once = entry->semantics == Semantics::at_most_once;
+  if (master && !o.entry) o.entry = entry;  // what reconsider would load again
   if (!o.due) {
     o.due = true;
     ++counters_.due;
@@ -373,7 +374,8 @@ std::optional<Scheduler::OccKey> Scheduler::known_occ_key(const std::string& vol
   return OccKey{it->second, id.scheduled_utc_ms};
 }
 
-Scheduler::Occ& Scheduler::track(const std::string& volume, const OccurrenceId& id, Clock now) {
+Scheduler::Occ& Scheduler::track(const std::string& volume, const OccurrenceId& id, Clock now,
+                                 const Entry* entry) {
   (void)now;
   const OccKey key = occ_key(volume, id);
   auto it = occs_.find(key);
@@ -383,11 +385,14 @@ Scheduler::Occ& Scheduler::track(const std::string& volume, const OccurrenceId& 
   o.volume = volume;
   o.id = id;
   o.fire_utc_ms = id.scheduled_utc_ms;
-  if (entry_of(volume, id.entry_key) != nullptr) {
-    if (auto entry = load_entry(volume, id.entry_key)) {
-      o.fire_utc_ms = fire_time(*entry, id.scheduled_utc_ms);
-      o.at_most_once = entry->semantics == Semantics::at_most_once;
-    }
+  std::shared_ptr<const Entry> loaded;
+  if (entry == nullptr && entry_of(volume, id.entry_key) != nullptr) {
+    loaded = load_entry(volume, id.entry_key);
+    entry = loaded.get();
+  }
+  if (entry != nullptr) {
+    o.fire_utc_ms = fire_time(*entry, id.scheduled_utc_ms);
+    o.at_most_once = entry->semantics == Semantics::at_most_once;
   }
   occ_by_serial_[o.serial] = key;
   return o;

@@ -344,7 +344,8 @@ class Scheduler {
   void entry_due(uint32_t slot, Clock now);
   void on_owner_record(const std::string& volume, const ParsedOccKey& k, const std::optional<std::string>& value, Clock now);
   void on_worker_record(const std::string& volume, const ParsedOccKey& k, const std::optional<std::string>& value, Clock now);
-  Occ& track(const std::string& volume, const OccurrenceId& id, Clock now);
+  // `entry`: the definition when the caller has it (else it is loaded when indexed).
+  Occ& track(const std::string& volume, const OccurrenceId& id, Clock now, const Entry* entry = nullptr);
   Occ* find_occ(const std::string& volume, const OccurrenceId& id);
   const EntryRec* entry_of(const std::string& volume, const std::string& key) const;
   void set_timer(Occ& o, int64_t mono_ms);

@@ -172,8 +172,12 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
       return;
     }
   }
-  if (auto e = entry_of(d.volume, d.occ.entry_key) ? load_entry(d.volume, d.occ.entry_key) : nullptr;
-      e && !node_matches_binding(self_.node, *e)) {
+  // The definition the occurrence was decided under when this node owns it (a dispatch
+  // to itself), else the current one.
+  const Occ* known = find_occ(d.volume, d.occ);
+  std::shared_ptr<const Entry> e = known != nullptr ? known->entry : nullptr;
+  if (!e && entry_of(d.volume, d.occ.entry_key) != nullptr) e = load_entry(d.volume, d.occ.entry_key);
+  if (e && !node_matches_binding(self_.node, *e)) {
     refuse("this node is not in the entry's binding", true);
     return;
   }
