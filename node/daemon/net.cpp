@@ -122,6 +122,10 @@ Status Transport::listen(const std::string& gossip_addr, const std::string& stre
   // Housekeeping alone must not keep the loop alive.
   uv_unref(reinterpret_cast<uv_handle_t*>(timer_));
   next_sweep_ms_ = now_ms() + kSweepEveryMs;
+  flush_prepare_ = new uv_prepare_t();
+  uv_prepare_init(loop_, flush_prepare_);
+  flush_prepare_->data = this;
+  ++handles_open_;
   return Status::success();
 }
 
@@ -311,6 +315,7 @@ void Transport::close_handle_counted(void* handle) {
     if (h->type == UV_UDP) delete reinterpret_cast<uv_udp_t*>(h);
     else if (h->type == UV_TCP) delete reinterpret_cast<uv_tcp_t*>(h);
     else if (h->type == UV_TIMER) delete reinterpret_cast<uv_timer_t*>(h);
+    else if (h->type == UV_PREPARE) delete reinterpret_cast<uv_prepare_t*>(h);
     self->maybe_finish_close();
   });
 }
@@ -327,9 +332,12 @@ void Transport::close(std::function<void()> done) {
   if (udp_ != nullptr) close_handle_counted(udp_);
   if (listener_ != nullptr) close_handle_counted(listener_);
   if (timer_ != nullptr) close_handle_counted(timer_);
+  if (flush_prepare_ != nullptr) close_handle_counted(flush_prepare_);
   udp_ = nullptr;
   listener_ = nullptr;
   timer_ = nullptr;
+  flush_prepare_ = nullptr;
+  flush_peers_.clear();
   maybe_finish_close();
 }
 

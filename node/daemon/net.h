@@ -37,6 +37,7 @@ struct uv_loop_s;
 struct uv_udp_s;
 struct uv_tcp_s;
 struct uv_timer_s;
+struct uv_prepare_s;
 struct sockaddr;
 struct sockaddr_storage;
 
@@ -93,6 +94,7 @@ class Transport {
   void connect(Peer& peer);
   void on_connected(Conn& conn, int status);
   void pump(Peer& peer);
+  void flush();  // pumps every peer with frames queued since the last flush
   void on_read(Conn& conn, long nread, const char* data);
   void close_conn(Conn& conn, const std::string& why, LogLevel level);
   void on_conn_closed(Conn* conn);
@@ -106,6 +108,8 @@ class Transport {
   uv_udp_s* udp_ = nullptr;
   uv_tcp_s* listener_ = nullptr;
   uv_timer_s* timer_ = nullptr;
+  uv_prepare_s* flush_prepare_ = nullptr;  // active while flush_peers_ is not empty
+  std::vector<std::string> flush_peers_;
   std::string read_buf_;  // shared scratch buffer for every read callback
 
   std::map<std::string, std::unique_ptr<Peer>> peers_;  // by destination address

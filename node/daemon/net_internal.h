@@ -8,6 +8,7 @@
 
 #include <deque>
 #include <string>
+#include <vector>
 
 #include "node/daemon/net.h"
 
@@ -31,6 +32,7 @@ struct Transport::Peer {
   int64_t retry_at_ms = 0;  // no connection attempt before this
   int64_t backoff_ms = 0;
   int64_t last_used_ms = 0;
+  bool flush_pending = false;  // listed in flush_peers_
 };
 
 // One TCP connection.  Inbound ones are only read; outbound ones are written (and read,
@@ -54,7 +56,8 @@ struct Transport::Conn {
 // Bytes handed to uv_write / uv_udp_send live here until the callback.
 struct WriteReq {
   uv_write_t req{};
-  std::string data;
+  std::vector<std::string> frames;  // written together (one writev)
+  size_t bytes = 0;
 };
 struct UdpSendReq {
   uv_udp_send_t req{};

@@ -112,7 +112,27 @@ void Transport::send_frame(const std::string& to, std::string bytes) {
   if (p.conn == nullptr) {
     if (now_ms() >= p.retry_at_ms) connect(p);
   } else {
-    pump(p);
+    // Written just before the loop next polls (flush_prepare_), together with whatever
+    // else is queued for this peer by then: one writev for a burst of frames.
+    if (!p.flush_pending) {
+      p.flush_pending = true;
+      flush_peers_.push_back(to);
+    }
+    if (flush_prepare_ != nullptr && !uv_is_active(reinterpret_cast<uv_handle_t*>(flush_prepare_))) {
+      uv_prepare_start(flush_prepare_, [](uv_prepare_t* h) { static_cast<Transport*>(h->data)->flush(); });
+    }
+  }
+}
+
+void Transport::flush() {
+  if (flush_prepare_ != nullptr) uv_prepare_stop(flush_prepare_);
+  std::vector<std::string> addrs;
+  addrs.swap(flush_peers_);
+  for (const auto& addr : addrs) {
+    auto it = peers_.find(addr);
+    if (it == peers_.end()) continue;
+    it->second->flush_pending = false;
+    pump(*it->second);
   }
 }
 
@@ -168,30 +188,38 @@ void Transport::on_connected(Conn& c, int status) {
 void Transport::pump(Peer& p) {
   Conn* c = p.conn;
   if (c == nullptr || !c->connected || c->closing) return;
+  constexpr size_t kMaxFramesPerWrite = 256;
   while (!p.queue.empty() && c->writing_bytes < kWriteHighWater) {
     auto* req = new WriteReq();
-    req->data = std::move(p.queue.front());
-    p.queue.pop_front();
-    p.queue_bytes -= req->data.size();
-    c->writing_bytes += req->data.size();
+    while (!p.queue.empty() && req->frames.size() < kMaxFramesPerWrite && c->writing_bytes + req->bytes < kWriteHighWater) {
+      req->bytes += p.queue.front().size();
+      req->frames.push_back(std::move(p.queue.front()));
+      p.queue.pop_front();
+    }
+    p.queue_bytes -= req->bytes;
+    c->writing_bytes += req->bytes;
     req->req.data = req;
-    uv_buf_t buf = uv_buf_init(req->data.data(), static_cast<unsigned>(req->data.size()));
-    const int rc = uv_write(&req->req, stream_of(&c->tcp), &buf, 1, [](uv_write_t* w, int status) {
+    std::vector<uv_buf_t> bufs;
+    bufs.reserve(req->frames.size());
+    for (auto& f : req->frames) bufs.push_back(uv_buf_init(f.data(), static_cast<unsigned>(f.size())));
+    const int rc = uv_write(&req->req, stream_of(&c->tcp), bufs.data(), static_cast<unsigned>(bufs.size()),
+                            [](uv_write_t* w, int status) {
       auto* q = static_cast<WriteReq*>(w->data);
       auto* conn = static_cast<Conn*>(w->handle->data);
       Transport* self = conn->owner;
-      conn->writing_bytes -= q->data.size();
+      conn->writing_bytes -= q->bytes;
+      const size_t frames = q->frames.size();
       delete q;
       if (status < 0) {
         if (!conn->closing) self->close_conn(*conn, std::string("write failed: ") + uv_strerror(status), LogLevel::kDebug);
         return;
       }
-      ++self->metrics_.frames_out;
+      self->metrics_.frames_out += frames;
       conn->last_activity_ms = self->now_ms();
       if (!conn->closing && conn->peer != nullptr) self->pump(*conn->peer);
     });
     if (rc != 0) {
-      c->writing_bytes -= req->data.size();
+      c->writing_bytes -= req->bytes;
       delete req;
       close_conn(*c, std::string("write failed: ") + uv_strerror(rc), LogLevel::kDebug);
       return;
