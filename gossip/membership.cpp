@@ -127,6 +127,19 @@ void Membership::join(const std::vector<std::string>& seed_stream_addrs, int64_t
   next_join_ms_ = now_ms + config_.join_retry_interval_ms;
 }
 
+void Membership::adopt_members(const std::vector<Alive>& members, int64_t now_ms) {
+  touch(now_ms);
+  if (left_) return;
+  for (const Alive& a : members) {
+    if (a.node == self_id_ || !valid_id(a.node) || a.addr.empty() || a.addr.size() > kMaxIdBytes ||
+        !valid_incarnation(a.incarnation) || find(a.node) != nullptr) {
+      continue;
+    }
+    add_member(a, now_ms, /*spread=*/false);
+  }
+  join_pending_ = false;
+}
+
 void Membership::join_tick(int64_t now_ms) {
   if (!join_pending_ || now_ms < next_join_ms_) return;
   for (const auto& addr : join_seeds_) send_push_pull(addr, /*join=*/true, /*reply_wanted=*/true);
@@ -354,6 +367,11 @@ void Membership::check_invariants() const {
     }
   }
   assert(counts == state_counts_);
+  assert(dead_.size() == counts[index(MemberState::kDead)]);
+  for (const MemberEntry* e : dead_) {
+    assert(e->second.state == MemberState::kDead);
+    (void)e;
+  }
   assert(index_.size() == members_.size());
   for (const auto& [id, m] : members_) {
     const MemberEntry* e = index_.find(id);

@@ -170,6 +170,13 @@ class Membership {
   // PushPull arrives from anyone.  An empty list starts a new cluster.
   void join(const std::vector<std::string>& seed_stream_addrs, int64_t now_ms);
 
+  // Takes `members` as known and alive without spreading them: for a driver that starts
+  // every node of a cluster already holding the converged view (the simulator's
+  // `start = "joined"`, which measures the steady state without the join storm).  Our
+  // own record and members we already know are skipped; each added member is reported as
+  // kJoined.  Ends a pending join.
+  void adopt_members(const std::vector<Alive>& members, int64_t now_ms);
+
   // Graceful leave: broadcasts Dead{self, from = self} (peers record kLeft), stops probing
   // and push-pull.  Keeps answering pings and gossiping until the news is out
   // (leave_done()); then the driver may stop.  Idempotent.
@@ -306,7 +313,7 @@ class Membership {
   void on_alive_about_self(const Alive& a, int64_t now_ms);
   void on_suspect(const Suspect& s, int64_t now_ms);
   void on_dead(const Dead& d, int64_t now_ms);
-  void add_member(const Alive& a, int64_t now_ms);
+  void add_member(const Alive& a, int64_t now_ms, bool spread = true);
   void change_state(const std::string& id, Member& m, MemberState to, int64_t now_ms);
   void start_suspicion(const std::string& id, Member& m, std::string_view from, int64_t now_ms);
   void reschedule_suspicion(const std::string& id, const Member& m, int64_t old_deadline_ms);
@@ -379,6 +386,10 @@ class Membership {
   // runs just before the order is rebuilt.
   std::vector<MemberEntry*> probe_order_;
   size_t probe_index_ = 0;
+  // Every member held dead (not left), any order: the pool of the reconnect probe and
+  // the dead push-pull partner, so picking one costs O(1) however large the cluster
+  // (sampling probe_order_ for the one dead member among 1000 cost thousands of draws).
+  std::vector<MemberEntry*> dead_;
   std::optional<Probe> probe_;
   std::map<uint32_t, Relay> relays_;
   // (deadline, member) for every suspect, so the earliest is found in O(1).

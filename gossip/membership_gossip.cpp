@@ -84,6 +84,16 @@ PushPull Membership::snapshot(bool join, bool reply_wanted) const {
 std::vector<Membership::MemberEntry*> Membership::pick_random(size_t k, Pool pool, std::string_view exclude,
                                                              int64_t now_ms) {
   std::vector<MemberEntry*> out;
+  if (pool == Pool::kDead) {
+    // From the dead list: exact, and O(k) whatever the cluster size.
+    const size_t d = dead_.size();
+    for (size_t tries = 0; tries < 3 * d && out.size() < k; ++tries) {
+      MemberEntry* e = dead_[rng_.below(d)];
+      if (e->first == exclude || std::find(out.begin(), out.end(), e) != out.end()) continue;
+      out.push_back(e);
+    }
+    return out;
+  }
   const size_t n = probe_order_.size();
   for (size_t tries = 0; tries < 3 * n && out.size() < k; ++tries) {
     MemberEntry* e = probe_order_[rng_.below(n)];
@@ -99,8 +109,7 @@ std::vector<Membership::MemberEntry*> Membership::pick_random(size_t k, Pool poo
                    (m.state == MemberState::kDead && now_ms - m.state_change_ms <= config_.gossip_to_dead_ms);
         break;
       case Pool::kDead:
-        eligible = m.state == MemberState::kDead;
-        break;
+        break;  // handled above
     }
     if (!eligible || std::find(out.begin(), out.end(), e) != out.end()) continue;
     out.push_back(e);

@@ -10,6 +10,7 @@
 //              a graceful leave.  About ourselves: we refute (unless we are leaving).
 // Every applied update is re-broadcast, which is how news spreads; news that changes
 // nothing is dropped, which is how it stops.
+#include <algorithm>
 #include <cassert>
 
 #include "gossip/membership.h"
@@ -102,7 +103,7 @@ void Membership::on_alive_about_self(const Alive& a, int64_t now_ms) {
                                     std::to_string(a.incarnation));
 }
 
-void Membership::add_member(const Alive& a, int64_t now_ms) {
+void Membership::add_member(const Alive& a, int64_t now_ms, bool spread) {
   Member m;
   m.addr = a.addr;
   m.incarnation = a.incarnation;
@@ -121,7 +122,7 @@ void Membership::add_member(const Alive& a, int64_t now_ms) {
   probe_order_.push_back(&*it);
   const auto offset = static_cast<size_t>(rng_.below(n + 1));
   std::swap(probe_order_[offset], probe_order_[n]);
-  broadcast(a);
+  if (spread) broadcast(a);
   emit(MemberEvent::Kind::kJoined, a.node, "new member");
 }
 
@@ -199,6 +200,16 @@ void Membership::change_state(const std::string& id, Member& m, MemberState to, 
     assert(erased);
     (void)erased;
     m.suspicion.reset();
+  }
+  if (m.state == MemberState::kDead) {
+    auto it = std::find_if(dead_.begin(), dead_.end(), [&](const MemberEntry* e) { return &e->second == &m; });
+    assert(it != dead_.end());
+    *it = dead_.back();
+    dead_.pop_back();
+  } else if (to == MemberState::kDead) {
+    MemberEntry* e = index_.find(id);
+    assert(e != nullptr && &e->second == &m);
+    dead_.push_back(e);
   }
   --state_counts_[index(m.state)];
   ++state_counts_[index(to)];
@@ -299,6 +310,10 @@ void Membership::reap(int64_t now_ms) {
     const bool gone = m.state == MemberState::kDead || m.state == MemberState::kLeft;
     if (gone && it->first != self_id_ && now_ms - m.state_change_ms >= config_.dead_reclaim_ms) {
       --state_counts_[index(m.state)];
+      if (m.state == MemberState::kDead) {
+        const MemberEntry* gone_entry = &*it;
+        dead_.erase(std::find(dead_.begin(), dead_.end(), gone_entry));
+      }
       index_.erase(it->first);
       it = members_.erase(it);
     } else {

@@ -35,6 +35,10 @@ struct VolumeSpec {
 struct ClusterSpec {
   std::vector<NodeSpec> nodes;  // index = node number in the simulator
   std::vector<VolumeSpec> volumes;
+  // Every node starts holding all the others alive (as after a converged join) instead
+  // of joining through seeds: steady-state figures without the join storm.  A node that
+  // restarts later joins through seeds as usual.
+  bool start_joined = false;
 };
 
 // Address -> node index, built once per World and shared by every process it creates

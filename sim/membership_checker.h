@@ -94,6 +94,7 @@ class MembershipChecker final : public Checker {
   uint64_t events_[4] = {0, 0, 0, 0};
   uint64_t false_suspicions_ = 0, false_deaths_ = 0, suspicions_of_slow_ = 0;
   uint64_t undetected_ = 0, convergence_interrupted_ = 0;
+  std::vector<int64_t> since_ms_;  // per (observer, subject): when the view last changed
   std::vector<int64_t> first_suspect_, first_dead_, dead_999_, dead_all_, dissem_dead_,
       dissem_dead_999_;
   std::vector<int64_t> join_, leave_, converge_, startup_;

@@ -94,9 +94,11 @@ class NodeProcess final : public Process {
     options.gossip_addr = ctx.spec().gossip_addr;
     options.stream_addr = ctx.spec().stream_addr;
     options.initial_config = cluster_config_of(*ctx.cluster);
-    // Every node joins through the first three nodes (other than itself).
+    // Every node joins through the first three nodes (other than itself), except at a
+    // converged start (the world hands it the view instead; a restart still joins).
+    const bool joined_start = ctx.cluster->start_joined && ctx.incarnation == 0;
     for (const auto& n : ctx.cluster->nodes) {
-      if (n.id != options.id && options.seeds.size() < 3) options.seeds.push_back(n.stream_addr);
+      if (!joined_start && n.id != options.id && options.seeds.size() < 3) options.seeds.push_back(n.stream_addr);
     }
     wire::Key key;
     key.fill(0x5a);
@@ -107,6 +109,16 @@ class NodeProcess final : public Process {
   void start(std::vector<StoredRecord> disk, Clock now) override {
     Status st = node_->start(disk, now);
     if (!st.ok()) note("start failed: " + st.error().message);
+    started_ = st.ok();
+    drain();
+  }
+  std::optional<gossip::Alive> self_alive() const override {
+    if (!started_) return std::nullopt;
+    return node_->self_alive();
+  }
+  void adopt_members(const std::vector<gossip::Alive>& members, Clock now) override {
+    if (!started_) return;
+    node_->adopt_members(members, now);
     drain();
   }
   void leave(Clock now) override {
@@ -225,6 +237,7 @@ class NodeProcess final : public Process {
 
   std::string id_;
   std::unique_ptr<node::Node> node_;
+  bool started_ = false;
   std::deque<Observation> observations_;
 };
 

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gossip/messages.h"
 #include "node/core/io.h"
 
 namespace caesium::sim {
@@ -79,6 +81,12 @@ class Process {
                          const std::string& name, const std::string& json, Clock now) {
     (void)volume, (void)entity, (void)name, (void)json, (void)now;
   }
+
+  // The converged start (`[nodes] start = "joined"`): after every process started, the
+  // world hands each one the others' membership records to hold as alive.  Defaults:
+  // nothing to offer, nothing to take.
+  virtual std::optional<gossip::Alive> self_alive() const { return std::nullopt; }
+  virtual void adopt_members(const std::vector<gossip::Alive>& members, Clock now) { (void)members, (void)now; }
 
   // Introspection for the checkers (never protocol traffic).  Defaults return empty,
   // which the checkers read as "not implemented" and then fall back to observations.

@@ -75,11 +75,14 @@ void read_nodes(TomlReader& top, Scenario& s) {
   }
   if (const toml::table* gen = top.table("nodes")) {
     TomlReader r(*gen, "nodes", top.path());
-    r.allow_only({"count", "prefix"});
+    r.allow_only({"count", "prefix", "start"});
     if (!s.cluster.nodes.empty()) r.fail_here("use either [[node]] tables or [nodes] count, not both");
     const int64_t count = r.integer("count", 1, 100000).value_or(0);
     if (count == 0) r.fail_here("needs count = N");
     const std::string prefix = r.string("prefix").value_or("n");
+    const std::string start = r.string("start").value_or("join");
+    if (start == "joined") s.cluster.start_joined = true;
+    else if (start != "join") r.fail_here("start must be \"join\" (through seeds, the default) or \"joined\" (converged view)");
     r.finish();
     for (int64_t i = 1; i <= count; ++i) {
       NodeSpec n;

@@ -85,6 +85,13 @@ void World::start() {
   // Every process starts before any output is drained, so checkers see a cluster that
   // is all up when the first observation arrives.
   for (uint32_t i = 0; i < nodes_.size(); ++i) start_process(i, false);
+  if (cluster_.start_joined) {
+    std::vector<gossip::Alive> everyone;
+    for (const SimNode& n : nodes_) {
+      if (auto a = n.process->self_alive()) everyone.push_back(std::move(*a));
+    }
+    for (uint32_t i = 0; i < nodes_.size(); ++i) nodes_[i].process->adopt_members(everyone, clock_of(i));
+  }
   for (Checker* c : checkers_) c->on_start(*this);
   for (uint32_t i = 0; i < nodes_.size(); ++i) drain(i);
 }

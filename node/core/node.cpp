@@ -179,6 +179,17 @@ Status Node::start(const std::vector<StoredRecord>& records, Clock now) {
   return Status::success();
 }
 
+void Node::adopt_members(const std::vector<gossip::Alive>& members, Clock now) {
+  last_ = now;
+  if (!started_) return;
+  membership_->adopt_members(members, now.mono_ms);
+  pump(now);
+}
+
+gossip::Alive Node::self_alive() const {
+  return gossip::Alive{options_.id, membership_->incarnation(), options_.gossip_addr, membership_->self_meta()};
+}
+
 void Node::leave(Clock now) {
   last_ = now;
   if (left_ || !started_) return;

@@ -121,6 +121,11 @@ class Node final : private schedule::SchedulerHost {
   // belongs to another node or cluster, or that cannot be decoded, is an Error.
   Status start(const std::vector<StoredRecord>& records, Clock now);
   void leave(Clock now);
+  // Takes these members as known and alive without gossiping them (the simulator's
+  // converged start; see gossip::Membership::adopt_members).  REQUIRES: started.
+  void adopt_members(const std::vector<gossip::Alive>& members, Clock now);
+  // Our own membership record as peers hold it.  REQUIRES: started.
+  gossip::Alive self_alive() const;
 
   // --- inputs ---------------------------------------------------------------------------
   void on_datagram(std::string_view from_addr, std::string_view bytes, Clock now);
