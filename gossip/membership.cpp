@@ -37,6 +37,7 @@ Status check_config(const MembershipConfig& c) {
   if (c.gossip_interval_ms <= 0) return config_error("gossip_interval_ms", "must be positive");
   if (c.gossip_nodes < 1) return config_error("gossip_nodes", "must be at least 1");
   if (c.gossip_to_dead_ms < 0) return config_error("gossip_to_dead_ms", "must not be negative");
+  if (c.reconnect_probe_full_ms < 0) return config_error("reconnect_probe_full_ms", "must not be negative");
   if (c.push_pull_interval_ms <= 0) return config_error("push_pull_interval_ms", "must be positive");
   if (c.awareness_max_multiplier < 1) return config_error("awareness_max_multiplier", "must be at least 1");
   if (c.load_update_min_interval_ms < 0) return config_error("load_update_min_interval_ms", "must not be negative");

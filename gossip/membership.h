@@ -91,6 +91,12 @@ struct MembershipConfig {
   // Caesium's own (not memberlist's):
   int64_t join_retry_interval_ms = 2000;  // resend PushPull{join} to the seeds until one answers
   int64_t dead_reclaim_ms = 24 * 3600 * 1000;  // forget dead/left members after this (serf: 24 h)
+  // Each probe period also pings one random dead member (the reconnect probe), which
+  // heals a partition flip within periods instead of push-pull intervals.  A member dead
+  // for longer than this is pinged only with probability this / (time dead): a split
+  // that just healed is found at once, and a member that is really gone costs the
+  // cluster ever less (push-pull's dead partner still reaches it).  0: no reconnect probes.
+  int64_t reconnect_probe_full_ms = 60000;
   // Lifeguard off = plain SWIM as memberlist ran it before Lifeguard: no local health
   // awareness, no nacks, no buddy system, and a fixed suspicion timeout equal to
   // Lifeguard's Min (= memberlist's pre-Lifeguard suspicionTimeout), with no

@@ -53,13 +53,21 @@ void Membership::start_probe(int64_t now_ms) {
 // would bring them back, which with several dead members takes minutes.  So each probe
 // period also pings one random dead member, telling it that we hold it dead.  A live one
 // refutes at once (its ack carries the refutation, and its own "you are dead" if it holds
-// us dead too); a truly dead one costs one datagram per period, whatever the cluster size.
+// us dead too).  A truly dead one would cost a datagram per node per period for as long
+// as it is remembered (24 h), so the ping backs off with the time the member has been
+// dead: always within reconnect_probe_full of the death, then with probability
+// full / age — a partition that healed after an hour is found within minutes by the
+// probes and within a push-pull interval by the dead partner.
 void Membership::reconnect_probe(int64_t now_ms) {
   if (state_counts_[index(MemberState::kDead)] == 0) return;  // the common case: nobody to look for
+  const int64_t full_ms = config_.reconnect_probe_full_ms;
+  if (full_ms == 0) return;
   for (const MemberEntry* e : pick_random(1, Pool::kDead, self_id_, now_ms)) {
     const std::string& id = e->first;
     const Member& m = e->second;
     if (m.addr.empty()) continue;
+    const int64_t age_ms = now_ms - m.state_change_ms;
+    if (age_ms > full_ms && static_cast<int64_t>(rng_.below(static_cast<uint64_t>(age_ms))) >= full_ms) continue;
     send_datagram(m.addr, Ping{++next_seq_, id}, {Dead{id, m.incarnation, self_id_}});
     ++stats_.reconnect_probes;
   }

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/flat_hash_map.h"
 #include "base/result.h"
 #include "base/rng.h"
 #include "gossip/anti_entropy.h"
@@ -282,7 +283,7 @@ class Node final : private schedule::SchedulerHost {
   bool all_synced_ = false;
   std::map<std::string, int64_t> config_requested_mono_;           // peer -> last request time
   std::map<std::string, uint64_t> known_boots_;                    // peer -> boot id last seen
-  std::unordered_map<std::string, int64_t> last_heard_mono_;       // peer -> last authenticated frame (lookups only)
+  FlatStringMap<int64_t> last_heard_mono_;                        // peer -> last authenticated frame (lookups only)
 
   // outputs
   std::deque<Transmit> transmits_;
@@ -307,7 +308,7 @@ class Node final : private schedule::SchedulerHost {
   uint64_t durable_seq_ = 0;  // last batch the driver reported durable
 
   // frame sequence numbers per destination address, one map per channel (lookups only)
-  std::unordered_map<std::string, uint64_t> seq_out_[2];
+  FlatStringMap<uint64_t> seq_out_[2];
   int64_t next_maintenance_mono_ms_ = 0;
   NodeCounters counters_;
 };

@@ -184,16 +184,15 @@ schedule::PeerView Node::peer(const std::string& node) const {
   p.known = true;
   // Reachable in the membership view, or heard from just now: the view lags behind a
   // healed partition, and a peer whose frames we are reading is not gone.
-  auto heard = last_heard_mono_.find(node);
-  const bool heard_recently =
-      heard != last_heard_mono_.end() && last_.mono_ms - heard->second <= options_.heard_recently_ms;
+  const int64_t* heard = last_heard_mono_.find(node);
+  const bool heard_recently = heard != nullptr && last_.mono_ms - *heard <= options_.heard_recently_ms;
   p.reachable = gossip::is_reachable(*state) || heard_recently;
   // A suspect stays last choice as a worker even when heard within heard_recently: that
   // window is longer than a probe period, so a member that just died is "heard recently"
   // exactly when the failed probe makes it suspect, and a master taking over then would
   // dispatch to it (an at-most-once occurrence then waits for a revoke it never answers).
   p.suspect = *state == gossip::MemberState::kSuspect;
-  p.direct = heard != last_heard_mono_.end() && last_.mono_ms - heard->second <= options_.direct_contact_ms;
+  p.direct = heard != nullptr && last_.mono_ms - *heard <= options_.direct_contact_ms;
   if (const gossip::MemberMeta* m = membership_->meta_of(node)) {
     p.boot = m->boot_id;
     p.load = m->load.running + m->load.queued;

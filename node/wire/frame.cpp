@@ -208,9 +208,7 @@ ReplayGuard::Verdict ReplayGuard::check(std::string_view sender, uint64_t boot, 
   if (age > window_ms_ || -age > window_ms_) return Verdict::kTooOld;
   forget_idle(now_utc_ms);
   const WindowKeyView key{sender, boot, static_cast<uint8_t>(channel)};
-  auto found = windows_.find(key);
-  if (found == windows_.end()) found = windows_.emplace(WindowKey{std::string(sender), key.boot, key.channel}, Window{}).first;
-  Window& w = found->second;
+  Window& w = windows_.get_or_insert(key);
   w.last_seen_utc_ms = now_utc_ms;
   if (seq == 0) return Verdict::kStale;  // senders number from 1
   if (seq > w.highest) {
@@ -239,8 +237,8 @@ ReplayGuard::Verdict ReplayGuard::check(std::string_view sender, uint64_t boot, 
   return Verdict::kFresh;
 }
 
-size_t ReplayGuard::WindowKeyHash::operator()(const WindowKeyView& k) const {
-  return static_cast<size_t>(hash_combine(hash64(k.sender), k.boot ^ (uint64_t{k.channel} << 56)));
+uint64_t ReplayGuard::WindowKeyHash::operator()(const WindowKeyView& k) const {
+  return hash_combine(hash64(k.sender), k.boot ^ (uint64_t{k.channel} << 56));
 }
 
 void ReplayGuard::forget_idle(int64_t now_utc_ms) {
@@ -248,13 +246,8 @@ void ReplayGuard::forget_idle(int64_t now_utc_ms) {
   // replay of its frames now carries a timestamp outside the window.
   if (now_utc_ms - last_sweep_utc_ms_ < window_ms_) return;
   last_sweep_utc_ms_ = now_utc_ms;
-  for (auto it = windows_.begin(); it != windows_.end();) {
-    if (now_utc_ms - it->second.last_seen_utc_ms > 2 * window_ms_) {
-      it = windows_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  windows_.erase_if(
+      [&](const WindowKey&, const Window& w) { return now_utc_ms - w.last_seen_utc_ms > 2 * window_ms_; });
 }
 
 }  // namespace caesium::wire

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/flat_hash_map.h"
 #include "base/result.h"
 
 namespace caesium::wire {
@@ -126,33 +127,31 @@ class ReplayGuard {
     std::array<uint64_t, kWindowBits / 64> bits{};
     int64_t last_seen_utc_ms = 0;
   };
-  struct WindowKey {
-    std::string sender;
-    uint64_t boot;
-    uint8_t channel;
-  };
-  // The same key without owning the sender, so a lookup does not build a string.
   struct WindowKeyView {
     std::string_view sender;
     uint64_t boot;
     uint8_t channel;
-    WindowKeyView(std::string_view s, uint64_t b, uint8_t c) : sender(s), boot(b), channel(c) {}
-    WindowKeyView(const WindowKey& k) : sender(k.sender), boot(k.boot), channel(k.channel) {}  // NOLINT: implicit on purpose
-    bool operator==(const WindowKeyView&) const = default;
+  };
+  struct WindowKey {
+    std::string sender;
+    uint64_t boot = 0;
+    uint8_t channel = 0;
+    WindowKey() = default;
+    explicit WindowKey(const WindowKeyView& k) : sender(k.sender), boot(k.boot), channel(k.channel) {}
   };
   struct WindowKeyHash {
-    using is_transparent = void;
-    size_t operator()(const WindowKeyView& k) const;
+    uint64_t operator()(const WindowKeyView& k) const;
   };
   struct WindowKeyEqual {
-    using is_transparent = void;
-    bool operator()(const WindowKeyView& a, const WindowKeyView& b) const { return a == b; }
+    bool operator()(const WindowKey& a, const WindowKeyView& b) const {
+      return a.boot == b.boot && a.channel == b.channel && a.sender == b.sender;
+    }
   };
   void forget_idle(int64_t now_utc_ms);
 
   int64_t window_ms_;
   // Looked up on every received frame; never iterated into output (only swept).
-  std::unordered_map<WindowKey, Window, WindowKeyHash, WindowKeyEqual> windows_;
+  FlatHashMap<WindowKey, Window, WindowKeyHash, WindowKeyEqual> windows_;
   int64_t last_sweep_utc_ms_ = 0;
 };
 

@@ -200,6 +200,34 @@ TEST_CASE("after a partition flips, members that held each other dead find each 
   }
 }
 
+TEST_CASE("a member dead for long is reconnect-probed ever less often, not once per period forever",
+          "[membership][cluster]") {
+  for (uint64_t seed : test_seeds(3)) {
+    CAPTURE(seed);
+    MembershipConfig config;
+    Cluster c(seed, config);
+    c.boot_converged(5);
+    c.crash(4);
+    c.run_until(c.now_ms() + 60 * kSecond);
+    REQUIRE(c.m(0).state_of(node_id(4)) == MemberState::kDead);
+    // Just after the death: one reconnect probe per period (the only dead member).
+    const uint64_t p0 = c.m(0).stats().reconnect_probes;
+    c.run_until(c.now_ms() + 30 * kSecond);
+    const uint64_t early = c.m(0).stats().reconnect_probes - p0;
+    // Twenty minutes on, the chance per period is 60 s / age, about 1 in 20.
+    c.run_until(c.now_ms() + 20 * 60 * kSecond);
+    const uint64_t p1 = c.m(0).stats().reconnect_probes;
+    c.run_until(c.now_ms() + 300 * kSecond);
+    const uint64_t late = c.m(0).stats().reconnect_probes - p1;
+    std::printf("reconnect probes seed=%llu: %llu in 30 s after death, %llu in 300 s twenty minutes later\n",
+                static_cast<unsigned long long>(seed), static_cast<unsigned long long>(early),
+                static_cast<unsigned long long>(late));
+    CHECK(early >= 20);  // ~30, fewer when health stretches the period
+    CHECK(late >= 1);    // still looked for: expected ~14
+    CHECK(late <= 40);   // not ~300
+  }
+}
+
 namespace {
 
 struct SlowRun {
