@@ -56,7 +56,7 @@ struct Plan {
   std::string mode = "default";
   int detect_nodes = 64, detect_seeds = 13, detect_crashes = 16;
   int scale_nodes = 1000, scale_seeds = 1;
-  int64_t scale_ms = 90 * kMsPerSecond;
+  int64_t scale_ms = 60 * kMsPerSecond;  // dead everywhere by ~35 s; 10% loss costs ~1 CPU s per virtual s
   std::vector<int> load_sizes{16, 32, 64, 128, 256, 512, 1000};
   int load_seeds = 1;
   int64_t load_warmup_ms = 30 * kMsPerSecond, load_window_ms = 3 * kMsPerMinute;
@@ -187,9 +187,8 @@ struct Run {
 
 class Runner {
  public:
-  explicit Runner(std::string dump_dir) : dump_dir_(std::move(dump_dir)) {
-    if (!dump_dir_.empty()) std::filesystem::create_directories(dump_dir_);
-  }
+  // REQUIRES: `dump_dir` is empty or an existing directory.
+  explicit Runner(std::string dump_dir) : dump_dir_(std::move(dump_dir)) {}
 
   // Runs one scenario with one seed; returns its figures (empty on error) and fills
   // `trace` when given.
@@ -199,7 +198,9 @@ class Runner {
     r.file = s.file(seed);
     r.seed = seed;
     const std::string text = s.text(seed);
-    if (!dump_dir_.empty()) std::ofstream(dump_dir_ + "/" + r.file) << text;
+    if (!dump_dir_.empty() && !(std::ofstream(dump_dir_ + "/" + r.file) << text)) {
+      std::fprintf(stderr, "caesium-bench membership: cannot write %s/%s\n", dump_dir_.c_str(), r.file.c_str());
+    }
     std::fprintf(stderr, "membership: %-32s ", r.file.c_str());
     std::fflush(stderr);
     const std::clock_t c0 = std::clock();
@@ -390,7 +391,8 @@ void section_detection(const Plan& plan, Runner& runner, Output& out) {
 void section_scale(const Plan& plan, Runner& runner, Output& out) {
   out.line(fmt("2. N = %.0f: one crash at ~20 s, %.0f s runs; gossip round = %.0f ms", plan.scale_nodes,
                static_cast<double>(plan.scale_ms) / 1000, kGossipMs));
-  out.line("   loss  seed  suspect   dead 99.9%  dead all  | dead spread 99.9% | suspicion spread 99.9%  all");
+  out.line("   loss seed | suspect  dead 99.9%   all    | dead spread 99.9% | suspicion spread 99.9% / all"
+           " | false susp. / deaths (members)");
   json rows = json::array();
   for (const double loss : {0.01, 0.10}) {
     const double round_target = loss < 0.05 ? 10 : 11;
@@ -411,6 +413,8 @@ void section_scale(const Plan& plan, Runner& runner, Output& out) {
       const double dead_999 = figure(f, "membership.detection.dead_999_ms.max");
       const double dead_all = figure(f, "membership.detection.dead_all_ms.max");
       const double dissem_999 = figure(f, "membership.dissemination.dead_999_ms.max");
+      const double false_suspicions = figure(f, "membership.false_suspicions", 0);
+      const double false_deaths = figure(f, "membership.false_deaths", 0);
       double spread_999 = -1, spread_all = -1;
       for (const Crash& c : tr.crashes) {
         const std::vector<int64_t> seen = first_sightings(tr, c.node, c.t_ms);
@@ -419,16 +423,24 @@ void section_scale(const Plan& plan, Runner& runner, Output& out) {
         if (seen.size() >= need) spread_999 = static_cast<double>(seen[need - 1] - seen.front());
         if (seen.size() == observers) spread_all = static_cast<double>(seen.back() - seen.front());
       }
+      std::set<int> killed;  // live members declared dead somewhere
+      for (const Change& c : tr.changes) {
+        if (c.state == 2 && c.subject != victim) killed.insert(c.subject);
+      }
       complete = complete && dead_999 >= 0 && dissem_999 >= 0 && spread_999 >= 0;
       worst_dead = std::max(worst_dead, dead_999);
       worst_dead_rounds = std::max(worst_dead_rounds, dissem_999 / kGossipMs);
       worst_spread_rounds = std::max(worst_spread_rounds, spread_999 / kGossipMs);
-      out.line(fmt("   %3.0f%%  %4.0f", loss * 100, seed) + fmt("  %6.2fs  %8.2fs  %7.2fs", suspect / 1000, dead_999 / 1000, dead_all / 1000) +
-               fmt("  | %5.0f ms %4.1f rounds", dissem_999, dissem_999 / kGossipMs) +
-               fmt(" | %5.0f ms %4.1f rounds  %4.1f", spread_999, spread_999 / kGossipMs, spread_all / kGossipMs));
+      out.line(fmt("   %3.0f%% %4.0f", loss * 100, seed) +
+               fmt(" | %5.2f s %7.2f s %6.2f s", suspect / 1000, dead_999 / 1000, dead_all / 1000) +
+               fmt(" | %5.0f ms = %4.1f r", dissem_999, dissem_999 / kGossipMs) +
+               fmt("   | %5.0f ms = %4.1f / %4.1f r", spread_999, spread_999 / kGossipMs, spread_all / kGossipMs) +
+               fmt("     | %.0f / %.0f (%.0f)", false_suspicions, false_deaths, static_cast<double>(killed.size())));
       rows.push_back({{"loss", loss}, {"seed", seed}, {"first_suspect_ms", suspect}, {"dead_999_ms", dead_999},
                       {"dead_all_ms", dead_all}, {"dissemination_dead_999_ms", dissem_999},
-                      {"suspicion_spread_999_ms", spread_999}, {"suspicion_spread_all_ms", spread_all}});
+                      {"suspicion_spread_999_ms", spread_999}, {"suspicion_spread_all_ms", spread_all},
+                      {"false_suspicions", false_suspicions}, {"false_deaths", false_deaths},
+                      {"live_members_declared_dead", killed.size()}});
     }
     const std::string l = fmt("%.0f%% loss", loss * 100);
     const std::string at_n = "N=" + std::to_string(plan.scale_nodes) + " ";
@@ -439,8 +451,8 @@ void section_scale(const Plan& plan, Runner& runner, Output& out) {
     out.target("2", at_n + fmt("suspicion spread <= %.0f rounds, ", round_target) + l,
                fmt("max %.1f rounds", worst_spread_rounds), complete ? met(worst_spread_rounds <= round_target) : "NOT met");
   }
-  out.line("   dead spread = the checker's first dead -> dead in 99.9% of views (mostly timer expiries: each");
-  out.line("   member times its own suspicion out); suspicion spread = first suspicion -> suspect in 99.9%.");
+  out.line("   r = gossip rounds; dead spread = the checker's first dead -> dead in 99.9% of views (mostly timer");
+  out.line("   expiries: each member times its own suspicion out); suspicion spread = first suspect -> 99.9%/all");
   out.sections["scale"] = {{"nodes", plan.scale_nodes}, {"gossip_interval_ms", kGossipMs}, {"runs", rows}};
 }
 
@@ -455,18 +467,20 @@ void section_load(const Plan& plan, Runner& runner, Output& out) {
     int n;
     double msgs, bytes, max_bytes, oversize, stream_bytes, whole_msgs;
   };
-  std::vector<Row> rows;
-  for (const int n : plan.load_sizes) {
+  // `dead`: one member crashes at 10 s, before the window, and stays dead.
+  auto measure = [&](int n, bool dead) {
     Row row{n, 0, 0, 0, 0, 0, 0};
+    const std::string stem = "load-n" + std::to_string(n) + (dead ? "-dead1" : "");
     for (int seed = 1; seed <= plan.load_seeds; ++seed) {
-      ScenarioText warm("load per node", "load-n" + std::to_string(n) + "-warmup", n);
+      ScenarioText warm("load per node", stem + "-warmup", n);
+      if (dead) warm.fault(10 * kMsPerSecond, "crash = " + node(n));
       warm.duration_ms = plan.load_warmup_ms;
       ScenarioText full = warm;
-      full.name = "load-n" + std::to_string(n);
+      full.name = stem;
       full.duration_ms = plan.load_warmup_ms + plan.load_window_ms;
       const auto a = runner.run(warm, static_cast<uint64_t>(seed));
       const auto b = runner.run(full, static_cast<uint64_t>(seed));
-      const double node_s = n * static_cast<double>(plan.load_window_ms) / 1000.0 * plan.load_seeds;
+      const double node_s = (dead ? n - 1 : n) * static_cast<double>(plan.load_window_ms) / 1000.0 * plan.load_seeds;
       auto window = [&](const char* name) { return (figure(b, name, 0) - figure(a, name, 0)) / node_s; };
       row.msgs += window("net.datagram.sent");
       row.bytes += window("net.datagram.sent_bytes");
@@ -475,8 +489,11 @@ void section_load(const Plan& plan, Runner& runner, Output& out) {
       row.oversize += figure(b, "net.datagram.oversize", 0);
       row.whole_msgs += figure(b, "net.datagram.msgs_per_node_s", 0) / plan.load_seeds;
     }
-    rows.push_back(row);
-  }
+    return row;
+  };
+  std::vector<Row> rows;
+  for (const int n : plan.load_sizes) rows.push_back(measure(n, false));
+  const Row with_dead = measure(plan.load_sizes.size() > 2 ? plan.load_sizes[2] : plan.load_sizes.back(), true);
   out.line(fmt("3. load per node: no faults, 1%% loss, %.0f s window after %.0f s (windowed: run minus", 
                static_cast<double>(plan.load_window_ms) / 1000, static_cast<double>(plan.load_warmup_ms) / 1000) +
            fmt(" warmup-only run), %.0f seed(s)", plan.load_seeds));
@@ -497,8 +514,16 @@ void section_load(const Plan& plan, Runner& runner, Output& out) {
                      {"oversize", r.oversize}, {"whole_run_msgs_per_node_s", r.whole_msgs},
                      {"stream_bytes_per_node_s", r.stream_bytes}});
   }
+  {
+    const Row& base = *std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.n == with_dead.n; });
+    out.line(fmt("   N=%.0f, one member dead since 10 s: %.3f msgs/node/s (%.2fx), ", with_dead.n, with_dead.msgs,
+                 with_dead.msgs / base.msgs) +
+             fmt("%.1f B/node/s (%.2fx): reconnect probes", with_dead.bytes, with_dead.bytes / base.bytes));
+  }
   out.sections["load"] = {{"loss", 0.01}, {"window_ms", plan.load_window_ms}, {"warmup_ms", plan.load_warmup_ms},
-                          {"rows", jrows}};
+                          {"rows", jrows},
+                          {"one_dead", {{"nodes", with_dead.n}, {"msgs_per_node_s", with_dead.msgs},
+                                        {"bytes_per_node_s", with_dead.bytes}}}};
   out.target("3", fmt("msgs and bytes/node/s within 10%% of N=%.0f", rows.front().n),
              fmt("worst ratio %.2f", worst), met(flat));
   out.target("3", "every datagram <= 1400 bytes", fmt("max %.0f B", [&] {
@@ -511,16 +536,17 @@ void section_load(const Plan& plan, Runner& runner, Output& out) {
 
 // --- 4. Convergence after a partition heals ------------------------------------------------------
 void section_heal(const Plan& plan, Runner& runner, Output& out) {
-  out.line(fmt("4. partition heal: halves split at 20 s for %.0f s, 1%% loss, %.0f seeds per size",
+  out.line(fmt("4. partition heal: halves split at 20 s for %.0f s, 1%% loss, %.0f seeds per size; in push-pull",
                static_cast<double>(plan.heal_split_ms) / 1000, plan.heal_seeds));
-  out.line("       N  seed  cross pairs dead at heal  converged after  push-pull intervals (N; N/2)");
+  out.line("   intervals push_pull_interval_ms(30 s, n) of the whole cluster (and of one side, n/2, as while split)");
   json rows = json::array();
   for (const int n : plan.heal_sizes) {
     const double pp_ms = static_cast<double>(gossip::push_pull_interval_ms(kDefaults.push_pull_interval_ms, static_cast<size_t>(n)));
     const double pp_half_ms =
         static_cast<double>(gossip::push_pull_interval_ms(kDefaults.push_pull_interval_ms, static_cast<size_t>(n / 2)));
-    double worst = -1;
+    double worst = -1, least_dead = 1;
     bool all = true;
+    std::string times;
     for (int seed = 1; seed <= plan.heal_seeds; ++seed) {
       ScenarioText s("convergence after a partition heals", "heal-n" + std::to_string(n), n);
       std::string group;
@@ -541,22 +567,23 @@ void section_heal(const Plan& plan, Runner& runner, Output& out) {
       for (const auto& [pair, state] : view) {
         if ((pair.first <= n / 2) != (pair.second <= n / 2) && state >= 2) ++dead;
       }
-      const double cross = 2.0 * (n / 2) * (n - n / 2);
+      const double cross_dead = dead / (2.0 * (n / 2) * (n - n / 2));
       const double after = figure(f, "membership.convergence.after_heal_ms.count", 0) == 1
                                ? figure(f, "membership.convergence.after_heal_ms.max")
                                : -1;
-      all = all && after >= 0 && dead == static_cast<int>(cross);
+      all = all && after >= 0;
       worst = std::max(worst, after);
-      out.line(fmt("   %5.0f  %4.0f  %14.0f%%", n, seed, 100.0 * dead / cross) +
-               (after < 0 ? std::string("        NOT converged") : fmt("  %13.1f s  %8.2f; %.2f", after / 1000, after / pp_ms, after / pp_half_ms)));
-      rows.push_back({{"nodes", n}, {"seed", seed}, {"cross_pairs_dead_at_heal", dead / cross}, {"after_heal_ms", after},
+      least_dead = std::min(least_dead, cross_dead);
+      times += (times.empty() ? "" : ", ") + (after < 0 ? std::string("never") : fmt("%.1f", after / 1000));
+      rows.push_back({{"nodes", n}, {"seed", seed}, {"cross_pairs_dead_at_heal", cross_dead}, {"after_heal_ms", after},
                       {"push_pull_interval_ms", pp_ms}, {"push_pull_interval_split_ms", pp_half_ms}});
     }
+    out.line(fmt("   N=%-4.0f cross pairs dead at heal >= %.0f%%; agree after ", n, 100 * least_dead) + times +
+             fmt(" s; max %.2f x %.0f s", worst / pp_ms, pp_ms / 1000) +
+             fmt(" (%.2f x %.0f s)", worst / pp_half_ms, pp_half_ms / 1000));
     out.target("4", fmt("N=%.0f agree within 2 push-pull intervals of heal", n),
                fmt("max %.2f x %.0f s", worst / pp_ms, pp_ms / 1000), all ? met(worst <= 2 * pp_ms) : "NOT met");
   }
-  out.line("   intervals: push_pull_interval_ms(30 s, n) for the whole cluster; and for one side (n/2),");
-  out.line("   which is what each side runs with while split.");
   out.sections["heal"] = {{"split_ms", plan.heal_split_ms}, {"runs", rows}};
 }
 
@@ -616,6 +643,8 @@ void section_lifeguard(const Plan& plan, Runner& runner, Output& out) {
   out.line(fmt("5. Lifeguard: N = %.0f, 1%% loss, n%.0f slow (every delivery and tick %.0f ms late) from 30 s,", n, n,
                static_cast<double>(plan.slow_delay_ms)) +
            fmt(" %.0f s x %.0f seeds", static_cast<double>(plan.lifeguard_ms) / 1000, plan.lifeguard_seeds));
+  out.line("   (the slow fault delays the slow node's ticks with its deliveries, in order, so its own probes");
+  out.line("   do not time out: it accuses nobody, and healthy members are only hurt by loss)");
   out.line("                                              Lifeguard on    off   off/on");
   const std::vector<std::pair<const char*, std::pair<double, double>>> rows = {
       {"false suspicions (healthy views of healthy)", {on.false_suspicions, off.false_suspicions}},
@@ -671,15 +700,75 @@ void section_falsedeaths(const Plan& plan, Runner& runner, Output& out) {
              false_deaths > 0 ? "NOT met" : (enough ? "met" : "unproven"));
 }
 
+// The runs, grouped by section: each file name is a replay command's argument.  Per-run
+// CPU time and trace hash are in the --json output.
+void print_runs(const Runner& runner, double cpu_s) {
+  const std::string dir = runner.dump_dir().empty() ? "DIR" : runner.dump_dir();
+  std::printf("\nruns: %zu, %.0f CPU s, %s; replay one with: caesium sim --scenario %s/FILE%s\n", runner.runs().size(),
+              cpu_s, runner.all_ok() ? "all passed" : "SOME FAILED", dir.c_str(),
+              runner.dump_dir().empty() ? " (files written by --dump DIR)" : "");
+  struct Group {
+    size_t runs = 0;
+    double cpu_s = 0;
+    std::map<std::string, std::vector<uint64_t>> seeds;  // file stem -> seeds
+  };
+  std::vector<std::pair<std::string, Group>> groups;
+  for (const Run& r : runner.runs()) {
+    const std::string key = r.file.substr(0, r.file.find('-'));
+    if (groups.empty() || groups.back().first != key) groups.push_back({key, Group{}});
+    Group& g = groups.back().second;
+    ++g.runs;
+    g.cpu_s += r.cpu_s;
+    g.seeds[r.file.substr(0, r.file.rfind("-s"))].push_back(r.seed);
+    if (!r.error.empty() || !r.passed) {
+      std::printf("  FAILED: %s %s\n", r.file.c_str(), r.error.empty() ? "(invariant violations)" : r.error.c_str());
+    }
+  }
+  for (const auto& [key, g] : groups) {
+    std::string line = "  " + key + std::string(12 - std::min<size_t>(11, key.size()), ' ') +
+                       fmt("%2.0f runs %5.1f s ", static_cast<double>(g.runs), g.cpu_s);
+    const size_t indent = line.size();
+    bool first = true;
+    for (const auto& [stem, seeds] : g.seeds) {
+      const std::string seed_text = seeds.size() == 1 ? std::to_string(seeds.front())
+                                                      : std::to_string(seeds.front()) + ".." + std::to_string(seeds.back());
+      const std::string item = stem + "-s" + seed_text + ".toml";
+      if (!first && line.size() + 1 + item.size() > 112) {
+        std::printf("%s\n", line.c_str());
+        line = std::string(indent, ' ');
+        first = true;
+      }
+      line += (first ? "" : " ") + item;
+      first = false;
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
 // --- Driver -------------------------------------------------------------------------------------
 
 int run_membership(const Args& args) {
   const Plan plan = make_plan(args);
   const std::string only = args.get("only");
+  const std::set<std::string> sections = {"detection", "scale", "load", "heal", "lifeguard", "falsedeaths"};
+  std::stringstream only_list(only);
+  for (std::string name; std::getline(only_list, name, ',');) {
+    if (sections.count(name) == 0) {
+      std::fprintf(stderr, "caesium-bench membership: --only: unknown section '%s' (detection, scale, load, heal, "
+                           "lifeguard, falsedeaths)\n", name.c_str());
+      return 2;
+    }
+  }
   auto wanted = [&](const std::string& name) {
     return only.empty() || ("," + only + ",").find("," + name + ",") != std::string::npos;
   };
-  Runner runner(args.get("dump"));
+  const std::string dump = args.get("dump");
+  std::error_code ec;
+  if (!dump.empty() && !std::filesystem::create_directories(dump, ec) && ec) {
+    std::fprintf(stderr, "caesium-bench membership: --dump %s: %s\n", dump.c_str(), ec.message().c_str());
+    return 2;
+  }
+  Runner runner(dump);
   Output out;
   const std::clock_t c0 = std::clock();
   if (wanted("detection")) section_detection(plan, runner, out);
@@ -689,9 +778,8 @@ int run_membership(const Args& args) {
   if (wanted("lifeguard")) section_lifeguard(plan, runner, out);
   if (wanted("falsedeaths")) section_falsedeaths(plan, runner, out);
   const double cpu_s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
-  const std::string dir = runner.dump_dir().empty() ? "DIR" : runner.dump_dir();
-
   if (args.json) {
+    const std::string dir = runner.dump_dir().empty() ? "DIR" : runner.dump_dir();
     json j = {{"benchmark", "membership"}, {"mode", plan.mode}, {"cpu_s", cpu_s}, {"sections", out.sections}};
     j["targets"] = json::array();
     for (const Target& t : out.targets) {
@@ -715,12 +803,7 @@ int run_membership(const Args& args) {
   for (const Target& t : out.targets) {
     std::printf("  %-2s %-56s %-26s %s\n", t.section.c_str(), t.what.c_str(), t.measured.c_str(), t.status.c_str());
   }
-  std::printf("\nruns (%zu, %.0f CPU s); replay any with: caesium sim --scenario %s/FILE%s\n", runner.runs().size(), cpu_s,
-              dir.c_str(), runner.dump_dir().empty() ? "  (write the files with --dump DIR)" : "");
-  for (const Run& r : runner.runs()) {
-    std::printf("  %-34s %6.1f s  trace %016llx  %s\n", r.file.c_str(), r.cpu_s,
-                static_cast<unsigned long long>(r.trace_hash), r.error.empty() ? (r.passed ? "pass" : "FAILED") : r.error.c_str());
-  }
+  print_runs(runner, cpu_s);
   return runner.all_ok() ? 0 : 1;
 }
 
