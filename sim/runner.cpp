@@ -61,7 +61,7 @@ void apply(World& w, const FaultSpec& f) {
       for (uint32_t n : indices(w, f.nodes)) w.set_skew(n, f.offset_ms, f.drift);
       break;
     case FaultSpec::Kind::kSlow:
-      for (uint32_t n : indices(w, f.nodes)) w.set_slow(n, f.delay_ms, f.for_ms);
+      for (uint32_t n : indices(w, f.nodes)) w.set_slow(n, f.delay_ms, f.for_ms, f.inbound_only);
       break;
   }
 }

@@ -35,6 +35,7 @@ struct FaultSpec {
   double drift = 0;                                           // skew
   int64_t delay_ms = 0;                                       // slow
   int64_t for_ms = kNever;                                    // slow
+  bool inbound_only = false;                                  // slow: timers stay on time
   std::string where;                                          // "file:line" for messages
 };
 

@@ -109,13 +109,14 @@ void read_fault(TomlReader& r, FaultSpec& f) {
   } else if (const toml::table* slow = r.table("slow")) {
     f.kind = FaultSpec::Kind::kSlow;
     TomlReader s(*slow, r.name("slow"), r.path());
-    s.allow_only({"node", "delay", "for"});
+    s.allow_only({"node", "delay", "for", "inbound_only"});
     auto node = s.string("node");
     auto delay = s.duration("delay");
     if (!node || !delay || *delay <= 0) s.fail_here("needs node = \"id\" and delay = \"<duration>\" > 0");
     f.nodes = {*node};
     f.delay_ms = *delay;
     f.for_ms = s.duration("for").value_or(kNever);
+    f.inbound_only = s.boolean("inbound_only").value_or(false);
     s.finish();
   } else {
     r.fail_here("skew and slow must be tables: skew = {node=\"n1\", offset=\"2s\"}");

@@ -145,6 +145,7 @@ void World::dispatch(Event& e) {
 bool World::defer_if_slow(Event& e) {
   SimNode& n = nodes_[e.node];
   if (e.deferred) return false;
+  if (e.kind == EventKind::kTick && n.slow_inbound_only) return false;
   int64_t target = -1;
   if (n.slow_delay_ms > 0 && now_ms_ < n.slow_until_ms) {
     target = now_ms_ + n.slow_delay_ms;

@@ -29,7 +29,8 @@
 //
 // Slow nodes: while a node is slow (delay D), every inbound delivery and tick that comes
 // due is postponed by D; afterwards, inbound work waits until the backlog has drained, so
-// per-connection order holds.  Durability and handler completions are not delayed.
+// per-connection order holds.  Durability and handler completions are not delayed.  An
+// inbound-only slow node (slow = {..., inbound_only = true}) still ticks on time.
 //
 // Busy loops: a process whose deadline is still <= now after on_tick, more than
 // busy_loop_limit times in a row, is reported ("busy_loop") and then ticked at most once
@@ -114,7 +115,9 @@ class World {
   void heal_pair(uint32_t a, uint32_t b);
   void set_skew(uint32_t node, int64_t offset_ms, double drift);
   // Slow for [now, now + for_ms); for_ms = kNever: until heal_slowness().
-  void set_slow(uint32_t node, int64_t delay_ms, int64_t for_ms);
+  // inbound_only: deliveries are late but the node's own timers fire on time (a node
+  // that reads its sockets late: it times out healthy peers — Lifeguard's case).
+  void set_slow(uint32_t node, int64_t delay_ms, int64_t for_ms, bool inbound_only = false);
   void heal_slowness();
   // The workload's API write on `node` (ignored, and counted, when the node is down).
   void put_entry(uint32_t node, const std::string& volume, const std::string& entity,
@@ -200,6 +203,7 @@ class World {
     int64_t drift_since_ms = 0;
     int64_t slow_delay_ms = 0;
     int64_t slow_until_ms = 0;
+    bool slow_inbound_only = false;
     int64_t backlog_until_ms = 0;
     int64_t tick_at_ms = kNever;
     uint64_t tick_token = 0;

@@ -119,12 +119,14 @@ void World::set_skew(uint32_t node, int64_t offset_ms, double drift) {
                "offset " + std::to_string(offset_ms) + "ms drift " + std::to_string(drift));
 }
 
-void World::set_slow(uint32_t node, int64_t delay_ms, int64_t for_ms) {
+void World::set_slow(uint32_t node, int64_t delay_ms, int64_t for_ms, bool inbound_only) {
   SimNode& n = nodes_[node];
   n.slow_delay_ms = delay_ms;
+  n.slow_inbound_only = inbound_only;
   n.slow_until_ms = for_ms == kNever ? kNever : now_ms_ + for_ms;
   record_status(node);
-  record_fault(FaultKind::kSlow, {node}, "delay " + format_duration_ms(delay_ms));
+  record_fault(FaultKind::kSlow, {node},
+               "delay " + format_duration_ms(delay_ms) + (inbound_only ? " (inbound only)" : ""));
   if (for_ms != kNever) {
     const int64_t until = n.slow_until_ms;
     at(until, [this, node, until] {

@@ -168,6 +168,7 @@ TEST_CASE("scenario: every section and every fault kind parse", "[sim]") {
   CHECK(s.faults[7].drift == 0.0001);
   CHECK(s.faults[8].delay_ms == 800);
   CHECK(s.faults[8].for_ms == kMsPerMinute);
+  CHECK_FALSE(s.faults[8].inbound_only);
   CHECK(s.faults[9].kind == FaultSpec::Kind::kLeave);
   CHECK(s.random.crash_rate == 2);
   CHECK(s.expect.violations == 0u);
@@ -217,6 +218,11 @@ TEST_CASE("scenario errors name the key and its line", "[sim]") {
 
   e = error_of(base + "[[fault]]\nat = \"1m\"\nslow = { node = \"n1\", delai = \"1s\" }\n");
   CHECK(e.find("delai") != std::string::npos);
+  {
+    auto in = parse_scenario(base + "[[fault]]\nat = \"1m\"\nslow = { node = \"n1\", delay = \"1s\", inbound_only = true }\n", "t");
+    REQUIRE(in.ok());
+    CHECK(in->faults[0].inbound_only);
+  }
 
   e = error_of(base + "[[fault]]\nat = \"99h\"\ncrash = \"n1\"\n");
   CHECK(e.find("after the end of the run") != std::string::npos);
@@ -384,4 +390,28 @@ TEST_CASE("the shipped echo scenario file passes", "[sim]") {
   REQUIRE(r.ok());
   INFO(r.value().to_text());
   CHECK(r.value().passed());
+}
+
+TEST_CASE("start = \"joined\": every node holds the converged view from the start, with no join traffic", "[sim]") {
+  const std::string head = "duration = \"2s\"\n[nodes]\ncount = 8\n";
+  auto bad = parse_scenario(head + "start = \"sideways\"\n", "t.toml");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("start must be") != std::string::npos);
+
+  auto joined = parse_scenario(head + "start = \"joined\"\n", "t.toml");
+  REQUIRE(joined.ok());
+  CHECK(joined->cluster.start_joined);
+  auto r = run_scenario(joined.value(), RunOptions{});
+  REQUIRE(r.ok());
+  CHECK(r->passed());
+  CHECK(r->figures.at("membership.events.alive") == 8 * 7);  // each learns the 7 others once
+  CHECK(r->figures.at("membership.convergence.startup_ms.max") == 0);
+  CHECK(r->figures.at("net.stream.sent") == 0);  // no join push-pulls
+
+  auto seeded = parse_scenario(head, "t.toml");
+  REQUIRE(seeded.ok());
+  CHECK_FALSE(seeded->cluster.start_joined);
+  auto r2 = run_scenario(seeded.value(), RunOptions{});
+  REQUIRE(r2.ok());
+  CHECK(r2->figures.at("net.stream.sent") > 0);  // joined through seeds
 }

@@ -97,6 +97,22 @@ TEST_CASE("a slow node processes inbound messages and ticks late, in order", "[s
   for (int i = 0; i < 6; ++i) CHECK(tw.p(1).received[static_cast<size_t>(i)].bytes == std::to_string(i));
 }
 
+TEST_CASE("an inbound-only slow node processes messages late but ticks on time", "[sim]") {
+  TestWorld tw(2, quiet_options(1, 5));
+  tw.world->set_slow(1, 800, 2000, /*inbound_only=*/true);
+  for (int i = 0; i < 3; ++i) tw.send(0, 1, Channel::kDatagram, std::to_string(i));
+  tw.p(1).deadline_mono = tw.world->clock_of(1).mono_ms + 100;
+  tw.p(1).on_tick_fn = [](TestProcess& p, Clock) { p.deadline_mono = kNever; };
+  tw.world->drain_outputs(1);
+  tw.world->run_until(700);
+  CHECK(tw.p(1).received.empty());  // the messages wait
+  REQUIRE(tw.p(1).ticks.size() == 1);  // the timer did not
+  CHECK(tw.p(1).ticks[0].mono_ms - tw.world->clock_of(1).mono_ms == 100 - 700);
+  tw.world->run_until(1000);
+  REQUIRE(tw.p(1).received.size() == 3);
+  CHECK(tw.p(1).received[0].virtual_ms >= 800);
+}
+
 TEST_CASE("skew and drift move realtime within the bound; monotonic is untouched", "[sim]") {
   WorldOptions o = quiet_options();
   o.max_skew_ms = 5000;
