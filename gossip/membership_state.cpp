@@ -143,12 +143,21 @@ void Membership::on_suspect(const Suspect& s, int64_t now_ms) {
     return;
   }
   if (m->state == MemberState::kSuspect) {
-    bool news = false;
     if (s.incarnation > m->incarnation) {
-      // It refuted and was suspected again before we heard the refutation.
+      // It refuted and was suspected again before we heard the refutation.  Our old
+      // suspicion was answered: this is a new one, timed from now.  (Keeping the old
+      // timer would declare it dead at once, often seconds into the new suspicion, and
+      // with the new incarnation everyone would accept that Dead.)
+      const bool erased = suspicion_deadlines_.erase({m->suspicion->deadline_ms(), s.node}) == 1;
+      assert(erased);
+      (void)erased;
+      m->suspicion.reset();
       m->incarnation = s.incarnation;
-      news = true;
+      start_suspicion(s.node, *m, s.from, now_ms);
+      broadcast(s);
+      return;
     }
+    bool news = false;
     if (config_.lifeguard) {
       const int64_t before = m->suspicion->deadline_ms();
       if (m->suspicion->confirm(s.from)) {

@@ -339,6 +339,28 @@ TEST_CASE("confirmations shorten a suspicion to Lifeguard's Min but plain SWIM's
   CHECK(r.m.state_of("b") == MemberState::kDead);
 }
 
+TEST_CASE("a suspicion at a higher incarnation replaces a missed-refuted one, timed from its arrival",
+          "[membership]") {
+  // b was suspected at incarnation 1, refuted (we missed the Alive(2)) and is suspected
+  // again at 2.  The old timer belongs to an answered suspicion: if it kept running, b
+  // would die at its end, with incarnation 2, which every member would accept.
+  Rig r(MembershipConfig{}, 5);  // 6 members: Min = 4 s, Max = 24 s, K = 2
+  r.auto_ack = true;
+  r.run_to(10000);
+  r.receive("c", Packet{GossipOnly{}, {Suspect{"b", 1, "c"}}});
+  r.receive("d", Packet{GossipOnly{}, {Suspect{"b", 1, "d"}}});
+  r.receive("e", Packet{GossipOnly{}, {Suspect{"b", 1, "e"}}});  // K confirmations: dies at 14 s
+  r.run_to(13500);
+  r.receive("c", Packet{GossipOnly{}, {Suspect{"b", 2, "c"}}});
+  r.run_to(14000);
+  CHECK(r.m.state_of("b") == MemberState::kSuspect);  // the old deadline no longer applies
+  r.run_to(13500 + 24000 - 1);                        // a lone accuser: Max from the new suspicion
+  CHECK(r.m.state_of("b") == MemberState::kSuspect);
+  r.receive("c", Packet{GossipOnly{}, {Alive{"b", 3, "b:g", {}}}});
+  CHECK(r.m.state_of("b") == MemberState::kAlive);
+  CHECK(r.events_of(Kind::kDead, "b") == 0);
+}
+
 TEST_CASE("an Alive for a live id at another address is a conflict, not a merge", "[membership]") {
   Rig r;
   r.receive("c", Packet{GossipOnly{}, {Alive{"b", 5, "elsewhere:g", {}}}});
