@@ -17,7 +17,7 @@
 //   falsedeaths  N = 100, 5% loss, no faults: deaths of live members per node-hour
 // --seeds N sets every section's number of seeds; --dump DIR writes every generated
 // scenario (with its seed) so that `caesium sim --scenario DIR/FILE` replays that run.
-// Default: ~160 CPU s.  --quick: small samples, for the ctest smoke run (~3 s).  --long:
+// Default: ~140 CPU s.  --quick: small samples, for the ctest smoke run (~3 s).  --long:
 // 10,000 node-hours for falsedeaths and more seeds elsewhere (~28 CPU minutes, 21 of them
 // falsedeaths).  Details and results: docs/membership-figures.md.
 #include <algorithm>
