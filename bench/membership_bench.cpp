@@ -17,10 +17,12 @@
 //   falsedeaths  N = 100, 5% loss, no faults: deaths of live members per node-hour
 // --seeds N sets every section's number of seeds; --dump DIR writes every generated
 // scenario (with its seed) so that `caesium sim --scenario DIR/FILE` replays that run.
-// Default: ~4 CPU minutes.  --quick: small samples, for the ctest smoke run.  --long:
-// 10,000 node-hours for falsedeaths and more seeds elsewhere (~45 CPU minutes).
+// Default: ~140 CPU s.  --quick: small samples, for the ctest smoke run (~3 s).  --long:
+// 10,000 node-hours for falsedeaths and more seeds elsewhere (~28 CPU minutes, 21 of them
+// falsedeaths).  Details and results: docs/membership-figures.md.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -311,6 +313,53 @@ double figure(const std::map<std::string, double>& f, const std::string& name, d
   return it == f.end() ? fallback : it->second;
 }
 
+// A death declared somewhere: the first view to turn `subject` dead while no view held
+// it dead (the declarer's suspicion timer expired; the views that follow learned it).
+struct Declaration {
+  int64_t t_ms = 0;
+  int subject = 0, declarer = 0, views = 0;
+  int64_t suspected_for_ms = 0;  // how long the declarer had held the subject suspect
+  // Since the latest wave of suspicion of the subject: the last time more than half of
+  // the views came to hold it suspect (or since the first one did, if never half).  A
+  // declaration that soon after a wave is the expiry of an older suspicion timer.
+  int64_t wave_for_ms = 0;
+};
+
+// Replays the view changes of `tr` (nodes n1..n`nodes`) into the declarations of death
+// of members other than `crashed`.
+std::vector<Declaration> declarations(const Trace& tr, int nodes, const std::set<int>& crashed) {
+  const auto w = static_cast<size_t>(nodes + 1);
+  std::vector<int8_t> view(w * w, 0);
+  std::vector<int64_t> since(w * w, 0);
+  std::vector<int> holders(w, 0), dead_holders(w, 0);  // views holding S suspect-or-dead / dead
+  std::vector<int64_t> wave_ms(w, 0);
+  std::vector<size_t> open(w, SIZE_MAX);  // index of the subject's current declaration
+  std::vector<Declaration> out;
+  for (const Change& c : tr.changes) {
+    if (c.observer < 1 || c.observer > nodes || c.subject < 1 || c.subject > nodes) continue;
+    const auto o = static_cast<size_t>(c.observer), sj = static_cast<size_t>(c.subject);
+    int8_t& v = view[o * w + sj];
+    if (v < 1 && c.state >= 1) {
+      ++holders[sj];
+      if (holders[sj] == 1 || holders[sj] == nodes / 2 + 1) wave_ms[sj] = c.t_ms;
+    }
+    if (v >= 1 && c.state < 1) --holders[sj];
+    if (v != 2 && c.state == 2 && crashed.count(c.subject) == 0) {
+      if (dead_holders[sj] == 0) {
+        open[sj] = out.size();
+        out.push_back({c.t_ms, c.subject, c.observer, 0, v == 1 ? c.t_ms - since[o * w + sj] : 0,
+                       c.t_ms - wave_ms[sj]});
+      }
+      ++out[open[sj]].views;
+    }
+    if (v != 2 && c.state == 2) ++dead_holders[sj];
+    if (v == 2 && c.state != 2) --dead_holders[sj];
+    if (v != c.state) since[o * w + sj] = c.t_ms;
+    v = static_cast<int8_t>(c.state);
+  }
+  return out;
+}
+
 // --- 1. First detection -------------------------------------------------------------------------
 //
 // D = crash -> the first suspicion of the crashed node anywhere.  A prober suspects its
@@ -394,10 +443,15 @@ void section_scale(const Plan& plan, Runner& runner, Output& out) {
   out.line("   loss seed | suspect  dead 99.9%   all    | dead spread 99.9% | suspicion spread 99.9% / all"
            " | false susp. / deaths (members)");
   json rows = json::array();
+  std::string early_lines;
   for (const double loss : {0.01, 0.10}) {
     const double round_target = loss < 0.05 ? 10 : 11;
     double worst_dead = -1, worst_dead_rounds = -1, worst_spread_rounds = -1;
     bool complete = true;
+    int declared = 0, early = 0;  // deaths of live members declared; sooner than Min after the suspicion began
+    const auto min_timeout_ms = gossip::suspicion_timeout_min_ms(kDefaults.suspicion_mult,
+                                                                 static_cast<size_t>(plan.scale_nodes),
+                                                                 kDefaults.probe_interval_ms);
     for (int seed = 1; seed <= plan.scale_seeds; ++seed) {
       ScenarioText s("N = 1000: detection and dissemination",
                      "scale-n" + std::to_string(plan.scale_nodes) + "-loss" + std::to_string(std::lround(loss * 100)),
@@ -424,8 +478,10 @@ void section_scale(const Plan& plan, Runner& runner, Output& out) {
         if (seen.size() == observers) spread_all = static_cast<double>(seen.back() - seen.front());
       }
       std::set<int> killed;  // live members declared dead somewhere
-      for (const Change& c : tr.changes) {
-        if (c.state == 2 && c.subject != victim) killed.insert(c.subject);
+      for (const Declaration& d : declarations(tr, plan.scale_nodes, {victim})) {
+        killed.insert(d.subject);
+        ++declared;
+        if (d.wave_for_ms < min_timeout_ms) ++early;
       }
       complete = complete && dead_999 >= 0 && dissem_999 >= 0 && spread_999 >= 0;
       worst_dead = std::max(worst_dead, dead_999);
@@ -442,6 +498,11 @@ void section_scale(const Plan& plan, Runner& runner, Output& out) {
                       {"false_suspicions", false_suspicions}, {"false_deaths", false_deaths},
                       {"live_members_declared_dead", killed.size()}});
     }
+    if (declared > 0) {
+      early_lines += fmt("   %.0f%% loss: %.0f deaths of live members declared, %.0f of them", loss * 100, declared, early) +
+                     fmt(" sooner than the %.0f s minimum suspicion timeout after a wave of suspicion\n",
+                         static_cast<double>(min_timeout_ms) / 1000);
+    }
     const std::string l = fmt("%.0f%% loss", loss * 100);
     const std::string at_n = "N=" + std::to_string(plan.scale_nodes) + " ";
     out.target("2", at_n + "dead in 99.9% of views <= 16 s, " + l, fmt("max %.2f s", worst_dead / 1000),
@@ -451,6 +512,7 @@ void section_scale(const Plan& plan, Runner& runner, Output& out) {
     out.target("2", at_n + fmt("suspicion spread <= %.0f rounds, ", round_target) + l,
                fmt("max %.1f rounds", worst_spread_rounds), complete ? met(worst_spread_rounds <= round_target) : "NOT met");
   }
+  out.text += early_lines;
   out.line("   r = gossip rounds; dead spread = the checker's first dead -> dead in 99.9% of views (mostly timer");
   out.line("   expiries: each member times its own suspicion out); suspicion spread = first suspect -> 99.9%/all");
   out.sections["scale"] = {{"nodes", plan.scale_nodes}, {"gossip_interval_ms", kGossipMs}, {"runs", rows}};
@@ -678,12 +740,26 @@ void section_lifeguard(const Plan& plan, Runner& runner, Output& out) {
 // --- 6. False deaths at 5% loss ------------------------------------------------------------------
 void section_falsedeaths(const Plan& plan, Runner& runner, Output& out) {
   double node_hours = 0, false_deaths = 0, deaths = 0, false_suspicions = 0;
+  std::string found;  // the first few declarations, for the table
+  json jdeclared = json::array();
   for (int seed = 1; seed <= plan.falsedeath_seeds; ++seed) {
     ScenarioText s("false deaths at 5% loss", "falsedeaths-n" + std::to_string(plan.falsedeath_nodes),
                    plan.falsedeath_nodes);
     s.loss = 0.05;
     s.duration_ms = plan.falsedeath_ms;
-    const auto f = runner.run(s, static_cast<uint64_t>(seed));
+    Trace tr;
+    const auto f = runner.run(s, static_cast<uint64_t>(seed), &tr);
+    for (const Declaration& d : declarations(tr, plan.falsedeath_nodes, {})) {
+      if (jdeclared.size() < 8) {
+        found += fmt("   seed %.0f at %.0f s: n%.0f", seed, static_cast<double>(d.t_ms) / 1000, d.declarer) +
+                 fmt(" declared n%.0f dead (%.0f views); it had held it suspect %.1f s", d.subject, d.views,
+                     static_cast<double>(d.suspected_for_ms) / 1000) +
+                 fmt(", the last wave of suspicion began %.1f s before\n", static_cast<double>(d.wave_for_ms) / 1000);
+      }
+      jdeclared.push_back({{"seed", seed}, {"t_ms", d.t_ms}, {"declarer", d.declarer}, {"subject", d.subject},
+                           {"views", d.views}, {"suspected_for_ms", d.suspected_for_ms},
+                           {"wave_for_ms", d.wave_for_ms}});
+    }
     node_hours += plan.falsedeath_nodes * static_cast<double>(plan.falsedeath_ms) / kMsPerHour;
     false_deaths += figure(f, "membership.false_deaths", 0);
     deaths += figure(f, "membership.events.dead", 0);
@@ -694,9 +770,10 @@ void section_falsedeaths(const Plan& plan, Runner& runner, Output& out) {
            fmt(" = %.0f node-hours", node_hours));
   out.line(fmt("   false deaths %.0f (all deaths %.0f); false suspicions %.0f", false_deaths, deaths, false_suspicions) +
            fmt(" = %.2f per node-hour", false_suspicions / node_hours));
+  out.text += found;
   out.sections["falsedeaths"] = {{"nodes", plan.falsedeath_nodes}, {"loss", 0.05}, {"node_hours", node_hours},
                                  {"false_deaths", false_deaths}, {"deaths", deaths},
-                                 {"false_suspicions", false_suspicions}};
+                                 {"false_suspicions", false_suspicions}, {"declarations", jdeclared}};
   const bool enough = node_hours >= 10000;
   out.target("6", "0 false deaths per 10,000 node-hours at 5% loss",
              fmt("%.0f in %.0f node-hours", false_deaths, node_hours),
