@@ -132,11 +132,7 @@ void Membership::adopt_members(const std::vector<Alive>& members, int64_t now_ms
   touch(now_ms);
   if (left_) return;
   for (const Alive& a : members) {
-    if (a.node == self_id_ || !valid_id(a.node) || a.addr.empty() || a.addr.size() > kMaxIdBytes ||
-        !valid_incarnation(a.incarnation) || find(a.node) != nullptr) {
-      continue;
-    }
-    add_member(a, now_ms, /*spread=*/false);
+    if (a.node != self_id_ && valid_alive(a) && find(a.node) == nullptr) add_member(a, now_ms, /*spread=*/false);
   }
   join_pending_ = false;
 }

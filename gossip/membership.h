@@ -312,6 +312,9 @@ class Membership {
   void meta_tick(int64_t now_ms);
   static bool valid_id(std::string_view id) { return !id.empty() && id.size() <= kMaxIdBytes; }
   static bool valid_incarnation(uint64_t incarnation) { return incarnation < kMaxIncarnation; }
+  static bool valid_alive(const Alive& a) {
+    return valid_id(a.node) && !a.addr.empty() && a.addr.size() <= kMaxIdBytes && valid_incarnation(a.incarnation);
+  }
 
   // membership_state.cpp: the rules of SWIM's state machine
   void apply_update(const Update& update, int64_t now_ms);
@@ -322,6 +325,8 @@ class Membership {
   void add_member(const Alive& a, int64_t now_ms, bool spread = true);
   void change_state(const std::string& id, Member& m, MemberState to, int64_t now_ms);
   void start_suspicion(const std::string& id, Member& m, std::string_view from, int64_t now_ms);
+  // Drops m's suspicion and its deadline.  REQUIRES: m.suspicion.
+  void end_suspicion(const std::string& id, Member& m);
   void reschedule_suspicion(const std::string& id, const Member& m, int64_t old_deadline_ms);
   void expire_suspicions(int64_t now_ms);
   void refute(uint64_t accused_incarnation, int64_t now_ms, std::string detail);

@@ -34,7 +34,7 @@ void Membership::broadcast(Update update) {
 }
 
 void Membership::on_alive(const Alive& a, int64_t now_ms) {
-  if (!valid_id(a.node) || a.addr.empty() || a.addr.size() > kMaxIdBytes || !valid_incarnation(a.incarnation)) {
+  if (!valid_alive(a)) {
     ++stats_.malformed_dropped;
     return;
   }
@@ -148,10 +148,7 @@ void Membership::on_suspect(const Suspect& s, int64_t now_ms) {
       // suspicion was answered: this is a new one, timed from now.  (Keeping the old
       // timer would declare it dead at once, often seconds into the new suspicion, and
       // with the new incarnation everyone would accept that Dead.)
-      const bool erased = suspicion_deadlines_.erase({m->suspicion->deadline_ms(), s.node}) == 1;
-      assert(erased);
-      (void)erased;
-      m->suspicion.reset();
+      end_suspicion(s.node, *m);
       m->incarnation = s.incarnation;
       start_suspicion(s.node, *m, s.from, now_ms);
       broadcast(s);
@@ -204,12 +201,7 @@ void Membership::on_dead(const Dead& d, int64_t now_ms) {
 
 void Membership::change_state(const std::string& id, Member& m, MemberState to, int64_t now_ms) {
   if (m.state == to) return;
-  if (m.suspicion) {
-    const bool erased = suspicion_deadlines_.erase({m.suspicion->deadline_ms(), id}) == 1;
-    assert(erased);
-    (void)erased;
-    m.suspicion.reset();
-  }
+  if (m.suspicion) end_suspicion(id, m);
   if (m.state == MemberState::kDead) {
     auto it = std::find_if(dead_.begin(), dead_.end(), [&](const MemberEntry* e) { return &e->second == &m; });
     assert(it != dead_.end());
@@ -243,6 +235,13 @@ void Membership::start_suspicion(const std::string& id, Member& m, std::string_v
   }
   m.suspicion.emplace(from, k, min_ms, max_ms, now_ms);
   suspicion_deadlines_.emplace(m.suspicion->deadline_ms(), id);
+}
+
+void Membership::end_suspicion(const std::string& id, Member& m) {
+  const bool erased = suspicion_deadlines_.erase({m.suspicion->deadline_ms(), id}) == 1;
+  assert(erased);
+  (void)erased;
+  m.suspicion.reset();
 }
 
 void Membership::reschedule_suspicion(const std::string& id, const Member& m, int64_t old_deadline_ms) {
