@@ -14,8 +14,8 @@
 // Invariants:
 //   - slots_.size() is zero or a power of two, and size_ <= slots_.size() / 2;
 //   - linear probing without tombstones: every entry sits in the run of occupied slots
-//     that starts at its home slot (hash & mask); erase shifts later entries of the run
-//     back (Knuth's algorithm R) so that stays true.
+//     that starts at its home slot (hash & mask).  Entries are removed only by
+//     erase_if, which rebuilds the table, so no run is ever broken.
 // Iteration order depends on hashes: callers must not let it reach any output.
 #pragma once
 
@@ -36,12 +36,7 @@ class FlatHashMap {
   // nullptr if absent.  The pointer is valid until the next insertion or erasure.
   template <class K>
   Value* find(const K& key) {
-    if (slots_.empty()) return nullptr;
-    const uint64_t h = Hash{}(key);
-    for (size_t i = h & mask(); slots_[i].used; i = (i + 1) & mask()) {
-      if (slots_[i].hash == h && Eq{}(slots_[i].key, key)) return &slots_[i].value;
-    }
-    return nullptr;
+    return find_hashed(key, Hash{}(key));
   }
   template <class K>
   const Value* find(const K& key) const {
@@ -51,10 +46,11 @@ class FlatHashMap {
   // The value for `key`, value-initialized when it was absent.
   template <class K>
   Value& get_or_insert(const K& key) {
-    if (Value* v = find(key)) return *v;
+    const uint64_t h = Hash{}(key);
+    if (Value* v = find_hashed(key, h)) return *v;
     if (2 * (size_ + 1) > slots_.size()) grow();
-    Slot& s = slots_[free_slot(Hash{}(key))];
-    s.hash = Hash{}(key);
+    Slot& s = slots_[free_slot(h)];
+    s.hash = h;
     s.used = true;
     s.key = Key(key);
     s.value = Value{};
@@ -86,6 +82,15 @@ class FlatHashMap {
   };
 
   size_t mask() const { return slots_.size() - 1; }
+
+  template <class K>
+  Value* find_hashed(const K& key, uint64_t h) {
+    if (slots_.empty()) return nullptr;
+    for (size_t i = h & mask(); slots_[i].used; i = (i + 1) & mask()) {
+      if (slots_[i].hash == h && Eq{}(slots_[i].key, key)) return &slots_[i].value;
+    }
+    return nullptr;
+  }
 
   size_t free_slot(uint64_t h) const {
     size_t i = h & mask();

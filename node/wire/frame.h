@@ -25,7 +25,6 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -1,8 +1,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
+#include "base/flat_hash_map.h"
 #include "base/rng.h"
 #include "base/time.h"
 
@@ -111,4 +113,28 @@ TEST_CASE("ByteWriter/ByteReader round-trip and refuse hostile input", "[base]")
   CHECK_FALSE([&] { ByteReader t(overlong); t.varint(); return t.ok(); }());
   CHECK_FALSE([&] { ByteReader t(bad_bool); t.boolean(); return t.ok(); }());
   CHECK_FALSE([&] { ByteReader t(over_max); t.str(2); return t.ok(); }());
+}
+
+TEST_CASE("FlatStringMap: inserts, finds by view, grows and sweeps without losing an entry", "[base]") {
+  caesium::FlatStringMap<uint64_t> m;
+  CHECK(m.find(std::string_view("absent")) == nullptr);
+  for (uint64_t i = 0; i < 5000; ++i) m.get_or_insert("peer-" + std::to_string(i)) = i;  // many grows
+  CHECK(m.size() == 5000);
+  for (uint64_t i = 0; i < 5000; ++i) {
+    const std::string key = "peer-" + std::to_string(i);
+    const uint64_t* v = m.find(std::string_view(key));
+    REQUIRE(v != nullptr);
+    CHECK(*v == i);
+  }
+  ++m.get_or_insert(std::string_view("peer-7"));  // existing: no new entry
+  CHECK(m.size() == 5000);
+  CHECK(*m.find(std::string_view("peer-7")) == 8);
+  m.erase_if([](const std::string&, uint64_t v) { return v % 3 == 0; });
+  CHECK(m.size() == 5000 - 1667);
+  for (uint64_t i = 0; i < 5000; ++i) {
+    const std::string key = "peer-" + std::to_string(i);
+    const bool kept = m.find(std::string_view(key)) != nullptr;
+    CHECK(kept == (i % 3 != 0));  // peer-7 now holds 8: kept either way
+  }
+  CHECK(m.get_or_insert(std::string_view("new")) == 0);  // value-initialized
 }
