@@ -102,7 +102,12 @@ Plan make_plan(const Args& args) {
     p.falsedeath_ms = 10 * kMsPerHour;  // 10 seeds x 10 h x 100 nodes = 10,000 node-hours
   }
   if (args.has("seeds")) {
-    const int n = static_cast<int>(std::max<int64_t>(1, args.get_int("seeds", 1)));
+    const int64_t seeds = args.get_int("seeds", 1);
+    if (seeds < 1 || seeds > 100'000) {
+      std::fprintf(stderr, "caesium-bench membership: --seeds wants 1..100000, got %lld\n", static_cast<long long>(seeds));
+      std::exit(2);
+    }
+    const int n = static_cast<int>(seeds);
     p.detect_seeds = p.scale_seeds = p.load_seeds = p.heal_seeds = p.lifeguard_seeds = p.falsedeath_seeds = n;
   }
   return p;
@@ -831,17 +836,17 @@ int run_membership(const Args& args) {
   const Plan plan = make_plan(args);
   const std::string only = args.get("only");
   const std::set<std::string> sections = {"detection", "scale", "load", "heal", "lifeguard", "falsedeaths"};
+  std::set<std::string> chosen;
   std::stringstream only_list(only);
   for (std::string name; std::getline(only_list, name, ',');) {
+    chosen.insert(name);
     if (sections.count(name) == 0) {
       std::fprintf(stderr, "caesium-bench membership: --only: unknown section '%s' (detection, scale, load, heal, "
                            "lifeguard, falsedeaths)\n", name.c_str());
       return 2;
     }
   }
-  auto wanted = [&](const std::string& name) {
-    return only.empty() || ("," + only + ",").find("," + name + ",") != std::string::npos;
-  };
+  auto wanted = [&](const std::string& name) { return chosen.empty() || chosen.count(name) > 0; };
   const std::string dump = args.get("dump");
   std::error_code ec;
   if (!dump.empty() && !std::filesystem::create_directories(dump, ec) && ec) {
