@@ -638,7 +638,15 @@ int run_cluster(const Args& args) {
   return clean ? 0 : 1;
 }
 
-CAESIUM_BENCH("cluster", "three real nodes: 100k one-shot entries due within 1 s, per semantics", run_cluster);
+CAESIUM_BENCH("cluster", "three real nodes: 100k one-shot entries due within 1 s, per semantics", run_cluster,
+              {"entries", "N", "one-shot entries to load (default 100000)"},
+              {"window-ms", "MS", "due within this window (default 1000)"},
+              {"connections", "N", "API connections that load entries (default 24)"},
+              {"pipeline", "N", "requests in flight per connection (default 16)"},
+              {"semantics", "S", "both, at_least_once or at_most_once (default both)"},
+              {"bin", "PATH", "the caesium binary (default: the one built beside this program)"},
+              {"dir", "DIR", "where the nodes' data directories go (default: the temp directory)"},
+              {"keep", "", "keep the nodes' data directories"});
 
 }  // namespace
 }  // namespace caesium::bench

@@ -174,4 +174,6 @@ int run_cron(const Args& args) {
 }  // namespace caesium::bench
 
 CAESIUM_BENCH("cron", "CronExpr::next_after for typical and rare expressions vs a naive minute scan",
-              caesium::bench::run_cron);
+              caesium::bench::run_cron,
+              {"seed", "N", "PRNG seed (default 3)"},
+              {"budget-ms", "MS", "time per expression (default 200)"});

@@ -1,4 +1,5 @@
 // caesium-bench: dispatches to one registered benchmark per subcommand.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -12,8 +13,31 @@ std::map<std::string, Entry>& registry() {
   return r;
 }
 
-Registration::Registration(const char* name, const char* summary, BenchFn fn) {
-  registry()[name] = Entry{summary, std::move(fn)};
+Registration::Registration(const char* name, const char* summary, BenchFn fn, std::vector<Option> options) {
+  registry()[name] = Entry{summary, std::move(fn), std::move(options)};
+}
+
+std::string check_args(const std::vector<std::string>& argv, const std::vector<Option>& options) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--json") continue;
+    if (a.rfind("--", 0) != 0) return "unexpected argument '" + a + "'";
+    const size_t eq = a.find('=');
+    const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    const auto it = std::find_if(options.begin(), options.end(), [&](const Option& o) { return o.name == name; });
+    if (it == options.end()) return "unknown option '--" + name + "'";
+    if (it->value.empty()) {
+      if (eq != std::string::npos) return "--" + name + " takes no value";
+      continue;
+    }
+    if (eq != std::string::npos) {
+      if (eq + 1 == a.size()) return "--" + name + " wants a value (" + it->value + ")";
+      continue;
+    }
+    if (i + 1 == argv.size() || argv[i + 1].rfind("--", 0) == 0) return "--" + name + " wants a value (" + it->value + ")";
+    ++i;
+  }
+  return {};
 }
 
 std::string Args::get(const std::string& name, const std::string& fallback) const {
@@ -68,11 +92,30 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
+  const Entry& bench = it->second;
+  auto bench_usage = [&](FILE* out) {
+    std::fprintf(out, "usage: caesium-bench %s [options] [--json]\n  %s\n\noptions:\n", name.c_str(),
+                 bench.summary.c_str());
+    for (const Option& o : bench.options) {
+      const std::string flag = "--" + o.name + (o.value.empty() ? "" : " " + o.value);
+      std::fprintf(out, "  %-20s %s\n", flag.c_str(), o.help.c_str());
+    }
+    std::fprintf(out, "  %-20s %s\n", "--json", "print one JSON object instead of tables");
+  };
   Args args;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      bench_usage(stdout);
+      return 0;
+    }
     if (a == "--json") args.json = true;
     args.argv.push_back(a);
   }
-  return it->second.fn(args);
+  if (const std::string problem = check_args(args.argv, bench.options); !problem.empty()) {
+    std::fprintf(stderr, "caesium-bench %s: %s\n", name.c_str(), problem.c_str());
+    bench_usage(stderr);
+    return 2;
+  }
+  return bench.fn(args);
 }

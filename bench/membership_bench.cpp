@@ -893,7 +893,12 @@ int run_membership(const Args& args) {
 }
 
 CAESIUM_BENCH("membership", "issue 4's SWIM/Lifeguard figures (detection, dissemination, load, heal, false positives) in the simulator",
-              run_membership);
+              run_membership,
+              {"quick", "", "small samples, a smoke run (~3 CPU s)"},
+              {"long", "", "the documented long run (~1,650 CPU s)"},
+              {"seeds", "N", "seeds per section (1..100000)"},
+              {"only", "LIST", "sections: detection,scale,load,heal,lifeguard,falsedeaths"},
+              {"dump", "DIR", "write every generated scenario there (replay: caesium sim --scenario)"});
 
 }  // namespace
 }  // namespace caesium::bench

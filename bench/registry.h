@@ -1,7 +1,13 @@
 // Benchmarks register themselves by name so that adding one is adding a file.
 //
 //   static int run_wheel(const caesium::bench::Args& args);
-//   CAESIUM_BENCH("wheel", "hierarchical timing wheel vs libuv vs std::priority_queue", run_wheel);
+//   CAESIUM_BENCH("wheel", "hierarchical timing wheel vs libuv vs std::priority_queue", run_wheel,
+//                 {"seed", "N", "PRNG seed (default 1)"}, {"quick", "", "a small sample"});
+//
+// The options listed are the only ones accepted (besides --json and --help): anything
+// else is refused with the usage before the benchmark starts, so a mistyped flag never
+// silently runs the default (possibly long) measurement.  An option with a value hint
+// takes a value (`--seed 3` or `--seed=3`); one without is a switch.
 //
 // Each benchmark prints a human table to stdout, or with --json exactly one JSON object.
 #pragma once
@@ -26,19 +32,29 @@ struct Args {
 
 using BenchFn = std::function<int(const Args&)>;
 
+struct Option {
+  std::string name;   // without the leading "--"
+  std::string value;  // value hint ("N", "DIR"); empty for a switch
+  std::string help;
+};
+
 struct Registration {
-  Registration(const char* name, const char* summary, BenchFn fn);
+  Registration(const char* name, const char* summary, BenchFn fn, std::vector<Option> options = {});
 };
 
 struct Entry {
   std::string summary;
   BenchFn fn;
+  std::vector<Option> options;
 };
+
+// Checks `argv` against `options`; on a problem returns a message naming it.
+std::string check_args(const std::vector<std::string>& argv, const std::vector<Option>& options);
 std::map<std::string, Entry>& registry();
 
 }  // namespace caesium::bench
 
 #define CAESIUM_BENCH_CAT2(a, b) a##b
 #define CAESIUM_BENCH_CAT(a, b) CAESIUM_BENCH_CAT2(a, b)
-#define CAESIUM_BENCH(name, summary, fn) \
-  static const ::caesium::bench::Registration CAESIUM_BENCH_CAT(bench_reg_, __LINE__)(name, summary, fn)
+#define CAESIUM_BENCH(name, summary, fn, ...) \
+  static const ::caesium::bench::Registration CAESIUM_BENCH_CAT(bench_reg_, __LINE__)(name, summary, fn, {__VA_ARGS__})

@@ -266,6 +266,12 @@ int run_storage(const Args& args) {
 
 }  // namespace
 
-CAESIUM_BENCH("storage", "LMDB group commit through the Node core vs one fsync per write", run_storage);
+CAESIUM_BENCH("storage", "LMDB group commit through the Node core vs one fsync per write", run_storage,
+              {"puts", "N", "writes through the Node core (default 50000)"},
+              {"per-turn", "N", "writes per loop turn (default 100)"},
+              {"rate", "N", "writes per second, 0 = as fast as possible (default 0)"},
+              {"delay-ms", "MS", "added commit latency (default 0)"},
+              {"baseline-ops", "N", "writes for the fsync-per-write baseline (default 2000)"},
+              {"dir", "DIR", "where the LMDB files go (default: the temp directory)"});
 
 }  // namespace caesium::bench

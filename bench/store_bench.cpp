@@ -217,7 +217,9 @@ int run_store(const Args& args) {
   return 0;
 }
 
-CAESIUM_BENCH("store", "volume store bytes/entry, put/merge ns, digest update ns vs std::map", run_store);
+CAESIUM_BENCH("store", "volume store bytes/entry, put/merge ns, digest update ns vs std::map", run_store,
+              {"entries", "N", "entries (default 1000000)"},
+              {"seed", "N", "PRNG seed (default 1)"});
 
 }  // namespace
 }  // namespace caesium::bench

@@ -212,7 +212,11 @@ int run_sync(const Args& args) {
   return all_converged ? 0 : 1;
 }
 
-CAESIUM_BENCH("sync", "anti-entropy bytes and round trips for d differences among n records vs full exchange", run_sync);
+CAESIUM_BENCH("sync", "anti-entropy bytes and round trips for d differences among n records vs full exchange", run_sync,
+              {"sizes", "LIST", "store sizes (default 10000,1000000)"},
+              {"diffs", "LIST", "differences (default 0,1,10,100,1000)"},
+              {"seed", "N", "PRNG seed (default 1)"},
+              {"repeat", "N", "repetitions per case (default 50)"});
 
 }  // namespace
 }  // namespace caesium::bench

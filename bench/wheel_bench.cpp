@@ -277,6 +277,10 @@ int run_wheel(const Args& args) {
 
 }  // namespace
 
-CAESIUM_BENCH("wheel", "hierarchical timing wheel vs libuv vs std::priority_queue", run_wheel);
+CAESIUM_BENCH("wheel", "hierarchical timing wheel vs libuv vs std::priority_queue", run_wheel,
+              {"pending", "N", "pending timers (default 1000000)"},
+              {"sizes", "LIST", "several pending counts instead of --pending"},
+              {"repeat", "N", "repetitions (default 1)"},
+              {"seed", "N", "PRNG seed (default 1)"});
 
 }  // namespace caesium::bench

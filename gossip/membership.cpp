@@ -203,14 +203,9 @@ void Membership::on_packet(const Peer& from, const Packet& packet, int64_t now_m
   }
   // Updates first: a buddy-system Suspect about us, or news about the sender, should be
   // known before the primary message is answered.
-  stale_accusation_ = false;
+  stale_news_.clear();
   for (const auto& update : packet.updates) apply_update(update, now_ms);
-  // A peer that still holds us suspect or dead at an incarnation we already refuted has
-  // missed the refutation (it was away when it spread): send it our current record.
-  if (std::exchange(stale_accusation_, false) && !left_) {
-    const Member& me = self();
-    send_datagram(from.addr, GossipOnly{}, {Alive{self_id_, incarnation_, self_addr_, me.meta}});
-  }
+  answer_stale_news(from);
   std::visit(
       [&](const auto& p) {
         using T = std::decay_t<decltype(p)>;
@@ -222,13 +217,48 @@ void Membership::on_packet(const Peer& from, const Packet& packet, int64_t now_m
       packet.primary);
 }
 
+// At most this many corrections go back in one datagram; more stale news in one packet
+// is rare, and the rest is corrected by the sender's next retransmission.
+constexpr size_t kMaxStaleAnswers = 3;
+
+void Membership::note_stale_news(const std::string& id) {
+  if (stale_news_.size() >= kMaxStaleAnswers) return;
+  if (std::find(stale_news_.begin(), stale_news_.end(), id) != stale_news_.end()) return;
+  stale_news_.push_back(id);
+}
+
+// The sender of a packet gossiped a Suspect or Dead that a refutation (a higher
+// incarnation) already answered.  Gossip alone may never correct it: the refutation's
+// retransmissions are spent, and everyone else drops the stale news without a word, so
+// the sender's suspicion runs out and it declares a live member dead.  Send it the alive
+// records we hold (ours, if the news was about us), once per packet.
+void Membership::answer_stale_news(const Peer& to) {
+  if (stale_news_.empty()) return;
+  std::vector<Update> answers;
+  for (const std::string& id : stale_news_) {
+    if (id == self_id_) {
+      if (!left_) answers.emplace_back(Alive{self_id_, incarnation_, self_addr_, self().meta});
+      continue;
+    }
+    const Member* m = find(id);
+    if (m == nullptr || m->state != MemberState::kAlive) continue;  // only news we can vouch for
+    answers.emplace_back(Alive{id, m->incarnation, m->addr, m->meta});
+  }
+  stale_news_.clear();
+  if (answers.empty()) return;
+  ++stats_.stale_news_answered;
+  send_datagram(to.addr, GossipOnly{}, std::move(answers));
+}
+
 void Membership::on_push_pull(const Peer& from, const PushPull& msg, int64_t now_ms) {
   touch(now_ms);
   if (!valid_id(from.id) || from.id == self_id_) {
     ++stats_.malformed_dropped;
     return;
   }
+  stale_news_.clear();
   merge(from, msg, now_ms);
+  stale_news_.clear();  // a push-pull reply carries our whole view already
   join_pending_ = false;  // we have heard from the cluster
   if (!msg.reply_wanted) return;
   std::string reply_to;

@@ -151,6 +151,7 @@ struct MembershipStats {
   uint64_t stale_replies = 0;       // acks/nacks matching no outstanding probe or relay
   uint64_t updates_too_large = 0;   // updates that could never fit a datagram
   uint64_t reconnect_probes = 0;    // pings to members held dead (see reconnect_probe)
+  uint64_t stale_news_answered = 0; // datagrams correcting a sender's refuted Suspect/Dead
 };
 
 class Membership {
@@ -353,7 +354,12 @@ class Membership {
   // membership_gossip.cpp: dissemination and anti-entropy
   void send_datagram(const std::string& to_addr, Primary primary, std::vector<Update> first);
   void reconnect_probe(int64_t now_ms);
-  bool stale_accusation_ = false;  // set by on_suspect/on_dead while a packet is applied
+  // Members (self included) about whom the packet being applied carried a Suspect or
+  // Dead older than the record we hold alive: its sender missed a refutation, and is told
+  // directly (set by on_suspect/on_dead while a packet is applied).
+  std::vector<std::string> stale_news_;
+  void note_stale_news(const std::string& id);
+  void answer_stale_news(const Peer& to);
   void gossip_tick(int64_t now_ms);
   void push_pull_tick(int64_t now_ms);
   void join_tick(int64_t now_ms);

@@ -133,11 +133,10 @@ void Membership::on_suspect(const Suspect& s, int64_t now_ms) {
   }
   Member* m = find(s.node);
   if (m == nullptr) return;  // never heard of it: nothing to suspect
-  if (s.node == self_id_ && s.incarnation < m->incarnation) {
-    stale_accusation_ = true;  // the sender missed our refutation: tell it directly
+  if (s.incarnation < m->incarnation) {
+    note_stale_news(s.node);  // the sender missed a refutation: tell it directly
     return;
   }
-  if (s.incarnation < m->incarnation) return;
   if (s.node == self_id_) {
     if (!left_) refute(s.incarnation, now_ms, "suspected by " + s.from);
     return;
@@ -180,11 +179,10 @@ void Membership::on_dead(const Dead& d, int64_t now_ms) {
   }
   Member* m = find(d.node);
   if (m == nullptr) return;
-  if (d.node == self_id_ && d.incarnation < m->incarnation && !left_) {
-    stale_accusation_ = true;  // the sender missed our refutation: tell it directly
+  if (d.incarnation < m->incarnation) {
+    note_stale_news(d.node);  // the sender missed a refutation: tell it directly
     return;
   }
-  if (d.incarnation < m->incarnation) return;
   if (m->state == MemberState::kDead || m->state == MemberState::kLeft) return;
   if (d.node == self_id_) {
     // Our own leave is applied by leave(); anything else is a false accusation.

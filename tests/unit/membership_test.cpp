@@ -361,6 +361,37 @@ TEST_CASE("a suspicion at a higher incarnation replaces a missed-refuted one, ti
   CHECK(r.events_of(Kind::kDead, "b") == 0);
 }
 
+TEST_CASE("a sender of a refuted Suspect or Dead about another member is sent the newer Alive",
+          "[membership]") {
+  // c missed b's refutation and keeps gossiping Suspect(b, 1).  Everyone else drops it as
+  // stale; unless someone tells c, c's suspicion runs out and it declares b dead.
+  Rig r;
+  r.receive("d", Packet{GossipOnly{}, {Alive{"b", 2, "b:g", {}}}});  // we hold the refutation
+  const auto alive_b_to = [&](const std::string& addr) {
+    return std::count_if(r.sent.begin(), r.sent.end(), [&](const Outgoing& o) {
+      const auto* p = std::get_if<Packet>(&o.msg);
+      return o.to_addr == addr && p != nullptr &&
+             std::any_of(p->updates.begin(), p->updates.end(), [](const Update& u) {
+               const auto* a = std::get_if<Alive>(&u);
+               return a != nullptr && a->node == "b" && a->incarnation == 2;
+             });
+    });
+  };
+  r.sent.clear();
+  r.receive("c", Packet{GossipOnly{}, {Suspect{"b", 1, "c"}, Dead{"b", 1, "e"}}});
+  CHECK(r.m.state_of("b") == MemberState::kAlive);
+  CHECK(alive_b_to("c:g") == 1);  // one answer per packet, however many stale items
+  CHECK(r.m.stats().stale_news_answered == 1);
+  // News at the incarnation we hold is not stale: it applies, and nobody is answered.
+  r.sent.clear();
+  r.receive("c", Packet{GossipOnly{}, {Suspect{"b", 2, "c"}}});
+  CHECK(r.m.state_of("b") == MemberState::kSuspect);
+  CHECK(alive_b_to("c:g") == 0);
+  // We only vouch for members we hold alive: a stale Suspect(b, 1) now is not answered.
+  r.receive("d", Packet{GossipOnly{}, {Suspect{"b", 1, "d"}}});
+  CHECK(r.m.stats().stale_news_answered == 1);
+}
+
 TEST_CASE("an Alive for a live id at another address is a conflict, not a merge", "[membership]") {
   Rig r;
   r.receive("c", Packet{GossipOnly{}, {Alive{"b", 5, "elsewhere:g", {}}}});
