@@ -182,6 +182,7 @@ void Scheduler::on_worker_record(const std::string& volume, const ParsedOccKey& 
       if (a.info.fire_id != k.suffix) continue;
       if (finished(w.state)) {
         a.state = AttemptState::kFinished;
+        uncount(a);  // (this was the leak that made the master look least loaded)
       } else if (w.state == WorkerState::kAccepted &&
                  (a.state == AttemptState::kSent || a.state == AttemptState::kRevoking)) {
         a.state = AttemptState::kAccepted;
@@ -497,6 +498,7 @@ void Scheduler::purge(Clock now) {
     const bool expired = o.id.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms;
     if ((linger_over || stale || expired) && o.phase != Phase::kOwned && o.phase != Phase::kClaiming) {
       if (o.timer_armed) mono_wheel_.cancel(o.timer);
+      for (auto& a : o.attempts) uncount(a);
       occ_by_serial_.erase(o.serial);
       it = occs_.erase(it);
     } else {
@@ -553,6 +555,18 @@ void Scheduler::check_invariants() const {
     (void)e;
   }
   assert(occ_by_serial_.size() == occs_.size());
+  // outstanding_ counts exactly the attempts marked counted, and only in-flight ones.
+  std::map<std::string, uint32_t> counted;
+  for (const auto& [k, o] : occs_) {
+    for (const auto& a : o.attempts) {
+      if (!a.counted) continue;
+      ++counted[a.info.worker];
+      assert(a.state == AttemptState::kProposing || a.state == AttemptState::kSent ||
+             a.state == AttemptState::kAccepted || a.state == AttemptState::kRevoking);
+    }
+  }
+  assert(counted == outstanding_);
+  (void)counted;
   for (const auto& [k, o] : occs_) {
     assert(k.entry < interned_.size());
     assert(o.volume == interned_[k.entry].volume);

@@ -227,6 +227,7 @@ class Scheduler {
     int64_t accepted_mono_ms = 0;
     int64_t revoke_sent_mono_ms = 0;
     bool doubt = false;  // another value of a collided round: resolved before any new attempt
+    bool counted = false;  // counted in outstanding_ (until it finishes or is given up)
   };
 
   struct EntryRec;
@@ -381,7 +382,9 @@ class Scheduler {
   void on_dispatch_reply(const std::string& from, const DispatchReply& r, Clock now);
   void on_revoke_reply(const std::string& from, const RevokeReply& r, Clock now);
   void release_grants(Occ& o, const Entry* e, Clock now);
-  std::optional<std::string> choose_worker(const Occ& o, const Entry& e, const std::set<std::string>& exclude) const;
+  // Picks the worker for a new attempt and counts the assignment (assigned_).
+  std::optional<std::string> choose_worker(const Occ& o, const Entry& e, const std::set<std::string>& exclude,
+                                           Clock now);
   std::vector<std::vector<std::string>> quorum_sets(const std::string& volume, const Entry& e) const;
   std::vector<std::string> eligible(const std::string& volume, const Entry& e) const;
   bool node_matches_binding(const std::string& node, const Entry& e) const;
@@ -435,6 +438,20 @@ class Scheduler {
   std::map<uint64_t, Running> running_;
   uint64_t next_invocation_id_ = 1;
   std::map<std::string, uint32_t> outstanding_;  // attempts this owner has in flight, by worker
+  // Attempts this owner assigned to each worker lately (halved every assign_half_life),
+  // counted at the moment of choice.  A burst chooses hundreds of workers in one tick,
+  // before any dispatch or load report can move; without this every choice in the tick
+  // went to the one that looked least loaded then (in practice this node, whose own load
+  // is live while its peers' is gossiped), and the master ran ~90% of all handlers.
+  struct Assigned {
+    uint64_t count = 0;
+    int64_t since_mono_ms = 0;
+  };
+  std::map<std::string, Assigned> assigned_;
+  uint64_t recent_assignments(const std::string& worker, int64_t now_mono_ms) const;
+  // An attempt stops counting against its worker's load: it finished, was refused,
+  // revoked or abandoned, or its occurrence is over.  Idempotent.
+  void uncount(Attempt& a);
   std::deque<uint32_t> due_backlog_;  // entry slots whose wheel timer fired, not yet handled
   std::set<std::string> dirty_volumes_;          // reconsider on next tick
   int64_t next_purge_mono_ms_ = 0;

@@ -56,7 +56,7 @@ void Scheduler::start_claim(Occ& o, const Entry& e, Clock now) {
   ++o.claim_rounds;
   o.round = 0;
   const uint32_t n = next_attempt_number(o);
-  o.claim_attempt = AttemptInfo{n, make_fire_id(o.volume, o.id, self_, n), choose_worker(o, e, {}).value_or(""),
+  o.claim_attempt = AttemptInfo{n, make_fire_id(o.volume, o.id, self_, n), choose_worker(o, e, {}, now).value_or(""),
                                 now.utc_ms};
   send_claims(o, e, now, true);
 }
@@ -355,12 +355,7 @@ void Scheduler::on_accept_reply(Occ& o, const std::string& from, const ClaimRepl
 // A replica promised a higher round to someone else: that process now decides o.
 void Scheduler::superseded(Occ& o, uint64_t round, Clock now) {
   o.known_round = std::max(o.known_round, round);
-  for (auto& a : o.attempts) {
-    if (a.state == AttemptState::kProposing || a.state == AttemptState::kSent ||
-        a.state == AttemptState::kAccepted || a.state == AttemptState::kRevoking) {
-      if (auto it = outstanding_.find(a.info.worker); it != outstanding_.end() && it->second > 0) --it->second;
-    }
-  }
+  for (auto& a : o.attempts) uncount(a);
   o.attempts.clear();
   o.phase = Phase::kTracking;
   set_timer(o, kNever);

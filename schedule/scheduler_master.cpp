@@ -120,39 +120,68 @@ bool Scheduler::owner_alive(const ProcessId& owner) const {
   return p.boot == 0 || owner.boot == 0 || p.boot == owner.boot;
 }
 
+constexpr int64_t kAssignHalfLifeMs = 1'000;
+
+uint64_t Scheduler::recent_assignments(const std::string& worker, int64_t now_mono_ms) const {
+  auto it = assigned_.find(worker);
+  if (it == assigned_.end()) return 0;
+  const int64_t halvings = (now_mono_ms - it->second.since_mono_ms) / kAssignHalfLifeMs;
+  return halvings >= 63 ? 0 : it->second.count >> std::max<int64_t>(0, halvings);
+}
+
+void Scheduler::uncount(Attempt& a) {
+  if (!std::exchange(a.counted, false)) return;
+  auto it = outstanding_.find(a.info.worker);
+  assert(it != outstanding_.end() && it->second > 0);
+  if (--it->second == 0) outstanding_.erase(it);
+}
+
 // Least loaded reachable eligible replica (DESIGN.md §6); the origin when the entry
-// prefers it and it can run there.  Ties are broken by a hash of (occurrence, node) so
-// that work spreads instead of piling onto the lexically first node.
+// prefers it and it can run there.  Load = what the worker reports (running + queued;
+// live for this node, gossiped for the others) + attempts this owner has in flight there
+// + attempts it assigned there lately.  Ties are broken by a hash of (occurrence, node)
+// so that work spreads instead of piling onto the lexically first node.
 std::optional<std::string> Scheduler::choose_worker(const Occ& o, const Entry& e,
-                                                    const std::set<std::string>& exclude) const {
+                                                    const std::set<std::string>& exclude, Clock now) {
   const std::vector<std::string> candidates = eligible(o.volume, e);
+  std::optional<std::string> best;
   if (e.prefer_origin && !e.origin.empty() && !exclude.count(e.origin) &&
       std::binary_search(candidates.begin(), candidates.end(), e.origin) && host_.peer(e.origin).reachable) {
-    return e.origin;
-  }
-  // Preference classes, best first: heard from directly and recently; alive in the
-  // view (perhaps only through relays: a non-transitive link may eat the dispatch);
-  // suspect (probably dead).  Within a class, the least loaded.
-  auto rank = [](const PeerView& p) { return p.suspect ? 2 : p.direct ? 0 : 1; };
-  std::optional<std::string> best;
-  int best_rank = 3;
-  uint64_t best_score = UINT64_MAX, best_tie = 0;
-  for (const auto& n : candidates) {
-    if (exclude.count(n)) continue;
-    const PeerView p = host_.peer(n);
-    if (!p.reachable) continue;
-    const int r = rank(p);
-    if (r > best_rank) continue;
-    auto out = outstanding_.find(n);
-    const uint64_t busy = uint64_t{p.load} + (out == outstanding_.end() ? 0 : out->second);
-    const uint64_t score = busy * 1024 / std::max<uint64_t>(1, p.slots);
-    const uint64_t tie = hash_combine(hash64(n), static_cast<uint64_t>(o.id.scheduled_utc_ms) ^ hash64(o.id.entry_key));
-    if (r < best_rank || score < best_score || (score == best_score && tie < best_tie)) {
-      best_rank = r;
-      best = n;
-      best_score = score;
-      best_tie = tie;
+    best = e.origin;
+  } else {
+    // Preference classes, best first: heard from directly and recently; alive in the
+    // view (perhaps only through relays: a non-transitive link may eat the dispatch);
+    // suspect (probably dead).  Within a class, the least loaded.
+    auto rank = [](const PeerView& p) { return p.suspect ? 2 : p.direct ? 0 : 1; };
+    int best_rank = 3;
+    uint64_t best_score = UINT64_MAX, best_tie = 0;
+    for (const auto& n : candidates) {
+      if (exclude.count(n)) continue;
+      const PeerView p = host_.peer(n);
+      if (!p.reachable) continue;
+      const int r = rank(p);
+      if (r > best_rank) continue;
+      auto out = outstanding_.find(n);
+      const uint64_t busy = uint64_t{p.load} + (out == outstanding_.end() ? 0 : out->second) +
+                            recent_assignments(n, now.mono_ms);
+      const uint64_t score = busy * 1024 / std::max<uint64_t>(1, p.slots);
+      const uint64_t tie =
+          hash_combine(hash64(n), static_cast<uint64_t>(o.id.scheduled_utc_ms) ^ hash64(o.id.entry_key));
+      if (r < best_rank || score < best_score || (score == best_score && tie < best_tie)) {
+        best_rank = r;
+        best = n;
+        best_score = score;
+        best_tie = tie;
+      }
     }
+  }
+  if (best) {
+    auto [it, added] = assigned_.try_emplace(*best, Assigned{0, now.mono_ms});
+    Assigned& a = it->second;
+    const int64_t halvings = std::max<int64_t>(0, (now.mono_ms - a.since_mono_ms) / kAssignHalfLifeMs);
+    a.count = halvings >= 63 ? 0 : a.count >> halvings;
+    a.since_mono_ms = halvings >= 63 ? now.mono_ms : a.since_mono_ms + halvings * kAssignHalfLifeMs;
+    ++a.count;
   }
   return best;
 }
@@ -379,8 +408,8 @@ void Scheduler::dispatch_attempt(Occ& o, const Entry& e, Clock now, const std::s
         exclude.insert(prev.info.worker);
       }
     }
-    auto worker = choose_worker(o, e, exclude);
-    if (!worker) worker = choose_worker(o, e, exclude_in);  // everyone refused once: try again
+    auto worker = choose_worker(o, e, exclude, now);
+    if (!worker) worker = choose_worker(o, e, exclude_in, now);  // everyone refused once: try again
     if (!worker) {
       // No reachable eligible worker now; look again shortly (or when a peer changes).
       set_timer(o, now.mono_ms + options_.claim_retry_ms);
@@ -400,6 +429,7 @@ void Scheduler::dispatch_attempt(Occ& o, const Entry& e, Clock now, const std::s
   write_owner_record(o, OwnerOutcome::kOpen, "", now);
   Attempt& added = o.attempts.back();
   ++outstanding_[added.info.worker];
+  added.counted = true;
   if (needs_accept) {
     // At-most-once: a majority must accept the new attempt in our round first, so a
     // master that took over in a higher round meanwhile stops us (scheduler_claims.cpp).
@@ -491,7 +521,7 @@ void Scheduler::owner_step(Occ& o, Clock now) {
   const bool window_over = now.utc_ms - o.fire_utc_ms > e.misfire_window_ms;
   auto abandon_and_redispatch = [&](const char* why) {
     a.state = AttemptState::kAbandoned;
-    if (auto it = outstanding_.find(a.info.worker); it != outstanding_.end() && it->second > 0) --it->second;
+    uncount(a);
     o.possible_duplicate = true;  // the abandoned attempt may still run
     (void)why;
     if (window_over) {
@@ -609,7 +639,7 @@ void Scheduler::on_dispatch_reply(const std::string& from, const DispatchReply& 
       }
     } else if (a.state == AttemptState::kSent || a.state == AttemptState::kRevoking) {
       a.state = AttemptState::kRefused;
-      if (auto it = outstanding_.find(a.info.worker); it != outstanding_.end() && it->second > 0) --it->second;
+      uncount(a);
     }
   }
   owner_step(*o, now);
@@ -623,7 +653,7 @@ void Scheduler::on_revoke_reply(const std::string& from, const RevokeReply& r, C
     switch (r.outcome) {
       case RevokeOutcome::kRevoked:
         a.state = AttemptState::kRevoked;
-        if (auto it = outstanding_.find(a.info.worker); it != outstanding_.end() && it->second > 0) --it->second;
+        uncount(a);
         break;
       case RevokeOutcome::kAccepted:
         a.state = AttemptState::kAccepted;
@@ -631,6 +661,7 @@ void Scheduler::on_revoke_reply(const std::string& from, const RevokeReply& r, C
         break;
       case RevokeOutcome::kCompleted:
         a.state = AttemptState::kFinished;
+        uncount(a);
         break;
       case RevokeOutcome::kUnknown:
         finish(*o, Phase::kLost, "worker lost its disk since the dispatch", now);
@@ -644,11 +675,7 @@ void Scheduler::finish(Occ& o, Phase phase, const std::string& reason, Clock now
   assert(terminal(phase));
   if (terminal(o.phase)) return;
   const bool decided_here = phase != Phase::kDone;
-  for (auto& a : o.attempts) {
-    if (a.state == AttemptState::kSent || a.state == AttemptState::kAccepted || a.state == AttemptState::kRevoking) {
-      if (auto it = outstanding_.find(a.info.worker); it != outstanding_.end() && it->second > 0) --it->second;
-    }
-  }
+  for (auto& a : o.attempts) uncount(a);
   const bool had_owner_record = o.owner_records.count(self_.node) > 0 &&
                                 o.owner_records[self_.node].outcome != OwnerOutcome::kOpen;
   o.phase = phase;

@@ -136,6 +136,11 @@ class NodeProcess final : public Process {
   void on_tick(Clock now) override {
     node_->on_tick(now);
     drain();
+#ifndef NDEBUG
+    // Debug and sanitizer builds: the node's internal consistency (scheduler, membership,
+    // stores) after every tick of every simulated node.
+    node_->check_invariants();
+#endif
   }
   void on_durable(uint64_t seq, Clock now) override {
     node_->on_durable(seq, now);

@@ -179,8 +179,15 @@ bool World::healthy_throughout(uint32_t node, int64_t from_ms, int64_t to_ms) co
 
 bool World::healthy_pair_throughout(uint32_t a, uint32_t b, int64_t from_ms,
                                     int64_t to_ms) const {
-  return healthy_throughout(a, from_ms, to_ms) && healthy_throughout(b, from_ms, to_ms) &&
-         links_.connected_throughout(a, b, from_ms, to_ms);
+  if (!healthy_throughout(a, from_ms, to_ms) || !healthy_throughout(b, from_ms, to_ms) ||
+      !links_.connected_throughout(a, b, from_ms, to_ms)) {
+    return false;
+  }
+  if (spikes_overflow_ms_ >= 0 && to_ms >= spikes_overflow_ms_) return false;
+  return std::none_of(spikes_.begin(), spikes_.end(), [&](const LatencySpike& s) {
+    const bool pair = (s.src == a && s.dst == b) || (s.src == b && s.dst == a);
+    return pair && s.sent_ms <= to_ms && s.arrive_ms >= from_ms;
+  });
 }
 
 int64_t World::up_node_ms() const {
@@ -243,6 +250,15 @@ void World::finish(Report& report) {
     }
   }
   report.set("handler.executions", static_cast<double>(executions_.size()));
+  // How evenly the work spread: the busiest node's share of all executions (1/N when
+  // even, 1 when one node ran everything).
+  std::vector<uint64_t> per_node(nodes_.size(), 0);
+  for (const Execution& ex : executions_) {
+    if (ex.node < per_node.size()) ++per_node[ex.node];
+  }
+  const uint64_t busiest = per_node.empty() ? 0 : *std::max_element(per_node.begin(), per_node.end());
+  report.set("handler.busiest_node_share",
+             executions_.empty() ? 0.0 : static_cast<double>(busiest) / static_cast<double>(executions_.size()));
   report.set("handler.ok", static_cast<double>(ok));
   report.set("handler.failed", static_cast<double>(failed));
   report.set("handler.abandoned", static_cast<double>(abandoned));

@@ -37,6 +37,15 @@ void World::send(uint32_t node, node::Transmit& tx) {
   tx.bytes.clear();
 }
 
+void World::note_latency(uint32_t src, uint32_t dst, int64_t arrive_ms) {
+  if (arrive_ms - now_ms_ - options_.network.latency.base_ms <= kLatencySpikeMs) return;
+  if (spikes_.size() < kMaxSpikes) {
+    spikes_.push_back(LatencySpike{src, dst, now_ms_, arrive_ms});
+  } else if (spikes_overflow_ms_ < 0) {
+    spikes_overflow_ms_ = now_ms_;
+  }
+}
+
 void World::corrupt(std::string& bytes) {
   if (bytes.empty()) return;
   const uint64_t flips = 1 + net_rng_.below(4);
@@ -87,6 +96,7 @@ void World::send_datagram(uint32_t src, uint32_t dst, std::string bytes) {
     e.kind = EventKind::kDatagram;
     e.node = dst;
     e.time_ms = now_ms_ + p.latency.sample(net_rng_);
+    note_latency(src, dst, e.time_ms);
     e.slot = in_flight_.put(std::move(m));
     queue_.push(e);
   }
@@ -119,6 +129,7 @@ void World::send_stream(uint32_t src, uint32_t dst, std::string bytes) {
   // FIFO per connection: never deliver before the previous frame.
   const int64_t t = std::max(now_ms_ + p.latency.sample(net_rng_), conn.last_delivery_ms);
   conn.last_delivery_ms = t;
+  note_latency(src, dst, t);  // (FIFO: a frame queued behind a slow one is as late)
   Event e;
   e.kind = EventKind::kStream;
   e.node = dst;

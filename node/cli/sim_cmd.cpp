@@ -37,12 +37,17 @@ struct Args {
   uint64_t seed = 0;
 };
 
-int usage_error(const std::string& msg) {
-  std::fprintf(stderr, "caesium sim: %s\n", msg.c_str());
-  std::fprintf(stderr,
+void print_usage(FILE* out) {
+  std::fprintf(out,
                "usage: caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]\n"
                "       caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--json]\n"
-               "       caesium sim --kinds\n");
+               "       caesium sim --kinds\n"
+               "scenario format: tests/sim/README.md\n");
+}
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "caesium sim: %s\n", msg.c_str());
+  print_usage(stderr);
   return 2;
 }
 
@@ -251,6 +256,9 @@ int run_sim(int argc, char** argv) {
       a.trace = true;
     } else if (arg == "--kinds") {
       a.kinds = true;
+    } else if (arg == "--help" || arg == "-h") {
+      print_usage(stdout);
+      return 0;
     } else {
       return usage_error("unknown option '" + arg + "'");
     }

@@ -227,3 +227,17 @@ TEST_CASE("checkers hear every fault after the World applied it; ground truth hi
   CHECK(w.linked_throughout(0, 2, 4000, 9000));
   CHECK(w.healthy_pair_throughout(0, 1, 4000, 9000));
 }
+
+TEST_CASE("a message far slower than the base latency makes its pair unhealthy while in flight", "[sim]") {
+  // Uniform jitter with mean 400 ms: every delivery takes 0..800 ms beyond the 5 ms base.
+  // A few hundred of them include spikes; a pair that exchanged none stays healthy.
+  WorldOptions o = quiet_options();
+  o.network.latency = Distribution{Distribution::Shape::kUniform, 5, 400.0, 1.0, kMsPerHour};
+  TestWorld tw(3, o);
+  for (int i = 0; i < 50; ++i) tw.send(0, 1, Channel::kStream, std::to_string(i));
+  tw.world->run_until(5 * kMsPerSecond);
+  CHECK_FALSE(tw.world->healthy_pair_throughout(0, 1, 0, 1000));
+  CHECK_FALSE(tw.world->healthy_pair_throughout(1, 0, 0, 1000));  // either direction
+  CHECK(tw.world->healthy_pair_throughout(0, 1, 3000, 4000));     // all delivered by then
+  CHECK(tw.world->healthy_pair_throughout(0, 2, 0, 1000));        // no traffic, no spike
+}
