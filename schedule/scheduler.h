@@ -74,7 +74,7 @@ struct Topology {
 // The membership view of one node, as the scheduler needs it.
 struct PeerView {
   bool reachable = false;  // alive or suspect (self is always reachable)
-  bool suspect = false;    // reachable only as a suspect: avoided as a worker
+  bool suspect = false;    // suspect, or dead in the view but heard from: avoided as a worker
   bool direct = false;     // heard from directly and recently (not only through relays)
   bool known = false;      // present in the membership at all
   uint64_t boot = 0;       // its current boot id, when known
@@ -241,6 +241,10 @@ class Scheduler {
     Phase phase = Phase::kTracking;
     // claim round (phase kClaiming)
     std::set<std::string> granted, refused, answered;
+    // Claim targets that never answered before an at-least-once claim gave up: whatever
+    // the view says, our messages do not reach them (a one-way link), so no attempt of
+    // this ownership is dispatched there.
+    std::set<std::string> silent;
     std::map<std::string, int64_t> not_due_until_mono;
     int64_t claim_started_mono_ms = 0, claim_last_sent_mono_ms = 0;
     uint32_t claim_rounds = 0;

@@ -50,6 +50,7 @@ void Scheduler::start_claim(Occ& o, const Entry& e, Clock now) {
   o.refused.clear();
   o.answered.clear();
   o.not_due_until_mono.clear();
+  o.silent.clear();
   o.holder.reset();
   o.holder_vouched = false;
   o.claim_started_mono_ms = now.mono_ms;
@@ -182,8 +183,12 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
   for (const auto& [node, until] : o.not_due_until_mono) give_up_from = std::max(give_up_from, until);
   if (!o.at_most_once && now.mono_ms - give_up_from >= options_.claim_give_up_ms) {
     // At-least-once cannot wait for a quorum that does not answer (one-way links, a
-    // replica that is "reachable" only in our view): fire in this component.
+    // replica that is "reachable" only in our view): fire in this component — on a
+    // worker that answered, since a dispatch to a silent one would be lost the same way.
     release_grants(o, &e, now);
+    for (const auto& n : claim_targets(o, e)) {
+      if (!o.answered.count(n) && n != self_.node) o.silent.insert(n);
+    }
     become_owner(o, e, FirePath::kDegraded, true, now);
     return;
   }

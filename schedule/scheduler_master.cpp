@@ -402,6 +402,7 @@ void Scheduler::dispatch_attempt(Occ& o, const Entry& e, Clock now, const std::s
     a.info = o.claim_attempt;
   } else {
     std::set<std::string> exclude = exclude_in;
+    exclude.insert(o.silent.begin(), o.silent.end());
     for (const auto& prev : o.attempts) {
       if (prev.state == AttemptState::kRefused || prev.state == AttemptState::kRevoked ||
           prev.state == AttemptState::kAbandoned) {

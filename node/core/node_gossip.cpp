@@ -191,7 +191,10 @@ schedule::PeerView Node::peer(const std::string& node) const {
   // window is longer than a probe period, so a member that just died is "heard recently"
   // exactly when the failed probe makes it suspect, and a master taking over then would
   // dispatch to it (an at-most-once occurrence then waits for a revoke it never answers).
-  p.suspect = *state == gossip::MemberState::kSuspect;
+  // Likewise a member our failure detector holds dead although we still hear from it: a
+  // one-way link (its packets reach us, ours do not reach it) looks exactly like this, and
+  // a dispatch to it would be lost.
+  p.suspect = *state == gossip::MemberState::kSuspect || !gossip::is_reachable(*state);
   p.direct = heard != nullptr && last_.mono_ms - *heard <= options_.direct_contact_ms;
   if (const gossip::MemberMeta* m = membership_->meta_of(node)) {
     p.boot = m->boot_id;
