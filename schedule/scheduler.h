@@ -242,8 +242,8 @@ class Scheduler {
     // claim round (phase kClaiming)
     std::set<std::string> granted, refused, answered;
     // Claim targets that never answered before an at-least-once claim gave up: whatever
-    // the view says, our messages do not reach them (a one-way link), so no attempt of
-    // this ownership is dispatched there.
+    // the view says, our messages do not reach them (a one-way link), so attempts of this
+    // ownership go elsewhere — to a silent one only when every other worker refused.
     std::set<std::string> silent;
     std::map<std::string, int64_t> not_due_until_mono;
     int64_t claim_started_mono_ms = 0, claim_last_sent_mono_ms = 0;
@@ -442,7 +442,7 @@ class Scheduler {
   std::map<uint64_t, Running> running_;
   uint64_t next_invocation_id_ = 1;
   std::map<std::string, uint32_t> outstanding_;  // attempts this owner has in flight, by worker
-  // Attempts this owner assigned to each worker lately (halved every assign_half_life),
+  // Attempts this owner assigned to each worker lately (halved every second),
   // counted at the moment of choice.  A burst chooses hundreds of workers in one tick,
   // before any dispatch or load report can move; without this every choice in the tick
   // went to the one that looked least loaded then (in practice this node, whose own load
@@ -450,6 +450,7 @@ class Scheduler {
   struct Assigned {
     uint64_t count = 0;
     int64_t since_mono_ms = 0;
+    void decay(int64_t now_mono_ms);
   };
   std::map<std::string, Assigned> assigned_;
   uint64_t recent_assignments(const std::string& worker, int64_t now_mono_ms) const;

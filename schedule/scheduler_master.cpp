@@ -122,11 +122,25 @@ bool Scheduler::owner_alive(const ProcessId& owner) const {
 
 constexpr int64_t kAssignHalfLifeMs = 1'000;
 
+// Halves a.count once per half-life elapsed since a.since_mono_ms, and moves since_mono_ms
+// on by those whole half-lives (so a steady trickle of assignments still decays).
+void Scheduler::Assigned::decay(int64_t now_mono_ms) {
+  const int64_t halvings = std::max<int64_t>(0, (now_mono_ms - since_mono_ms) / kAssignHalfLifeMs);
+  if (halvings >= 63) {
+    count = 0;
+    since_mono_ms = now_mono_ms;
+    return;
+  }
+  count >>= halvings;
+  since_mono_ms += halvings * kAssignHalfLifeMs;
+}
+
 uint64_t Scheduler::recent_assignments(const std::string& worker, int64_t now_mono_ms) const {
   auto it = assigned_.find(worker);
   if (it == assigned_.end()) return 0;
-  const int64_t halvings = (now_mono_ms - it->second.since_mono_ms) / kAssignHalfLifeMs;
-  return halvings >= 63 ? 0 : it->second.count >> std::max<int64_t>(0, halvings);
+  Assigned a = it->second;
+  a.decay(now_mono_ms);
+  return a.count;
 }
 
 void Scheduler::uncount(Attempt& a) {
@@ -176,11 +190,8 @@ std::optional<std::string> Scheduler::choose_worker(const Occ& o, const Entry& e
     }
   }
   if (best) {
-    auto [it, added] = assigned_.try_emplace(*best, Assigned{0, now.mono_ms});
-    Assigned& a = it->second;
-    const int64_t halvings = std::max<int64_t>(0, (now.mono_ms - a.since_mono_ms) / kAssignHalfLifeMs);
-    a.count = halvings >= 63 ? 0 : a.count >> halvings;
-    a.since_mono_ms = halvings >= 63 ? now.mono_ms : a.since_mono_ms + halvings * kAssignHalfLifeMs;
+    Assigned& a = assigned_.try_emplace(*best, Assigned{0, now.mono_ms}).first->second;
+    a.decay(now.mono_ms);
     ++a.count;
   }
   return best;
