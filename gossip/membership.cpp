@@ -256,7 +256,6 @@ void Membership::on_push_pull(const Peer& from, const PushPull& msg, int64_t now
     ++stats_.malformed_dropped;
     return;
   }
-  stale_news_.clear();
   merge(from, msg, now_ms);
   stale_news_.clear();  // a push-pull reply carries our whole view already
   join_pending_ = false;  // we have heard from the cluster

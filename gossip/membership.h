@@ -356,7 +356,8 @@ class Membership {
   void reconnect_probe(int64_t now_ms);
   // Members (self included) about whom the packet being applied carried a Suspect or
   // Dead older than the record we hold alive: its sender missed a refutation, and is told
-  // directly (set by on_suspect/on_dead while a packet is applied).
+  // directly (set by on_suspect/on_dead; on_packet clears it before applying a packet's
+  // updates and answers it after, on_push_pull drops what a merge left).
   std::vector<std::string> stale_news_;
   void note_stale_news(const std::string& id);
   void answer_stale_news(const Peer& to);
