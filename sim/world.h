@@ -270,7 +270,8 @@ class World {
     uint32_t src = 0, dst = 0;
     int64_t sent_ms = 0, arrive_ms = 0;
   };
-  std::vector<LatencySpike> spikes_;  // deliveries slower than kLatencySpikeMs
+  std::vector<LatencySpike> spikes_;  // deliveries slower than kLatencySpikeMs, by sent_ms
+  int64_t longest_spike_ms_ = 0;      // max arrive_ms - sent_ms in spikes_
   int64_t spikes_overflow_ms_ = -1;   // spikes_ full from then on: nothing after is quiet
   void note_latency(uint32_t src, uint32_t dst, int64_t arrive_ms);
   std::vector<Violation> violations_;

@@ -184,9 +184,14 @@ bool World::healthy_pair_throughout(uint32_t a, uint32_t b, int64_t from_ms,
     return false;
   }
   if (spikes_overflow_ms_ >= 0 && to_ms >= spikes_overflow_ms_) return false;
-  return std::none_of(spikes_.begin(), spikes_.end(), [&](const LatencySpike& s) {
+  // spikes_ is ordered by sent_ms: only those sent in [from - longest, to] can overlap.
+  const auto first = std::lower_bound(spikes_.begin(), spikes_.end(), from_ms - longest_spike_ms_,
+                                      [](const LatencySpike& s, int64_t t) { return s.sent_ms < t; });
+  const auto last = std::upper_bound(first, spikes_.end(), to_ms,
+                                     [](int64_t t, const LatencySpike& s) { return t < s.sent_ms; });
+  return std::none_of(first, last, [&](const LatencySpike& s) {
     const bool pair = (s.src == a && s.dst == b) || (s.src == b && s.dst == a);
-    return pair && s.sent_ms <= to_ms && s.arrive_ms >= from_ms;
+    return pair && s.arrive_ms >= from_ms;
   });
 }
 

@@ -41,6 +41,7 @@ void World::note_latency(uint32_t src, uint32_t dst, int64_t arrive_ms) {
   if (arrive_ms - now_ms_ - options_.network.latency.base_ms <= kLatencySpikeMs) return;
   if (spikes_.size() < kMaxSpikes) {
     spikes_.push_back(LatencySpike{src, dst, now_ms_, arrive_ms});
+    longest_spike_ms_ = std::max(longest_spike_ms_, arrive_ms - now_ms_);
   } else if (spikes_overflow_ms_ < 0) {
     spikes_overflow_ms_ = now_ms_;
   }

@@ -238,6 +238,7 @@ TEST_CASE("a message far slower than the base latency makes its pair unhealthy w
   tw.world->run_until(5 * kMsPerSecond);
   CHECK_FALSE(tw.world->healthy_pair_throughout(0, 1, 0, 1000));
   CHECK_FALSE(tw.world->healthy_pair_throughout(1, 0, 0, 1000));  // either direction
+  CHECK_FALSE(tw.world->healthy_pair_throughout(0, 1, 500, 600));  // sent before, still in flight
   CHECK(tw.world->healthy_pair_throughout(0, 1, 3000, 4000));     // all delivered by then
   CHECK(tw.world->healthy_pair_throughout(0, 2, 0, 1000));        // no traffic, no spike
 }
