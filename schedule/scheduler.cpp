@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 
+#include "base/hash.h"
 #include "schedule/timing.h"
 
 namespace caesium::schedule {
@@ -47,7 +49,7 @@ void Scheduler::set_topology(Topology topology, Clock now) {
   // Entries of volumes this node no longer replicates are dropped from the index.
   std::vector<std::pair<std::string, std::string>> gone;
   for (const EntryRec& rec : entries_) {
-    if (rec.live && !is_replica(volume_names_[rec.volume])) gone.emplace_back(volume_names_[rec.volume], rec.key);
+    if (rec.live && !is_replica(volume_names_[rec.volume])) gone.emplace_back(volume_names_[rec.volume], rec.key());
   }
   for (const auto& [volume, key] : gone) remove_entry(volume, key);
   for (const auto& [name, v] : topology_.volumes) dirty_volumes_.insert(name);
@@ -213,11 +215,23 @@ std::optional<uint32_t> Scheduler::find_volume_id(const std::string& volume) con
   return std::nullopt;
 }
 
+uint64_t Scheduler::slot_hash(uint32_t volume, std::string_view key) {
+  static_assert(sizeof(void*) != 8 || sizeof(EntryRec) == 48, "an entry's slot grew: update the memory notes");
+  return hash64(key) ^ (uint64_t{volume} * 0x9E3779B97F4A7C15ull);
+}
+
+std::optional<uint32_t> Scheduler::find_slot(uint32_t volume, std::string_view key) const {
+  return entry_index_.find(slot_hash(volume, key), [&](uint32_t slot) {
+    const EntryRec& rec = entries_[slot];
+    return rec.volume == volume && rec.key() == key;
+  });
+}
+
 const Scheduler::EntryRec* Scheduler::entry_of(const std::string& volume, const std::string& key) const {
   const auto v = find_volume_id(volume);
   if (!v) return nullptr;
-  auto it = entry_index_.find(SlotRef{*v, key});
-  return it == entry_index_.end() ? nullptr : &entries_[*it];
+  const auto slot = find_slot(*v, key);
+  return slot ? &entries_[*slot] : nullptr;
 }
 
 std::shared_ptr<const Entry> Scheduler::load_entry(const std::string& volume, const std::string& key) {
@@ -233,15 +247,19 @@ std::shared_ptr<const Entry> Scheduler::load_entry(const std::string& volume, co
 
 std::optional<int64_t> Scheduler::next_scheduled(const std::string& volume, const std::string& key) const {
   const EntryRec* e = entry_of(volume, key);
-  if (e == nullptr) return std::nullopt;
+  if (e == nullptr || !e->has_next()) return std::nullopt;
   return e->next_scheduled_utc_ms;
 }
 
 void Scheduler::upsert_entry(const std::string& volume, const std::string& key, const Entry& entry, Clock now) {
+  if (key.size() > UINT16_MAX) {  // not an entry key (those are a few hundred bytes at most)
+    ++counters_.bad_records;
+    return;
+  }
   const uint32_t v = volume_id(volume);
-  auto it = entry_index_.find(SlotRef{v, key});
+  const auto found = find_slot(v, key);
   uint32_t slot;
-  if (it == entry_index_.end()) {
+  if (!found) {
     if (!free_entry_slots_.empty()) {
       slot = free_entry_slots_.back();
       free_entry_slots_.pop_back();
@@ -252,15 +270,16 @@ void Scheduler::upsert_entry(const std::string& volume, const std::string& key, 
     EntryRec& rec = entries_[slot];
     rec = EntryRec{};
     rec.volume = v;
-    rec.key = key;
-    rec.key.shrink_to_fit();
+    rec.key_bytes = std::make_unique_for_overwrite<char[]>(key.size());
+    std::memcpy(rec.key_bytes.get(), key.data(), key.size());
+    rec.key_size = static_cast<uint16_t>(key.size());
     rec.live = true;
     // A newly seen entry starts at its creation, but occurrences further back than its
     // misfire window are beyond catching up (DESIGN.md §6, catch-up).
     rec.cursor_utc_ms = std::max(entry.created_utc_ms - 1, now.utc_ms - entry.misfire_window_ms - 1);
-    entry_index_.insert(slot);  // after the slot names (volume, key): the set hashes it
+    entry_index_.insert(slot_hash(v, key), slot);
   } else {
-    slot = *it;
+    slot = *found;
     EntryRec& rec = entries_[slot];
     if (rec.armed) utc_wheel_.cancel(rec.handle);
     rec.armed = false;
@@ -276,10 +295,10 @@ void Scheduler::upsert_entry(const std::string& volume, const std::string& key, 
 void Scheduler::remove_entry(const std::string& volume, const std::string& key) {
   const auto v = find_volume_id(volume);
   if (!v) return;
-  auto it = entry_index_.find(SlotRef{*v, key});
-  if (it == entry_index_.end()) return;
-  const uint32_t slot = *it;
-  entry_index_.erase(it);  // before the slot forgets its key
+  const auto found = find_slot(*v, key);
+  if (!found) return;
+  const uint32_t slot = *found;
+  entry_index_.erase(slot_hash(*v, key), slot);
   EntryRec& rec = entries_[slot];
   if (rec.armed) utc_wheel_.cancel(rec.handle);
   rec = EntryRec{};
@@ -290,10 +309,10 @@ void Scheduler::arm_entry(uint32_t slot, const Entry& entry) {
   EntryRec& rec = entries_[slot];
   assert(rec.live);
   assert(!rec.armed);
-  rec.next_scheduled_utc_ms = next_occurrence(entry, rec.cursor_utc_ms);
-  if (!rec.next_scheduled_utc_ms) return;
-  rec.next_fire_utc_ms = fire_time(entry, *rec.next_scheduled_utc_ms);
-  rec.handle = utc_wheel_.insert(rec.next_fire_utc_ms, slot);
+  const std::optional<int64_t> next = next_occurrence(entry, rec.cursor_utc_ms);
+  rec.next_scheduled_utc_ms = next.value_or(kNoNext);
+  if (!next) return;
+  rec.handle = utc_wheel_.insert(fire_time(entry, *next), slot);
   rec.armed = true;
 }
 
@@ -301,14 +320,15 @@ void Scheduler::arm_entry(uint32_t slot, const Entry& entry) {
 // replica, and the entry's following occurrence is armed.
 void Scheduler::entry_due(uint32_t slot, Clock now) {
   EntryRec& rec = entries_[slot];
-  if (!rec.live || !rec.next_scheduled_utc_ms) return;
+  if (!rec.live || !rec.has_next()) return;
   rec.armed = false;
   const std::string volume = volume_names_[rec.volume];
-  const std::shared_ptr<const Entry> entry = load_entry(volume, rec.key);
+  std::string key(rec.key());
+  const std::shared_ptr<const Entry> entry = load_entry(volume, key);
   // Gone from the store (its removal is on its way to us): nothing is due.
   if (!entry) return;
-  const OccurrenceId id{rec.key, *rec.next_scheduled_utc_ms};
-  const int64_t fire = rec.next_fire_utc_ms;
+  const OccurrenceId id{std::move(key), rec.next_scheduled_utc_ms};
+  const int64_t fire = fire_time(*entry, id.scheduled_utc_ms);  // as armed: a changed definition re-arms
   rec.cursor_utc_ms = id.scheduled_utc_ms;
   rec.created_utc_ms = entry->created_utc_ms;
   arm_entry(slot, *entry);  // may reallocate nothing; rec stays valid (entries_ not resized)
@@ -321,7 +341,7 @@ void Scheduler::entry_due(uint32_t slot, Clock now) {
     // Catch-up bound: an occurrence already superseded by a later due one, under a
     // policy that will not run it, is not worth tracking (keeps a long outage from
     // filling memory).  The master counts it.
-    const bool superseded = after.next_scheduled_utc_ms && after.next_fire_utc_ms <= now.utc_ms;
+    const bool superseded = after.has_next() && fire_time(*entry, after.next_scheduled_utc_ms) <= now.utc_ms;
     if (lateness > entry->misfire_window_ms ||
         (lateness > options_.misfire_threshold_ms && superseded &&
          entry->misfire != MisfirePolicy::fire_all)) {
@@ -442,8 +462,9 @@ void Scheduler::on_tick(Clock now) {
       const uint32_t slot = due_backlog_.front();
       due_backlog_.pop_front();
       const EntryRec& rec = entries_[slot];
-      if (!rec.live || !rec.next_scheduled_utc_ms || rec.next_fire_utc_ms > now.utc_ms ||
-          (rec.armed && utc_wheel_.pending(rec.handle))) {
+      // Stale: removed, finished, or re-armed since the wheel gave it (its timer pending
+      // again; a timer that is no longer pending fired, so its fire time has passed).
+      if (!rec.live || !rec.has_next() || (rec.armed && utc_wheel_.pending(rec.handle))) {
         continue;
       }
       entry_due(slot, now);
@@ -545,15 +566,16 @@ void Scheduler::compact_interned() {
 
 void Scheduler::check_invariants() const {
   assert(entry_index_.size() + free_entry_slots_.size() == entries_.size());
-  for (const uint32_t slot : entry_index_) {
+  entry_index_.for_each([&](uint32_t slot) {
     assert(slot < entries_.size());
     const EntryRec& e = entries_[slot];
     assert(e.live);
     assert(e.volume < volume_names_.size());
-    assert(entry_index_.count(SlotRef{e.volume, e.key}) == 1);
+    assert(find_slot(e.volume, e.key()) == std::optional<uint32_t>(slot));
     assert(!e.armed || utc_wheel_.pending(e.handle));
     (void)e;
-  }
+    (void)slot;
+  });
   assert(occ_by_serial_.size() == occs_.size());
   // outstanding_ counts exactly the attempts marked counted, and only in-flight ones.
   std::map<std::string, uint32_t> counted;

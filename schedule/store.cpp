@@ -118,9 +118,8 @@ void VolumeStore::notify(const Change& change) {
 }
 
 void VolumeStore::insert_entry(std::string_view key, HlcTime t, uint32_t origin, const std::string_view* value) {
-  Entry* e = Entry::create(key);
+  Entry* e = Entry::create(key, t.physical_ms, t.logical, origin, value);
   e->key_hash = key_hash(key);
-  (void)e->set(t.physical_ms, t.logical, origin, value);
   e->entry_hash = entry_hash_of(*e);
   by_key_.insert(e);
   if (e->tombstone()) tombstones_.insert(e);
@@ -128,15 +127,20 @@ void VolumeStore::insert_entry(std::string_view key, HlcTime t, uint32_t origin,
   notify(Change{e->key(), std::nullopt, view_of(*e)});
 }
 
+// The new version is a new block; the old one stays alive until observers have seen it.
 void VolumeStore::replace_entry(Entry* e, HlcTime t, uint32_t origin, const std::string_view* value) {
-  const RecordView old_view = view_of(*e);  // its value bytes stay alive in `old_value`
-  if (e->tombstone()) tombstones_.erase(e);  // before the sort key (physical_ms) changes
-  std::unique_ptr<char[]> old_value = e->set(t.physical_ms, t.logical, origin, value);
-  const uint64_t old_hash = e->entry_hash;
-  e->entry_hash = entry_hash_of(*e);
-  if (e->tombstone()) tombstones_.insert(e);
-  digest_.update(e, old_hash);
-  notify(Change{e->key(), old_view, view_of(*e)});
+  Entry* n = Entry::create(e->key(), t.physical_ms, t.logical, origin, value);
+  n->key_hash = e->key_hash;
+  n->entry_hash = entry_hash_of(*n);
+  if (e->tombstone()) tombstones_.erase(e);
+  digest_.erase(e);
+  const bool swapped = by_key_.replace(e, n);
+  assert(swapped);
+  (void)swapped;
+  if (n->tombstone()) tombstones_.insert(n);
+  digest_.insert(n);
+  notify(Change{n->key(), view_of(*e), view_of(*n)});
+  Entry::destroy(e);
 }
 
 void VolumeStore::remove_entry(Entry* e) {
@@ -161,13 +165,16 @@ Record VolumeStore::write(std::string_view key, const std::string_view* value, i
       t = hlc_successor(held);
       (void)hlc_.observe_time(t, now_utc_ms);
     }
+  }
+  // Built before the write: `key` and `value` may point into the record being replaced.
+  Record r;
+  r.key.assign(key);
+  if (value != nullptr) r.value.emplace(*value);
+  if (e != nullptr) {
     replace_entry(e, t, self_origin_, value);
   } else {
     insert_entry(key, t, self_origin_, value);
   }
-  Record r;
-  r.key.assign(key);
-  if (value != nullptr) r.value.emplace(*value);
   r.version = Version{t.physical_ms, t.logical, hlc_.origin()};
   return r;
 }
@@ -248,7 +255,7 @@ bool VolumeStore::remove_local(std::string_view key) {
 }
 
 bool VolumeStore::check_invariants() const {
-  if (!digest_.check_invariants() || digest_.size() != by_key_.size()) return false;
+  if (!digest_.check_invariants() || !by_key_.check() || digest_.size() != by_key_.size()) return false;
   size_t tombs = 0;
   for (const Entry* e : by_key_) {
     if (e->key_hash != key_hash(e->key()) || e->entry_hash != entry_hash_of(*e)) return false;

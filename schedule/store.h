@@ -24,8 +24,9 @@
 // (gossip/anti_entropy.h) reads it through digest(), view() and the key-hash helpers.
 //
 // Sans-IO: time is an argument.  Not thread-safe.  Observers and the merge filter must
-// not modify the store (asserted).  Memory: ~130-150 B per record beyond key and value bytes
-// at 1M records (measured by `caesium-bench store`, see docs/store.md).
+// not modify the store (asserted).  Memory: one block per record (header + key + value),
+// a pointer in the key order and one in the digest; `caesium-bench store` measures the
+// bytes per record beyond key and value (docs/store.md).
 #pragma once
 
 #include <cassert>
@@ -38,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/sorted_blocks.h"
 #include "schedule/digest.h"
 #include "schedule/hlc.h"
 #include "schedule/store_entry.h"
@@ -199,7 +201,7 @@ class VolumeStore {
   std::vector<std::string> origin_names_;  // interned origin id -> node id
   std::vector<uint64_t> origin_hashes_;    // interned origin id -> xxh3(node id)
   std::map<std::string, uint32_t, std::less<>> origin_ids_;
-  std::set<Entry*, KeyLess> by_key_;
+  SortedBlocks<Entry*, KeyLess> by_key_;  // key order, for scans (base/sorted_blocks.h)
   std::set<Entry*, TombstoneLess> tombstones_;
   Digest digest_;
   std::function<bool(const Record&)> merge_filter_;

@@ -1,12 +1,18 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "base/flat_hash_map.h"
+#include "base/hash.h"
+#include "base/slot_index.h"
+#include "base/sorted_blocks.h"
 #include "base/rng.h"
 #include "base/time.h"
+#include "tests/unit/test_seed.h"
 
 using namespace caesium;
 
@@ -137,4 +143,143 @@ TEST_CASE("FlatStringMap: inserts, finds by view, grows and sweeps without losin
     CHECK(kept == (i % 3 != 0));  // peer-7 now holds 8: kept either way
   }
   CHECK(m.get_or_insert(std::string_view("new")) == 0);  // value-initialized
+}
+
+// SlotIndex against a reference map, with random inserts and erases.  `weak` hashes map
+// keys onto 13 values, so runs are long, tags collide, runs wrap around the table end and
+// backward-shift deletion is exercised on every kind of run; `strong` is the real hash.
+TEST_CASE("SlotIndex: finds, erases and grows like a map, also when every hash collides", "[base]") {
+  const uint64_t seed = test::seed_or(20261122);
+  INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
+  for (const bool weak : {true, false}) {
+    INFO((weak ? "13 distinct hashes" : "xxh3 hashes"));
+    Rng rng(seed);
+    auto hash_of = [&](uint64_t key) { return weak ? key % 13 : hash64(std::to_string(key)); };
+    std::vector<uint64_t> key_of;    // id -> key (UINT64_MAX: free)
+    std::map<uint64_t, uint32_t> ref;  // key -> id
+    SlotIndex index;
+    size_t peak = 0;
+    auto lookup = [&](uint64_t key) {
+      return index.find(hash_of(key), [&](uint32_t id) { return key_of.at(id) == key; });
+    };
+    const int ops = weak ? 3000 : 20000;
+    for (int op = 0; op < ops; ++op) {
+      const uint64_t key = rng.below(weak ? 400 : 5000);
+      auto found = lookup(key);
+      auto it = ref.find(key);
+      REQUIRE(found.has_value() == (it != ref.end()));
+      if (found) REQUIRE(*found == it->second);
+      if (!found) {
+        const uint32_t id = static_cast<uint32_t>(key_of.size());
+        key_of.push_back(key);
+        index.insert(hash_of(key), id);
+        ref[key] = id;
+      } else if (rng.below(2) == 0) {
+        REQUIRE(index.erase(hash_of(key), *found));
+        REQUIRE_FALSE(index.erase(hash_of(key), *found));  // gone: a second erase finds nothing
+        key_of[*found] = UINT64_MAX;
+        ref.erase(it);
+      }
+      REQUIRE(index.size() == ref.size());
+      peak = std::max(peak, ref.size());
+    }
+    for (const auto& [key, id] : ref) CHECK(lookup(key) == std::optional<uint32_t>(id));
+    std::vector<uint32_t> seen;
+    index.for_each([&](uint32_t id) { seen.push_back(id); });
+    std::sort(seen.begin(), seen.end());
+    std::vector<uint32_t> want;
+    for (const auto& [key, id] : ref) want.push_back(id);
+    std::sort(want.begin(), want.end());
+    CHECK(seen == want);
+    // At most 3/4 full before doubling: never more than 8/3 cells per id at the peak.
+    CHECK(index.memory_bytes() <= sizeof(uint64_t) * std::max<size_t>(8, 3 * peak));
+  }
+}
+
+// SortedBlocks against std::set: ascending and descending runs (the split-at-the-end rule
+// and front inserts), random inserts and erases (splits and merges), bounds for keys
+// present and absent, and full iteration after every phase.
+TEST_CASE("SortedBlocks: orders, bounds and erases like std::set through splits and merges", "[base]") {
+  const uint64_t seed = test::seed_or(20261122);
+  INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
+  Rng rng(seed);
+  SortedBlocks<uint32_t, std::less<>> blocks;
+  std::set<uint32_t> ref;
+  auto same = [&] {
+    REQUIRE(blocks.check());
+    REQUIRE(blocks.size() == ref.size());
+    REQUIRE(std::equal(blocks.begin(), blocks.end(), ref.begin(), ref.end()));
+    for (int q = 0; q < 200; ++q) {
+      const uint32_t k = static_cast<uint32_t>(rng.below(2'000'002));
+      auto lb = blocks.lower_bound(k);
+      auto rl = ref.lower_bound(k);
+      REQUIRE((lb == blocks.end()) == (rl == ref.end()));
+      if (rl != ref.end()) REQUIRE(*lb == *rl);
+      auto ub = blocks.upper_bound(k);
+      auto ru = ref.upper_bound(k);
+      REQUIRE((ub == blocks.end()) == (ru == ref.end()));
+      if (ru != ref.end()) REQUIRE(*ub == *ru);
+    }
+    for (uint32_t k : {0u, 1u, 2'000'001u}) {  // the ends
+      REQUIRE((blocks.lower_bound(k) == blocks.end()) == (ref.lower_bound(k) == ref.end()));
+    }
+  };
+  auto add = [&](uint32_t k) {
+    if (ref.insert(k).second) blocks.insert(k);
+  };
+  for (uint32_t k = 1000; k < 3000; k += 2) add(k);  // ascending: blocks fill completely
+  same();
+  CHECK(blocks.block_count() == (1000 + SortedBlocks<uint32_t, std::less<>>::kBlock - 1) / SortedBlocks<uint32_t, std::less<>>::kBlock);
+  for (uint32_t k = 999; k > 1; k -= 2) add(k);  // descending: front inserts and splits
+  same();
+  for (uint32_t k = 1001; k < 3000; k += 2) add(k);  // into the middle of full blocks
+  same();
+  for (int op = 0; op < 30000; ++op) {
+    const uint32_t k = static_cast<uint32_t>(rng.below(2'000'000)) + 1;
+    if (rng.below(3) == 0) add(k);
+    auto it = ref.lower_bound(static_cast<uint32_t>(rng.below(2'000'000)));
+    if (it != ref.end() && rng.below(2) == 0) {
+      const uint32_t victim = *it;
+      ref.erase(it);
+      REQUIRE(blocks.erase(victim));
+      REQUIRE_FALSE(blocks.erase(victim));
+    }
+    if (op % 5000 == 0) same();
+  }
+  same();
+  while (!ref.empty()) {  // erase everything, in random order: merges down to nothing
+    auto it = ref.lower_bound(static_cast<uint32_t>(rng.below(2'000'001)));
+    if (it == ref.end()) it = ref.begin();
+    REQUIRE(blocks.erase(*it));
+    ref.erase(it);
+    if (ref.size() % 500 == 0) same();
+  }
+  CHECK(blocks.block_count() == 0);
+  CHECK(blocks.begin() == blocks.end());
+  CHECK_FALSE(blocks.replace(5, 5));
+}
+
+// replace() swaps an item for an equal one in place: here pointers to strings, ordered
+// by the strings, as the volume store uses it (a new version of a key is a new block).
+TEST_CASE("SortedBlocks: replace puts an equal item in the old one's place", "[base]") {
+  struct ByText {
+    bool operator()(const std::string* a, const std::string* b) const { return *a < *b; }
+    bool operator()(const std::string* a, std::string_view b) const { return *a < b; }
+    bool operator()(std::string_view a, const std::string* b) const { return a < *b; }
+  };
+  std::vector<std::string> first, second;
+  for (int i = 0; i < 1000; ++i) first.push_back("k" + std::to_string(i));
+  second = first;
+  SortedBlocks<const std::string*, ByText> blocks;
+  for (const auto& s : first) blocks.insert(&s);
+  for (size_t i = 0; i < second.size(); i += 3) REQUIRE(blocks.replace(&first[i], &second[i]));
+  const std::string absent = "zz";
+  CHECK_FALSE(blocks.replace(&absent, &absent));
+  REQUIRE(blocks.check());
+  CHECK(blocks.size() == 1000);
+  for (size_t i = 0; i < first.size(); ++i) {
+    auto it = blocks.lower_bound(std::string_view(first[i]));
+    REQUIRE(it != blocks.end());
+    CHECK(*it == (i % 3 == 0 ? &second[i] : &first[i]));  // the new pointer where replaced
+  }
 }
