@@ -22,6 +22,7 @@
 #include "schedule/entry_codec.h"
 #include "schedule/scheduler.h"
 #include "schedule/store.h"
+#include "schedule/store_reading_host.h"
 
 namespace caesium::bench {
 namespace {
@@ -34,27 +35,6 @@ size_t heap_in_use() {
   const struct mallinfo2 m = mallinfo2();
   return m.uordblks + m.hblkhd;
 }
-
-// The scheduler reads entries from the store and sends nothing here: no peer, no clock.
-class StoreHost : public SchedulerHost {
- public:
-  explicit StoreHost(const VolumeStore& store) : store_(store) {}
-  void send(const std::string&, FireMessage, bool) override {}
-  void store_put(const std::string&, const std::string&, std::string) override {}
-  void local_put(const std::string&, std::string) override {}
-  void local_erase(const std::string&) override {}
-  void invoke(Invocation) override {}
-  void emit(const FireEvent&) override {}
-  PeerView peer(const std::string&) const override { return PeerView{true, false, true, true, 1, 0, 8}; }
-  std::optional<std::string> store_get(const std::string&, const std::string& key) const override {
-    auto r = store_.find(key);
-    if (!r || !r->value) return std::nullopt;
-    return std::string(*r->value);
-  }
-
- private:
-  const VolumeStore& store_;
-};
 
 double per_entry(size_t before, size_t after, uint64_t n) {
   if (after < before) return std::nan("");  // sanitizer builds: mallinfo2 sees nothing
@@ -95,7 +75,7 @@ int run_replica_memory(const Args& args) {
   VolumeStore store("main", "n1");
   for (const auto& [key, value] : records) (void)store.put(key, value, kNow);
   const size_t h1 = heap_in_use();
-  StoreHost host(store);
+  StoreReadingHost host(store);
   Scheduler scheduler(ProcessId{"n1", 1}, SchedulerOptions{}, host, 0, kNow);
   Topology topology;
   topology.volumes["main"].replicas = {"n1", "n2", "n3"};

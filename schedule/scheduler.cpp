@@ -49,7 +49,7 @@ void Scheduler::set_topology(Topology topology, Clock now) {
   // Entries of volumes this node no longer replicates are dropped from the index.
   std::vector<std::pair<std::string, std::string>> gone;
   for (const EntryRec& rec : entries_) {
-    if (rec.live && !is_replica(volume_names_[rec.volume])) gone.emplace_back(volume_names_[rec.volume], rec.key());
+    if (rec.live && !is_replica(volume_names_[rec.volume])) gone.emplace_back(volume_names_[rec.volume], key_of(rec));
   }
   for (const auto& [volume, key] : gone) remove_entry(volume, key);
   for (const auto& [name, v] : topology_.volumes) dirty_volumes_.insert(name);
@@ -221,10 +221,41 @@ uint64_t Scheduler::slot_hash(uint32_t volume, std::string_view key) {
 }
 
 std::optional<uint32_t> Scheduler::find_slot(uint32_t volume, std::string_view key) const {
-  return entry_index_.find(slot_hash(volume, key), [&](uint32_t slot) {
+  const uint32_t tag = SlotIndex::tag(slot_hash(volume, key));
+  return entry_index_.find(tag, [&](uint32_t slot) {
     const EntryRec& rec = entries_[slot];
-    return rec.volume == volume && rec.key() == key;
+    return rec.tag == tag && rec.volume == volume && key_of(rec) == key;
   });
+}
+
+bool Scheduler::store_key(EntryRec& rec, std::string_view key) {
+  if (key_garbage_ > (size_t{1} << 16) && 2 * key_garbage_ > key_arena_.size()) compact_keys();
+  if (key_arena_.size() + key.size() > UINT32_MAX) {
+    compact_keys();
+    if (key_arena_.size() + key.size() > UINT32_MAX) return false;
+  }
+  if (key_arena_.size() + key.size() > key_arena_.capacity()) {
+    // Grow by half, not double: the arena is the bulk of a replica's key bytes.
+    key_arena_.reserve(std::max<size_t>({4096, key_arena_.capacity() + key_arena_.capacity() / 2,
+                                         key_arena_.size() + key.size()}));
+  }
+  rec.key_offset = static_cast<uint32_t>(key_arena_.size());
+  rec.key_size = static_cast<uint16_t>(key.size());
+  key_arena_.insert(key_arena_.end(), key.begin(), key.end());
+  return true;
+}
+
+void Scheduler::compact_keys() {
+  std::vector<char> arena;
+  arena.reserve(key_arena_.size() - key_garbage_);
+  for (EntryRec& rec : entries_) {
+    if (!rec.live) continue;
+    const std::string_view key = key_of(rec);
+    rec.key_offset = static_cast<uint32_t>(arena.size());
+    arena.insert(arena.end(), key.begin(), key.end());
+  }
+  key_arena_ = std::move(arena);
+  key_garbage_ = 0;
 }
 
 const Scheduler::EntryRec* Scheduler::entry_of(const std::string& volume, const std::string& key) const {
@@ -269,15 +300,18 @@ void Scheduler::upsert_entry(const std::string& volume, const std::string& key, 
     }
     EntryRec& rec = entries_[slot];
     rec = EntryRec{};
+    if (!store_key(rec, key)) {
+      ++counters_.bad_records;
+      free_entry_slots_.push_back(slot);
+      return;
+    }
     rec.volume = v;
-    rec.key_bytes = std::make_unique_for_overwrite<char[]>(key.size());
-    std::memcpy(rec.key_bytes.get(), key.data(), key.size());
-    rec.key_size = static_cast<uint16_t>(key.size());
+    rec.tag = SlotIndex::tag(slot_hash(v, key));
     rec.live = true;
     // A newly seen entry starts at its creation, but occurrences further back than its
     // misfire window are beyond catching up (DESIGN.md §6, catch-up).
     rec.cursor_utc_ms = std::max(entry.created_utc_ms - 1, now.utc_ms - entry.misfire_window_ms - 1);
-    entry_index_.insert(slot_hash(v, key), slot);
+    entry_index_.insert(rec.tag, slot, [&](uint32_t s) { return entries_[s].tag; });
   } else {
     slot = *found;
     EntryRec& rec = entries_[slot];
@@ -298,8 +332,9 @@ void Scheduler::remove_entry(const std::string& volume, const std::string& key) 
   const auto found = find_slot(*v, key);
   if (!found) return;
   const uint32_t slot = *found;
-  entry_index_.erase(slot_hash(*v, key), slot);
   EntryRec& rec = entries_[slot];
+  entry_index_.erase(rec.tag, slot, [&](uint32_t s) { return entries_[s].tag; });
+  key_garbage_ += rec.key_size;
   if (rec.armed) utc_wheel_.cancel(rec.handle);
   rec = EntryRec{};
   free_entry_slots_.push_back(slot);
@@ -323,7 +358,7 @@ void Scheduler::entry_due(uint32_t slot, Clock now) {
   if (!rec.live || !rec.has_next()) return;
   rec.armed = false;
   const std::string volume = volume_names_[rec.volume];
-  std::string key(rec.key());
+  std::string key(key_of(rec));
   const std::shared_ptr<const Entry> entry = load_entry(volume, key);
   // Gone from the store (its removal is on its way to us): nothing is due.
   if (!entry) return;
@@ -566,12 +601,17 @@ void Scheduler::compact_interned() {
 
 void Scheduler::check_invariants() const {
   assert(entry_index_.size() + free_entry_slots_.size() == entries_.size());
+  size_t live_key_bytes = 0;
+  for (const EntryRec& e : entries_) live_key_bytes += e.live ? e.key_size : 0;
+  assert(live_key_bytes + key_garbage_ == key_arena_.size());
+  (void)live_key_bytes;
   entry_index_.for_each([&](uint32_t slot) {
     assert(slot < entries_.size());
     const EntryRec& e = entries_[slot];
     assert(e.live);
     assert(e.volume < volume_names_.size());
-    assert(find_slot(e.volume, e.key()) == std::optional<uint32_t>(slot));
+    assert(e.key_offset + size_t{e.key_size} <= key_arena_.size());
+    assert(find_slot(e.volume, key_of(e)) == std::optional<uint32_t>(slot));
     assert(!e.armed || utc_wheel_.pending(e.handle));
     (void)e;
     (void)slot;

@@ -300,26 +300,32 @@ class Scheduler {
   // One per entry of a replicated volume: only what arming needs.  The definition itself
   // is not kept here: it lives (encoded) in the volume store and is decoded when an
   // occurrence of the entry becomes due (load_entry), so a replica holding millions of
-  // entries pays 48 bytes here (plus the key's block, a wheel timer and ~16 bytes of
+  // entries pays 48 bytes here (plus its key bytes, a wheel timer and ~8 bytes of
   // index) instead of a decoded Entry.  Measured by `caesium-bench replica-memory`.
   static constexpr int64_t kNoNext = INT64_MIN;  // next_scheduled_utc_ms: no further occurrence
   struct EntryRec {
-    std::unique_ptr<char[]> key_bytes;  // exactly key_size bytes (entry keys are < 64 KiB)
     int64_t created_utc_ms = 0;  // of the definition last seen: a re-creation restarts the cursor
     int64_t cursor_utc_ms = 0;   // occurrences scheduled at or before this were enqueued
     int64_t next_scheduled_utc_ms = kNoNext;  // its fire time is the wheel timer's deadline
     wheel::Handle handle{};
-    uint32_t volume = 0;  // index into volume_names_
-    uint16_t key_size = 0;
+    uint32_t key_offset = 0;  // the key: key_arena_[key_offset, + key_size)
+    uint32_t tag = 0;         // SlotIndex::tag(slot_hash(volume, key))
+    uint32_t volume = 0;      // index into volume_names_
+    uint16_t key_size = 0;    // entry keys are a few hundred bytes at most
     bool armed = false;
     bool live = false;  // slot in use
-    std::string_view key() const { return {key_bytes.get(), key_size}; }
     bool has_next() const { return next_scheduled_utc_ms != kNoNext; }
   };
-  // The entry index finds slots by (volume, key) through the slot's own key, so the key
-  // is stored once (base/slot_index.h).
+  // The entry index finds slots by (volume, key) through the slot's own tag and key, so
+  // the key is stored once (base/slot_index.h).
   static uint64_t slot_hash(uint32_t volume, std::string_view key);
   std::optional<uint32_t> find_slot(uint32_t volume, std::string_view key) const;
+  // Keys of live slots live back to back in one arena (no allocation and no pointer per
+  // key); a removed key is garbage until the arena is compacted, which happens when
+  // garbage is most of it.  A view from key_of is valid until the next store_key.
+  std::string_view key_of(const EntryRec& rec) const { return {key_arena_.data() + rec.key_offset, rec.key_size}; }
+  bool store_key(EntryRec& rec, std::string_view key);  // false: the arena is full (4 GiB)
+  void compact_keys();
   uint32_t volume_id(const std::string& volume);                        // adds it when new
   std::optional<uint32_t> find_volume_id(const std::string& volume) const;
   // The entry's current definition, decoded from the volume store; null when absent (or
@@ -406,6 +412,8 @@ class Scheduler {
   std::vector<uint32_t> free_entry_slots_;
   std::vector<std::string> volume_names_;  // EntryRec::volume -> name
   SlotIndex entry_index_;
+  std::vector<char> key_arena_;
+  size_t key_garbage_ = 0;  // bytes of the arena that belong to no live slot
   wheel::TimingWheel utc_wheel_;   // payload: entry slot
   wheel::TimingWheel mono_wheel_;  // payload: occurrence serial
   std::unordered_map<std::string, uint32_t> interned_ids_;  // volume + '\n' + entry key (lookups only)

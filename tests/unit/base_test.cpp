@@ -148,19 +148,23 @@ TEST_CASE("FlatStringMap: inserts, finds by view, grows and sweeps without losin
 // SlotIndex against a reference map, with random inserts and erases.  `weak` hashes map
 // keys onto 13 values, so runs are long, tags collide, runs wrap around the table end and
 // backward-shift deletion is exercised on every kind of run; `strong` is the real hash.
+// Like the scheduler, the caller keeps each id's tag and checks it before the key.
 TEST_CASE("SlotIndex: finds, erases and grows like a map, also when every hash collides", "[base]") {
   const uint64_t seed = test::seed_or(20261122);
   INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
   for (const bool weak : {true, false}) {
     INFO((weak ? "13 distinct hashes" : "xxh3 hashes"));
     Rng rng(seed);
-    auto hash_of = [&](uint64_t key) { return weak ? key % 13 : hash64(std::to_string(key)); };
-    std::vector<uint64_t> key_of;    // id -> key (UINT64_MAX: free)
+    auto tag_of_key = [&](uint64_t key) { return SlotIndex::tag(weak ? key % 13 : hash64(std::to_string(key))); };
+    std::vector<uint64_t> key_of;  // id -> key (UINT64_MAX: free)
+    std::vector<uint32_t> tags;    // id -> tag
     std::map<uint64_t, uint32_t> ref;  // key -> id
     SlotIndex index;
     size_t peak = 0;
+    auto tag_of = [&](uint32_t id) { return tags.at(id); };
     auto lookup = [&](uint64_t key) {
-      return index.find(hash_of(key), [&](uint32_t id) { return key_of.at(id) == key; });
+      const uint32_t t = tag_of_key(key);
+      return index.find(t, [&](uint32_t id) { return tags.at(id) == t && key_of.at(id) == key; });
     };
     const int ops = weak ? 3000 : 20000;
     for (int op = 0; op < ops; ++op) {
@@ -172,11 +176,12 @@ TEST_CASE("SlotIndex: finds, erases and grows like a map, also when every hash c
       if (!found) {
         const uint32_t id = static_cast<uint32_t>(key_of.size());
         key_of.push_back(key);
-        index.insert(hash_of(key), id);
+        tags.push_back(tag_of_key(key));
+        index.insert(tags.back(), id, tag_of);
         ref[key] = id;
       } else if (rng.below(2) == 0) {
-        REQUIRE(index.erase(hash_of(key), *found));
-        REQUIRE_FALSE(index.erase(hash_of(key), *found));  // gone: a second erase finds nothing
+        REQUIRE(index.erase(tags[*found], *found, tag_of));
+        REQUIRE_FALSE(index.erase(tags[*found], *found, tag_of));  // gone: a second erase finds nothing
         key_of[*found] = UINT64_MAX;
         ref.erase(it);
       }
@@ -192,7 +197,7 @@ TEST_CASE("SlotIndex: finds, erases and grows like a map, also when every hash c
     std::sort(want.begin(), want.end());
     CHECK(seen == want);
     // At most 3/4 full before doubling: never more than 8/3 cells per id at the peak.
-    CHECK(index.memory_bytes() <= sizeof(uint64_t) * std::max<size_t>(8, 3 * peak));
+    CHECK(index.memory_bytes() <= sizeof(uint32_t) * std::max<size_t>(8, 3 * peak));
   }
 }
 
