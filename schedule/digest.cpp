@@ -81,8 +81,20 @@ void Digest::erase(const DigestItem* item) {
 
 void Digest::update(const DigestItem* item, uint64_t old_entry_hash) {
   const size_t b = bucket_of(item->key_hash);
+  place(b, position_of(buckets_[b], item, old_entry_hash), item, old_entry_hash);
+}
+
+void Digest::replace(const DigestItem* old_item, const DigestItem* new_item) {
+  assert(old_item->key_hash == new_item->key_hash);
+  const size_t b = bucket_of(old_item->key_hash);
+  place(b, position_of(buckets_[b], old_item, old_item->entry_hash), new_item, old_item->entry_hash);
+}
+
+// Puts `item` at bucket b's position pos (where the item it replaces, whose entry hash
+// was old_entry_hash, sat) and moves the sums by the change of entry hash.
+void Digest::place(size_t b, size_t pos, const DigestItem* item, uint64_t old_entry_hash) {
   Bucket& bucket = buckets_[b];
-  const size_t pos = position_of(bucket, item, old_entry_hash);
+  bucket[pos] = item;
   // The position only depends on entry_hash among items with the same key hash, which
   // in practice never exist; re-place the item only then.
   const bool has_twin = (pos > 0 && bucket[pos - 1]->key_hash == item->key_hash) ||

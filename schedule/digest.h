@@ -91,6 +91,9 @@ class Digest {
   void erase(const DigestItem* item);
   // The item's entry_hash changed from old_entry_hash (key_hash must not change).  O(D).
   void update(const DigestItem* item, uint64_t old_entry_hash);
+  // `new_item` takes the place of `old_item` (inserted; unchanged since).  REQUIRES: the
+  // same key_hash.  O(D), like update.
+  void replace(const DigestItem* old_item, const DigestItem* new_item);
 
   size_t size() const { return static_cast<size_t>(levels_[0][0].count); }
   unsigned depth() const { return depth_; }
@@ -127,6 +130,7 @@ class Digest {
   // sign = 0 changes the sum by `delta` without changing counts (an update).
   void add_to_path(size_t bucket, uint64_t delta, int sign);
   size_t position_of(const Bucket& bucket, const DigestItem* item, uint64_t entry_hash) const;
+  void place(size_t b, size_t pos, const DigestItem* item, uint64_t old_entry_hash);
   void maybe_resize();
   void rebuild(unsigned new_depth);
 

@@ -133,12 +133,11 @@ void VolumeStore::replace_entry(Entry* e, HlcTime t, uint32_t origin, const std:
   n->key_hash = e->key_hash;
   n->entry_hash = entry_hash_of(*n);
   if (e->tombstone()) tombstones_.erase(e);
-  digest_.erase(e);
+  digest_.replace(e, n);
   const bool swapped = by_key_.replace(e, n);
   assert(swapped);
   (void)swapped;
   if (n->tombstone()) tombstones_.insert(n);
-  digest_.insert(n);
   notify(Change{n->key(), view_of(*e), view_of(*n)});
   Entry::destroy(e);
 }

@@ -1,5 +1,5 @@
 // Digest: range summaries, child summaries and range iteration agree with a brute-force
-// model through inserts, updates, erases and every resize; invariants hold throughout.
+// model through inserts, updates, replacements, erases and every resize; invariants hold throughout.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -113,11 +113,16 @@ TEST_CASE("digest agrees with a brute-force model through growth and shrinkage",
         item->entry_hash = rng.next_u64();
         d.insert(item.get());
         m.items.push_back(std::move(item));
-      } else if (op < 8 && phase < 2) {
+      } else if (op < 8 && phase < 2 && rng.chance(0.5)) {
         DigestItem* it = m.items[rng.below(m.items.size())].get();
         const uint64_t old = it->entry_hash;
         it->entry_hash = rng.next_u64();
         d.update(it, old);
+      } else if (op < 8 && phase < 2) {  // a new version as a new item (what the store does)
+        const size_t k = rng.below(m.items.size());
+        auto fresh = std::make_unique<DigestItem>(DigestItem{m.items[k]->key_hash, rng.next_u64()});
+        d.replace(m.items[k].get(), fresh.get());
+        m.items[k] = std::move(fresh);
       } else {
         const size_t k = rng.below(m.items.size());
         d.erase(m.items[k].get());
