@@ -408,26 +408,31 @@ void Scheduler::entry_due(uint32_t slot, Clock now) {
   reconsider(o, now);
 }
 
+uint64_t Scheduler::interned_hash(const std::string& volume, const std::string& entry_key) {
+  return hash_combine(hash64(volume), hash64(entry_key));
+}
+
+std::optional<uint32_t> Scheduler::find_interned(const std::string& volume, const std::string& entry_key,
+                                                 uint32_t tag) const {
+  return interned_ids_.find(tag, [&](uint32_t id) {
+    const InternedEntry& e = interned_[id];
+    return e.tag == tag && e.entry_key == entry_key && e.volume == volume;
+  });
+}
+
 uint32_t Scheduler::intern(const std::string& volume, const std::string& entry_key) {
-  // The lookup key is built in a reused buffer: no allocation unless the entry is new.
-  intern_scratch_.assign(volume);
-  intern_scratch_ += '\n';
-  intern_scratch_ += entry_key;
-  auto it = interned_ids_.find(intern_scratch_);
-  if (it != interned_ids_.end()) return it->second;
+  const uint32_t tag = SlotIndex::tag(interned_hash(volume, entry_key));
+  if (auto id = find_interned(volume, entry_key, tag)) return *id;
   const auto id = static_cast<uint32_t>(interned_.size());
-  interned_ids_.emplace(intern_scratch_, id);
-  interned_.push_back(InternedEntry{volume, entry_key});
+  interned_.push_back(InternedEntry{volume, entry_key, tag});
+  interned_ids_.insert(tag, id, [&](uint32_t i) { return interned_[i].tag; });
   return id;
 }
 
 std::optional<Scheduler::OccKey> Scheduler::known_occ_key(const std::string& volume, const OccurrenceId& id) {
-  intern_scratch_.assign(volume);
-  intern_scratch_ += '\n';
-  intern_scratch_ += id.entry_key;
-  auto it = interned_ids_.find(intern_scratch_);
-  if (it == interned_ids_.end()) return std::nullopt;
-  return OccKey{it->second, id.scheduled_utc_ms};
+  const auto found = find_interned(volume, id.entry_key, SlotIndex::tag(interned_hash(volume, id.entry_key)));
+  if (!found) return std::nullopt;
+  return OccKey{*found, id.scheduled_utc_ms};
 }
 
 Scheduler::Occ& Scheduler::track(const std::string& volume, const OccurrenceId& id, Clock now,
@@ -578,7 +583,7 @@ void Scheduler::compact_interned() {
   // would otherwise grow the table forever).  New ids follow map order: deterministic.
   std::vector<InternedEntry> old = std::move(interned_);
   interned_.clear();
-  interned_ids_.clear();
+  interned_ids_ = SlotIndex{};
   auto renumber = [&](auto& map) {
     using Map = std::remove_reference_t<decltype(map)>;
     Map fresh;
@@ -601,6 +606,7 @@ void Scheduler::compact_interned() {
 
 void Scheduler::check_invariants() const {
   assert(entry_index_.size() + free_entry_slots_.size() == entries_.size());
+  assert(interned_ids_.size() == interned_.size());
   size_t live_key_bytes = 0;
   for (const EntryRec& e : entries_) live_key_bytes += e.live ? e.key_size : 0;
   assert(live_key_bytes + key_garbage_ == key_arena_.size());

@@ -289,7 +289,10 @@ class Scheduler {
   struct InternedEntry {
     std::string volume;
     std::string entry_key;
+    uint32_t tag = 0;  // SlotIndex::tag of interned_hash(volume, entry_key)
   };
+  static uint64_t interned_hash(const std::string& volume, const std::string& entry_key);
+  std::optional<uint32_t> find_interned(const std::string& volume, const std::string& entry_key, uint32_t tag) const;
   uint32_t intern(const std::string& volume, const std::string& entry_key);
   void compact_interned();
   std::optional<OccKey> known_occ_key(const std::string& volume, const OccurrenceId& id);  // without interning
@@ -416,9 +419,8 @@ class Scheduler {
   size_t key_garbage_ = 0;  // bytes of the arena that belong to no live slot
   wheel::TimingWheel utc_wheel_;   // payload: entry slot
   wheel::TimingWheel mono_wheel_;  // payload: occurrence serial
-  std::unordered_map<std::string, uint32_t> interned_ids_;  // volume + '\n' + entry key (lookups only)
   std::vector<InternedEntry> interned_;
-  std::string intern_scratch_;
+  SlotIndex interned_ids_;  // finds an id of interned_ by (volume, entry key)
   std::map<OccKey, Occ> occs_;
   std::map<uint64_t, OccKey> occ_by_serial_;
   uint64_t next_serial_ = 1;
