@@ -127,8 +127,25 @@ void VolumeStore::insert_entry(std::string_view key, HlcTime t, uint32_t origin,
   notify(Change{e->key(), std::nullopt, view_of(*e)});
 }
 
-// The new version is a new block; the old one stays alive until observers have seen it.
+// The new version goes into the record's own block when it fits (observers are shown the
+// old value from a copy); otherwise into a new block that takes the old one's place in
+// the indexes, the old one living until observers have seen it.
 void VolumeStore::replace_entry(Entry* e, HlcTime t, uint32_t origin, const std::string_view* value) {
+  if (e->fits(value == nullptr ? 0 : value->size())) {
+    if (e->tombstone()) tombstones_.erase(e);  // before the sort key (physical_ms) changes
+    RecordView old_view = view_of(*e);
+    if (old_view.value) {
+      old_value_.assign(*old_view.value);
+      old_view.value = std::string_view(old_value_);
+    }
+    const uint64_t old_hash = e->entry_hash;
+    e->rewrite(t.physical_ms, t.logical, origin, value);
+    e->entry_hash = entry_hash_of(*e);
+    if (e->tombstone()) tombstones_.insert(e);
+    digest_.update(e, old_hash);
+    notify(Change{e->key(), old_view, view_of(*e)});
+    return;
+  }
   Entry* n = Entry::create(e->key(), t.physical_ms, t.logical, origin, value);
   n->key_hash = e->key_hash;
   n->entry_hash = entry_hash_of(*n);

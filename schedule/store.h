@@ -207,6 +207,7 @@ class VolumeStore {
   std::function<bool(const Record&)> merge_filter_;
   std::function<void(const Change&)> observer_;
   mutable bool in_callback_ = false;  // observers and filters must not re-enter
+  std::string old_value_;  // replace_entry: the old value, shown to observers after an in-place rewrite
 };
 
 template <class F>

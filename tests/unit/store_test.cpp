@@ -244,6 +244,19 @@ TEST_CASE("observers see every change with the old and new record", "[store][obs
   CHECK(s.purge_tombstones(kT0 + 2 * kDay) == 1);
   REQUIRE(events.size() == 6);
   CHECK((events[5].key == "a" && events[5].before == t && !events[5].after));
+
+  // A version that outgrows the record's block moves to a new one, a smaller one is
+  // written in place; either way observers see the old record intact, and the key may
+  // be a view into the record being replaced.
+  const Record c1 = s.put("c", "small", kT0);
+  const Record c2 = s.put(s.find("c")->key, std::string(500, 'L'), kT0);
+  const Record c3 = s.put(s.find("c")->key, "tiny", kT0);
+  REQUIRE(events.size() == 9);
+  CHECK((events[7].before == c1 && events[7].after == c2));
+  CHECK((events[8].before == c2 && events[8].after == c3));
+  CHECK(c2.key == "c");
+  CHECK(s.get("c") == c3);
+  CHECK(s.check_invariants());
 }
 
 TEST_CASE("scan visits keys in order with prefix and paging", "[store][scan]") {
