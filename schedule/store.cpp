@@ -127,14 +127,14 @@ void VolumeStore::insert_entry(std::string_view key, HlcTime t, uint32_t origin,
   notify(Change{e->key(), std::nullopt, view_of(*e)});
 }
 
-// The new version goes into the record's own block when it fits (observers are shown the
-// old value from a copy); otherwise into a new block that takes the old one's place in
+// The new version goes into the record's own block when it fits snugly (observers are
+// shown the old value from a copy); otherwise into a new block that takes the old one's place in
 // the indexes, the old one living until observers have seen it.
 void VolumeStore::replace_entry(Entry* e, HlcTime t, uint32_t origin, const std::string_view* value) {
   if (e->fits(value == nullptr ? 0 : value->size())) {
     if (e->tombstone()) tombstones_.erase(e);  // before the sort key (physical_ms) changes
     RecordView old_view = view_of(*e);
-    if (old_view.value) {
+    if (old_view.value && observer_) {  // the rewrite overwrites the bytes the view shows
       old_value_.assign(*old_view.value);
       old_view.value = std::string_view(old_value_);
     }

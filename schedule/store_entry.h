@@ -4,7 +4,7 @@
 // One heap block per record: the header below, then the key bytes, then the value bytes,
 // so a record costs one allocation (the ordered index and the digest hold pointers to the
 // block).  A new version of a key is written into the same block when it fits in what
-// malloc gave it (malloc_usable_size), else into a new block that takes the old one's
+// malloc gave it (malloc_usable_size) and uses at least half of it, else into a new block that takes the old one's
 // place in every index (VolumeStore::replace_entry).  The version's origin is interned to
 // a 31-bit id (node ids repeat across millions of records); the top bit of that word is
 // the tombstone flag.  40 bytes of header on LP64.
@@ -43,9 +43,13 @@ class Entry : public DigestItem {
     e->~Entry();
     std::free(e);
   }
-  // Whether a version with a value of `value_size` bytes fits in this block.
+  // Whether a version with a value of `value_size` bytes fits in this block without
+  // wasting most of it (a large value overwritten by a small one or by a tombstone must
+  // not pin its block for as long as the record lives).
   bool fits(size_t value_size) const {
-    return sizeof(Entry) + key_size_ + value_size <= malloc_usable_size(const_cast<Entry*>(this));
+    const size_t need = sizeof(Entry) + key_size_ + value_size;
+    const size_t have = malloc_usable_size(const_cast<Entry*>(this));
+    return need <= have && have <= 2 * need;
   }
   // Replaces version and value in place.  REQUIRES: fits(value size).  `value` may point
   // into this record's own value.

@@ -245,9 +245,10 @@ TEST_CASE("observers see every change with the old and new record", "[store][obs
   REQUIRE(events.size() == 6);
   CHECK((events[5].key == "a" && events[5].before == t && !events[5].after));
 
-  // A version that outgrows the record's block moves to a new one, a smaller one is
-  // written in place; either way observers see the old record intact, and the key may
-  // be a view into the record being replaced.
+  // A version that outgrows the record's block moves to a new one, and so does one that
+  // would leave most of it unused; either way observers see the old record intact, and
+  // the key may be a view into the record being replaced.  (Same-size versions, "1" then
+  // "2" above, are rewritten in place.)
   const Record c1 = s.put("c", "small", kT0);
   const Record c2 = s.put(s.find("c")->key, std::string(500, 'L'), kT0);
   const Record c3 = s.put(s.find("c")->key, "tiny", kT0);
