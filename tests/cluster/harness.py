@@ -419,9 +419,12 @@ class Node:
     def records(self):
         try:
             with open(self.records_path) as f:
-                return [Record(l, self.id) for l in f.read().splitlines() if l.strip()]
+                text = f.read()
         except FileNotFoundError:
             return []
+        # A handler may be writing its line right now: only complete lines count.
+        complete = text[:text.rfind("\n") + 1]
+        return [Record(l, self.id) for l in complete.splitlines() if l.strip()]
 
 
 class Cluster:
@@ -548,6 +551,20 @@ class Cluster:
         def enough():
             return len({r.scheduled_ms for r in self.records(entry) if r.scheduled_ms >= after_ms}) >= count
         wait_until(enough, timeout_s, "%d runs of %s scheduled after %s" % (count, entry, utc(after_ms)))
+
+    def window_end(self, entries):
+        """The last scheduled instant that every entry in `entries` has a record for.
+
+        Entries due at the same instant fire on different nodes, and their records appear
+        a few milliseconds apart; a window that ended at one entry's latest record would
+        count the other's run, still being written, as missing."""
+        ends = []
+        for e in entries:
+            recs = self.records(e)
+            if not recs:
+                raise TestFailure("no run of %s at all" % e)
+            ends.append(max(r.scheduled_ms for r in recs))
+        return min(ends)
 
     def report(self, log_lines=60):
         for nid in self.ids:
