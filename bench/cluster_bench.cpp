@@ -22,6 +22,11 @@
 //      last first execution - T0), at most N / window: the offered load;
 //   4. memory: resident set of each node before the load and after it (all three
 //      replicas hold every entry): (after - before) / stored entries, per 1M.
+//   5. CPU per occurrence: the user + system time the three nodes used from the end of
+//      the load until every occurrence ran, divided by the occurrences executed.  The
+//      firing path is CPU-bound on this machine, so this is the figure that moves when
+//      the path gets cheaper, and it does not swing with the load of the machine's
+//      other tenants the way occurrences/s does.
 // Nodes are stopped with SIGTERM (SIGKILL after 10 s) and die with the benchmark
 // (PR_SET_PDEATHSIG).  The anchor (BullMQ 5.81 on Redis 7.0, 50,000 delayed jobs due
 // within 1 s on this machine: ~9,800 jobs/s, lateness p50 2.4 s, p99 4.0 s) is printed
@@ -127,6 +132,22 @@ int64_t status_bytes(pid_t pid, const std::string& field) {
     if (line.rfind(field + ":", 0) == 0) return std::atoll(line.c_str() + field.size() + 1) * 1024;
   }
   return 0;
+}
+
+// CPU time (user + system, all threads) a process has used so far, in microseconds.
+int64_t cpu_us(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  int64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15 (1-based): utime, stime
+    if (i == 14) utime = std::atoll(field.c_str());
+    if (i == 15) stime = std::atoll(field.c_str());
+  }
+  return (utime + stime) * 1'000'000 / sysconf(_SC_CLK_TCK);
 }
 
 // ---- a minimal HTTP/1.1 client (keep-alive, pipelining) -----------------------------
@@ -444,12 +465,23 @@ struct Figures {
   int64_t anon_before = 0, anon_after = 0;
   double anon_mib_per_1m = 0;  // the anonymous part (heap): without LMDB's mapped pages
   std::vector<int64_t> executions_by_node;
+  // CPU the three nodes used from the end of the load until every occurrence ran, per
+  // occurrence executed: what the firing path costs, independent of how busy the
+  // machine's other tenants keep the cores (which moves occurrences/s by +-15%).
+  double cpu_us_per_occurrence = 0;
+  std::vector<double> cpu_s_by_node;
 };
 
 double pct(std::vector<int64_t>& v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return static_cast<double>(v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))]);
+}
+
+std::vector<int64_t> cpu_by_node(const Cluster& c) {
+  std::vector<int64_t> v;
+  for (const auto& n : c.nodes()) v.push_back(cpu_us(n.pid));
+  return v;
 }
 
 int64_t rss_sum(const Cluster& c, const std::string& field = "VmRSS") {
@@ -500,6 +532,7 @@ bool run_one(const std::string& binary, const std::string& dir, const std::strin
   f.rss_mib_per_1m = static_cast<double>(f.rss_after - f.rss_before) / 3.0 / static_cast<double>(stored) * 1e6 /
                      (1024.0 * 1024.0);
 
+  const std::vector<int64_t> cpu_before = cpu_by_node(cluster);
   // Wait for the window to pass, then until every occurrence ran or 30 s more went by.
   sleep_ms(t0 + window_ms + 2000 - wall_ms());
   std::unordered_map<int64_t, std::vector<Execution>> runs;
@@ -508,6 +541,12 @@ bool run_one(const std::string& binary, const std::string& dir, const std::strin
     runs = read_executions(cluster, "bench", "e");
     if (static_cast<int64_t>(runs.size()) >= entries || wall_ms() > give_up) break;
     sleep_ms(1000);
+  }
+  const std::vector<int64_t> cpu_after = cpu_by_node(cluster);
+  int64_t cpu_total = 0;
+  for (size_t i = 0; i < cpu_after.size(); ++i) {
+    cpu_total += cpu_after[i] - cpu_before[i];
+    f.cpu_s_by_node.push_back(static_cast<double>(cpu_after[i] - cpu_before[i]) / 1e6);
   }
   sleep_ms(1000);  // late duplicates, if any, get a chance to show
   runs = read_executions(cluster, "bench", "e");
@@ -546,6 +585,7 @@ bool run_one(const std::string& binary, const std::string& dir, const std::strin
   f.late_max = late.empty() ? 0 : static_cast<double>(late.back());
   const double span_s = static_cast<double>(std::max<int64_t>(window_ms, last_first - t0)) / 1000.0;
   f.occ_per_s = static_cast<double>(f.executed) / span_s;
+  if (f.executed > 0) f.cpu_us_per_occurrence = static_cast<double>(cpu_total) / static_cast<double>(f.executed);
   return true;
 }
 
@@ -611,6 +651,8 @@ int run_cluster(const Args& args) {
                               {"api_writes_per_s", f.api_writes_per_s}, {"rss_mib_per_1m_entries", f.rss_mib_per_1m},
                               {"rss_anon_mib_per_1m_entries", f.anon_mib_per_1m},
                               {"executions_by_node", f.executions_by_node},
+                              {"cpu_us_per_occurrence", f.cpu_us_per_occurrence},
+                              {"cpu_s_by_node", f.cpu_s_by_node},
                               {"vs_anchor_rate", f.occ_per_s / 9800.0}});
     }
     std::printf("%s\n", j.dump(2).c_str());
@@ -633,6 +675,10 @@ int run_cluster(const Args& args) {
                   f.semantics.c_str(), static_cast<long long>(f.executions_by_node[0]),
                   static_cast<long long>(f.executions_by_node[1]), static_cast<long long>(f.executions_by_node[2]),
                   static_cast<long long>(f.flagged), static_cast<long long>(f.early));
+      std::printf("%s: CPU per occurrence %.0f us (all three nodes, end of load to last run); n1/n2/n3 used "
+                  "%.1f/%.1f/%.1f s\n",
+                  f.semantics.c_str(), f.cpu_us_per_occurrence, f.cpu_s_by_node.at(0), f.cpu_s_by_node.at(1),
+                  f.cpu_s_by_node.at(2));
     }
   }
   return clean ? 0 : 1;

@@ -94,6 +94,63 @@ void read_nodes(TomlReader& top, Scenario& s) {
   }
 }
 
+// [[workload.burst]]: `count` one-shot entries written at `at`, the first due `due` after
+// that and the rest spread evenly over `window` (entry i is due at
+// at + due + i * window / count), each written through the next node of `via` in turn
+// (default: the volume's replicas).  They are named <prefix><i>, i zero-padded.  Every
+// other key is a field of each entry, as in [[workload.entry]].
+void read_burst(const toml::table& t, const std::string& section, const std::string& path, Scenario& s) {
+  constexpr int64_t kMaxBurst = 10'000'000;
+  TomlReader e(t, section, path);
+  const int64_t at = e.duration("at").value_or(0);
+  const int64_t count = e.integer("count", 1, kMaxBurst).value_or(0);
+  const std::string volume = e.string("volume").value_or("");
+  const std::string entity = e.string("entity").value_or("");
+  const std::string prefix = e.string("name_prefix").value_or("burst");
+  const int64_t due = e.duration("due").value_or(0);
+  const int64_t window = e.duration("window").value_or(0);
+  std::vector<std::string> via = e.one_or_many("via").value_or(std::vector<std::string>{});
+  if (count == 0 || volume.empty() || entity.empty()) e.fail_here("a burst needs count, volume and entity");
+  if (due <= 0) e.fail_here("due must be a positive duration (how long after `at` the first entry is due)");
+  if (window > 365 * 24 * kMsPerHour) e.fail_here("window must be at most a year");
+  if (via.empty()) {
+    for (const auto& v : s.cluster.volumes) {
+      if (v.name == volume) via = v.replicas;
+    }
+    // An unknown volume is reported by validation, against the entries.
+    if (via.empty()) via.push_back(s.cluster.nodes.empty() ? std::string() : s.cluster.nodes.front().id);
+  }
+  nlohmann::json fields = nlohmann::json::object();
+  for (const auto& [k, v] : t) {
+    const std::string key(k.str());
+    if (key == "at" || key == "count" || key == "volume" || key == "entity" || key == "name_prefix" ||
+        key == "due" || key == "window" || key == "via") {
+      continue;
+    }
+    if (key == "name" || key == "cron" || key == "timer") {
+      e.fail(v, key, "is set by the burst itself (entries are named <name_prefix><i> and due once)");
+    }
+    fields[key] = to_json(v);
+    (void)e.raw(key);
+  }
+  e.finish();
+  const size_t width = std::to_string(count - 1).size();
+  for (int64_t i = 0; i < count; ++i) {
+    WorkloadEntry we;
+    we.at_ms = at;
+    we.via = via[static_cast<size_t>(i) % via.size()];
+    we.volume = volume;
+    we.entity = entity;
+    std::string n = std::to_string(i);
+    we.name = prefix + std::string(width - n.size(), '0') + n;
+    we.fields = fields;
+    // The entry's own clock starts at the write; "after" is relative to it.
+    const int64_t after = due + i * window / count;  // count <= 1e7, window <= 1 year: no overflow
+    we.fields["timer"] = {{"after", std::to_string(after) + "ms"}};
+    s.workload.push_back(std::move(we));
+  }
+}
+
 void read_workload(TomlReader& top, Scenario& s) {
   const toml::table* w = top.table("workload");
   if (!w) return;
@@ -122,6 +179,13 @@ void read_workload(TomlReader& top, Scenario& s) {
       }
       e.finish();
       s.workload.push_back(std::move(we));
+    }
+  }
+  if (const toml::array* bursts = r.array("burst")) {
+    size_t i = 0;
+    for (const toml::node& item : *bursts) {
+      if (!item.is_table()) r.fail(item, "burst", "must be an array of tables ([[workload.burst]])");
+      read_burst(*item.as_table(), "workload.burst[" + std::to_string(i++) + "]", top.path(), s);
     }
   }
   if (const toml::table* h = r.table("handler")) {

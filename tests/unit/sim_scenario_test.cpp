@@ -246,6 +246,46 @@ TEST_CASE("scenario errors name the key and its line", "[sim]") {
   CHECK_FALSE(load_scenario("/nonexistent/x.toml").ok());
 }
 
+TEST_CASE("[[workload.burst]] expands into one-shot entries spread over the window", "[sim]") {
+  const std::string base = std::string("process = \"echo\"\n") + kNodes +
+                           "[[volume]]\nname = \"v1\"\nreplicas = [\"n1\", \"n2\"]\n";
+  auto s = parse_scenario(base + "[[workload.burst]]\nat = \"5s\"\ncount = 12\nvolume = \"v1\"\nentity = \"b\"\n"
+                                 "due = \"10s\"\nwindow = \"1s\"\nsemantics = \"at_most_once\"\n",
+                          "t");
+  REQUIRE(s.ok());
+  REQUIRE(s->workload.size() == 12);
+  for (size_t i = 0; i < 12; ++i) {
+    const WorkloadEntry& w = s->workload[i];
+    CHECK(w.at_ms == 5000);
+    CHECK(w.volume == "v1");
+    CHECK(w.entity == "b");
+    CHECK(w.via == (i % 2 == 0 ? "n1" : "n2"));  // the volume's replicas in turn
+    CHECK(w.name == (i < 10 ? "burst0" : "burst") + std::to_string(i));  // zero-padded to the widest
+    CHECK(w.fields.at("semantics") == "at_most_once");
+    CHECK(w.fields.at("timer").at("after") == std::to_string(10000 + static_cast<int64_t>(i) * 1000 / 12) + "ms");
+  }
+  // An explicit via list and a prefix.
+  s = parse_scenario(base + "[[workload.burst]]\nat = \"1s\"\ncount = 3\nvolume = \"v1\"\nentity = \"b\"\n"
+                            "due = \"2s\"\nvia = \"n2\"\nname_prefix = \"x\"\n",
+                     "t");
+  REQUIRE(s.ok());
+  REQUIRE(s->workload.size() == 3);
+  CHECK(s->workload[2].via == "n2");
+  CHECK(s->workload[2].name == "x2");
+  CHECK(s->workload[2].fields.at("timer").at("after") == "2000ms");  // no window: all due together
+
+  const std::string burst = "[[workload.burst]]\nat = \"1s\"\nvolume = \"v1\"\nentity = \"b\"\n";
+  CHECK(error_of(base + burst + "count = 3\n").find("due must be a positive duration") != std::string::npos);
+  CHECK(error_of(base + burst + "count = 0\ndue = \"1s\"\n").find("count") != std::string::npos);
+  CHECK(error_of(base + burst + "count = 3\ndue = \"1s\"\ncron = \"* * * * *\"\n").find("set by the burst") !=
+        std::string::npos);
+  CHECK(error_of(base + burst + "count = 3\ndue = \"1s\"\nvia = \"n9\"\n").find("unknown node 'n9'") !=
+        std::string::npos);
+  CHECK(error_of(base + "[[workload.burst]]\nat = \"1s\"\ncount = 3\nvolume = \"nope\"\nentity = \"b\"\n"
+                        "due = \"1s\"\n")
+            .find("unknown volume 'nope'") != std::string::npos);
+}
+
 TEST_CASE("a process kind rejects bad node_options before the run", "[sim]") {
   auto s = parse_scenario(std::string("process = \"echo\"\n") + kNodes +
                               "[node_options]\nprobe_intervall = \"1s\"\n",
