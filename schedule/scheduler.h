@@ -81,11 +81,18 @@ struct PeerView {
   uint64_t boot = 0;       // its current boot id, when known
   uint32_t load = 0;       // running + queued handlers it reports
   uint32_t slots = 0;      // handler slots it advertises (0 = unknown)
+  int64_t silent_ms = kNever;  // since we last received anything from it (kNever: never)
 };
 
 struct SchedulerOptions {
   int64_t claim_retry_ms = 300;           // resend claims to replicas that did not answer
   int64_t claim_give_up_ms = 3'000;       // at-least-once: fire degraded if no quorum by then
+  // A suspect owner (or claimant) this node has not heard anything from for this long
+  // counts as gone: the master takes its open work over (at-least-once flagged, at-most-
+  // once through a higher round) instead of waiting for the suspicion to expire, which
+  // Lifeguard stretches to 6x its minimum when few peers can confirm it (~24 s with three
+  // replicas).  A member that is only falsely suspected is still heard from.
+  int64_t owner_silence_ms = 5'000;
   int64_t misfire_threshold_ms = 30'000;  // later than this, an occurrence is a misfire
   int64_t occurrence_retention_ms = 24 * kMsPerHour;
   int64_t revoke_retry_ms = 1'000;
@@ -389,6 +396,11 @@ class Scheduler {
   bool has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const;
   bool majority_impossible(const Occ& o, const Entry& e) const;
   bool owner_alive(const ProcessId& owner) const;
+  // Not alive, or suspect and silent for owner_silence_ms (see SchedulerOptions).
+  bool owner_gone(const ProcessId& owner) const;
+  // When an owner that is suspect but not yet silent long enough would count as gone
+  // (mono ms), or kNever.
+  int64_t owner_gone_at(const ProcessId& owner, Clock now) const;
   bool misfire_policy_allows(const Occ& o, const Entry& e, Clock now) const;
   void defer(Occ& o, Clock now, const std::string& why);
   void emit(FireEvent::Kind kind, const Occ& o, Clock now, const std::string& node = {},

@@ -120,6 +120,20 @@ bool Scheduler::owner_alive(const ProcessId& owner) const {
   return p.boot == 0 || owner.boot == 0 || p.boot == owner.boot;
 }
 
+bool Scheduler::owner_gone(const ProcessId& owner) const {
+  if (!owner_alive(owner)) return true;
+  if (owner.node == self_.node) return false;
+  const PeerView p = host_.peer(owner.node);
+  return p.suspect && p.silent_ms >= options_.owner_silence_ms;
+}
+
+int64_t Scheduler::owner_gone_at(const ProcessId& owner, Clock now) const {
+  if (owner.node == self_.node) return kNever;
+  const PeerView p = host_.peer(owner.node);
+  if (!p.suspect || p.silent_ms == kNever) return kNever;
+  return now.mono_ms + std::max<int64_t>(0, options_.owner_silence_ms - p.silent_ms) + 1;
+}
+
 constexpr int64_t kAssignHalfLifeMs = 1'000;
 
 // Halves a.count once per half-life elapsed since a.since_mono_ms, and moves since_mono_ms
@@ -269,14 +283,16 @@ void Scheduler::reconsider(Occ& o, Clock now) {
       set_timer(o, kNever);
       return;
     }
-    if (owner_alive(r.owner)) {  // its owner is at work
+    if (!owner_gone(r.owner)) {  // its owner is at work
       defer(o, now, "owner " + r.owner.node + " is at work");
+      // A suspect owner that stays silent counts as gone later: look again then.
+      if (const int64_t at = owner_gone_at(r.owner, now); at != kNever) set_timer(o, at);
       return;
     }
   }
   // An owner vanished before the occurrence ran.
   for (const auto& [node, r] : o.owner_records) {
-    if (r.owner == self_ || r.outcome != OwnerOutcome::kOpen || owner_alive(r.owner)) continue;
+    if (r.owner == self_ || r.outcome != OwnerOutcome::kOpen || !owner_gone(r.owner)) continue;
     if (!o.at_most_once) {
       // At-least-once: take it over.  With complete_time > 0 an accepted attempt gets
       // its complete_time before being redispatched (seed 003, scheduler replacement).
@@ -307,7 +323,7 @@ void Scheduler::reconsider(Occ& o, Clock now) {
     // a holder may hold only part of a split vote and have released it, as we did: if
     // no owner record from it appears within the give-up time, claim again — claims
     // are exclusive, so if it does own o the replicas simply say so again.
-    if (owner_alive(*o.holder) || o.holder_vouched) {
+    if (!owner_gone(*o.holder) || o.holder_vouched) {
       if (o.deferred_since_mono_ms == 0) o.deferred_since_mono_ms = now.mono_ms;
       const int64_t recheck = o.deferred_since_mono_ms + options_.claim_give_up_ms;
       if (now.mono_ms < recheck) {

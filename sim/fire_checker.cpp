@@ -207,6 +207,20 @@ void FireChecker::finish(const World& world, Report& report) {
       if (amo && started > 1) {
         report.violate({"amo.duplicate", name + " (at-most-once) started " + std::to_string(started) + " times", due_ms, {}});
       }
+      // A client can always tell a duplicate: at most one run of an occurrence is a first
+      // attempt without the possible_duplicate flag (every other run is a later attempt or
+      // flagged).
+      if (started > 1) {
+        size_t plain = 0;
+        for (size_t idx : it->second) {
+          const auto& inv = execs[idx].invocation;
+          if (inv.attempt == 1 && !inv.possible_duplicate) ++plain;
+        }
+        if (plain > 1) {
+          report.violate({"duplicate.unflagged", name + " ran " + std::to_string(plain) +
+                                                     " times as an unflagged first attempt", due_ms, {}});
+        }
+      }
       // A redispatch because a run outlived the entry's complete_time is the entry asking
       // for speed over uniqueness (seed 003, slow worker), not a fault-free duplicate.
       size_t by_complete_time = 0;

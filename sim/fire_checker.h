@@ -5,6 +5,9 @@
 // Per occurrence o of every entry the workload created (enumerated from the entry's
 // own timing, with the creating node's clock at creation):
 //   amo.duplicate  an at-most-once occurrence started more than once           (always)
+//   duplicate.unflagged  an occurrence started more than once as a first attempt
+//                  without the possible_duplicate flag: a client could not tell the
+//                  duplicate from the original                               (always)
 //   alo.missed     an at-least-once occurrence never completed although an eligible
 //                  replica holding the entry stayed up from its creation until the
 //                  failure-detection bound after the due time

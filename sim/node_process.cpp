@@ -42,6 +42,7 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
     auto& s = n.scheduler;
     s.claim_retry_ms = r.duration("claim_retry").value_or(s.claim_retry_ms);
     s.claim_give_up_ms = r.duration("claim_give_up").value_or(s.claim_give_up_ms);
+    s.owner_silence_ms = r.duration("owner_silence").value_or(s.owner_silence_ms);
     s.misfire_threshold_ms = r.duration("misfire_threshold").value_or(s.misfire_threshold_ms);
     s.max_clock_skew_ms = r.duration("max_clock_skew").value_or(s.max_clock_skew_ms);
     s.occurrence_retention_ms = r.duration("occurrence_retention").value_or(s.occurrence_retention_ms);

@@ -196,6 +196,7 @@ schedule::PeerView Node::peer(const std::string& node) const {
   // a dispatch to it would be lost.
   p.suspect = *state == gossip::MemberState::kSuspect || !gossip::is_reachable(*state);
   p.direct = heard != nullptr && last_.mono_ms - *heard <= options_.direct_contact_ms;
+  p.silent_ms = heard != nullptr ? last_.mono_ms - *heard : kNever;
   if (const gossip::MemberMeta* m = membership_->meta_of(node)) {
     p.boot = m->boot_id;
     p.load = m->load.running + m->load.queued;

@@ -128,6 +128,7 @@ void read_scheduler(FieldReader& top, schedule::SchedulerOptions& s) {
   if (!r) return;
   set_if(r->duration_ms("claim_retry", 10), s.claim_retry_ms);
   set_if(r->duration_ms("claim_give_up", 10), s.claim_give_up_ms);
+  set_if(r->duration_ms("owner_silence", 100), s.owner_silence_ms);
   set_if(r->duration_ms("misfire_threshold", 1), s.misfire_threshold_ms);
   set_if(r->duration_ms("occurrence_retention", kMsPerMinute), s.occurrence_retention_ms);
   set_if(r->duration_ms("revoke_retry", 10), s.revoke_retry_ms);

@@ -117,6 +117,7 @@ maintenance_interval = "45s"
 [scheduler]
 claim_retry = "400ms"
 claim_give_up = "4s"
+owner_silence = "7s"
 misfire_threshold = "20s"
 occurrence_retention = "48h"
 revoke_retry = "2s"
@@ -241,6 +242,7 @@ TEST_CASE("config: every field") {
   const auto& s = c->tuning.scheduler;
   CHECK(s.claim_retry_ms == 400);
   CHECK(s.claim_give_up_ms == 4'000);
+  CHECK(s.owner_silence_ms == 7'000);
   CHECK(s.misfire_threshold_ms == 20'000);
   CHECK(s.occurrence_retention_ms == 48 * kMsPerHour);
   CHECK(s.revoke_retry_ms == 2'000);
