@@ -395,6 +395,7 @@ class Scheduler {
   bool quorum_reachable(const std::string& volume, const Entry& e) const;
   bool has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const;
   bool majority_impossible(const Occ& o, const Entry& e) const;
+  static bool alive_in(const PeerView& p, const ProcessId& owner);  // reachable, same boot
   bool owner_alive(const ProcessId& owner) const;
   // Not alive, or suspect and silent for owner_silence_ms (see SchedulerOptions).
   bool owner_gone(const ProcessId& owner) const;

@@ -113,18 +113,19 @@ bool Scheduler::majority_impossible(const Occ& o, const Entry& e) const {
 
 // Whether the process is alive in our view.  boot == 0 means "whatever process runs
 // on that node now" (a worker, which is named by node only).
+bool Scheduler::alive_in(const PeerView& p, const ProcessId& owner) {
+  return p.reachable && (p.boot == 0 || owner.boot == 0 || p.boot == owner.boot);
+}
+
 bool Scheduler::owner_alive(const ProcessId& owner) const {
   if (owner.node == self_.node) return owner.boot == 0 || owner.boot == self_.boot;
-  const PeerView p = host_.peer(owner.node);
-  if (!p.reachable) return false;
-  return p.boot == 0 || owner.boot == 0 || p.boot == owner.boot;
+  return alive_in(host_.peer(owner.node), owner);
 }
 
 bool Scheduler::owner_gone(const ProcessId& owner) const {
-  if (!owner_alive(owner)) return true;
-  if (owner.node == self_.node) return false;
+  if (owner.node == self_.node) return !owner_alive(owner);
   const PeerView p = host_.peer(owner.node);
-  return p.suspect && p.silent_ms >= options_.owner_silence_ms;
+  return !alive_in(p, owner) || (p.suspect && p.silent_ms >= options_.owner_silence_ms);
 }
 
 int64_t Scheduler::owner_gone_at(const ProcessId& owner, Clock now) const {
@@ -285,8 +286,10 @@ void Scheduler::reconsider(Occ& o, Clock now) {
     }
     if (!owner_gone(r.owner)) {  // its owner is at work
       defer(o, now, "owner " + r.owner.node + " is at work");
-      // A suspect owner that stays silent counts as gone later: look again then.
-      if (const int64_t at = owner_gone_at(r.owner, now); at != kNever) set_timer(o, at);
+      // A suspect owner that stays silent counts as gone later: look again then (an
+      // earlier wake-up already set stays).
+      const int64_t at = owner_gone_at(r.owner, now);
+      if (at != kNever && (!o.timer_armed || at < o.timer_mono_ms)) set_timer(o, at);
       return;
     }
   }
