@@ -184,6 +184,7 @@ void Membership::apply_meta(const MemberMeta& meta, int64_t now_ms) {
   Member& me = self();
   me.incarnation = incarnation_;
   me.meta = meta;
+  view_changed();
   last_alive_broadcast_ms_ = now_ms;
   broadcast(Alive{self_id_, incarnation_, self_addr_, meta});
   emit(MemberEvent::Kind::kUpdated, self_id_, "advertising new meta");
@@ -250,9 +251,20 @@ void Membership::answer_stale_news(const Peer& to) {
   send_datagram(to.addr, GossipOnly{}, std::move(answers));
 }
 
+// A digest push-pull carries the sender's record, then at most its record of us, and
+// always wants an answer.
+bool Membership::valid_digest_push_pull(const Peer& from, const PushPull& msg) const {
+  if (msg.join || !msg.reply_wanted || msg.members.empty() || msg.members.size() > 2) return false;
+  return msg.members[0].node == from.id && (msg.members.size() == 1 || msg.members[1].node == self_id_);
+}
+
 void Membership::on_push_pull(const Peer& from, const PushPull& msg, int64_t now_ms) {
   touch(now_ms);
   if (!valid_id(from.id) || from.id == self_id_) {
+    ++stats_.malformed_dropped;
+    return;
+  }
+  if (msg.digest_only && !valid_digest_push_pull(from, msg)) {
     ++stats_.malformed_dropped;
     return;
   }
@@ -260,6 +272,10 @@ void Membership::on_push_pull(const Peer& from, const PushPull& msg, int64_t now
   stale_news_.clear();  // a push-pull reply carries our whole view already
   join_pending_ = false;  // we have heard from the cluster
   if (!msg.reply_wanted) return;
+  if (msg.digest_only && msg.digest == view_digest() && state_counts_[index(MemberState::kSuspect)] == 0) {
+    ++stats_.push_pulls_in_sync;  // the same view on both sides: nothing to exchange
+    return;
+  }
   std::string reply_to;
   for (const auto& r : msg.members) {
     if (r.node == from.id) reply_to = r.meta.stream_addr;
@@ -271,7 +287,9 @@ void Membership::on_push_pull(const Peer& from, const PushPull& msg, int64_t now
     ++stats_.malformed_dropped;
     return;
   }
-  send_push_pull(reply_to, /*join=*/false, /*reply_wanted=*/false);
+  // A digest that differs: our full state, asking for theirs (the exchange they opened,
+  // continued from our side).
+  send_push_pull(reply_to, /*join=*/false, /*reply_wanted=*/msg.digest_only);
 }
 
 void Membership::on_tick(int64_t now_ms) {
@@ -380,6 +398,7 @@ void Membership::check_invariants() const {
   assert(me->addr == self_addr_);
   assert(me->incarnation == incarnation_);
   assert(me->state == (left_ ? MemberState::kLeft : MemberState::kAlive));
+  assert(digest_stale_ || digest_ == compute_view_digest());  // every change called view_changed()
 
   std::array<size_t, 4> counts{};
   size_t suspects = 0;

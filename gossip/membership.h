@@ -24,10 +24,12 @@
 //   - Dissemination (SWIM §4.1): every datagram piggybacks queued updates (BroadcastQueue),
 //     each sent retransmit_mult * ceil(log10(N+1)) times; a gossip round every
 //     gossip_interval to gossip_nodes members, only while something is queued.
-//   - Anti-entropy: a full-state PushPull over the stream channel with one random alive
+//   - Anti-entropy: a PushPull exchange over the stream channel with one random alive
 //     member every push_pull_interval (scaled above 32 members), and with one random dead
 //     member (to heal partitions: both sides of a long split have declared each other
-//     dead and would otherwise never talk again).  Joining = PushPull{join} to the seeds.
+//     dead and would otherwise never talk again).  It opens with the digest of our view
+//     and goes on to full states only if the partner's view differs (or someone is
+//     suspect).  Joining = a full PushPull{join} to the seeds.
 //
 // Threading: none; a Membership is used by one thread at a time.
 #pragma once
@@ -137,7 +139,9 @@ struct MemberEvent {
 // Counters for metrics and the simulator report.  Remote faults are counted and dropped.
 struct MembershipStats {
   uint64_t datagrams_sent = 0;
-  uint64_t push_pulls_sent = 0;
+  uint64_t push_pulls_sent = 0;        // full states sent (joins, replies, exchanges)
+  uint64_t push_pull_digests_sent = 0; // digest push-pulls sent (see PushPull::digest_only)
+  uint64_t push_pulls_in_sync = 0;     // digest push-pulls received that matched our view
   uint64_t probes = 0;
   uint64_t probe_failures = 0;
   uint64_t indirect_probes = 0;  // PingReqs sent
@@ -261,6 +265,12 @@ class Membership {
   // simulator's detection bound).
   std::pair<int64_t, int64_t> suspicion_bounds_ms(size_t n) const;
 
+  // A digest of the full state a push-pull would carry: the sum (mod 2^64) of a 64-bit
+  // hash of each member's record (id, address, incarnation, state, meta), ourselves
+  // included.  Two views with equal digests hold the same records, so a full exchange
+  // between them would change nothing.  Cached; recomputed (O(N)) after a change.
+  uint64_t view_digest() const;
+
   // Asserts every internal invariant.  O(N log N) with assertions on, a no-op when
   // NDEBUG is defined; drivers call it after each input.
   void check_invariants() const;
@@ -335,6 +345,7 @@ class Membership {
                      uint64_t incarnation);
   void broadcast(Update update);
   void merge(const Peer& from, const PushPull& msg, int64_t now_ms);
+  bool valid_digest_push_pull(const Peer& from, const PushPull& msg) const;
   void reap(int64_t now_ms);
 
   // membership_probe.cpp: failure detection
@@ -365,7 +376,15 @@ class Membership {
   void push_pull_tick(int64_t now_ms);
   void join_tick(int64_t now_ms);
   void send_push_pull(const std::string& to_stream_addr, bool join, bool reply_wanted);
+  // The periodic exchange with `partner`: a digest push-pull if it speaks one and no
+  // member of our view is suspect, a full one otherwise.
+  void start_exchange(const MemberEntry& partner);
   PushPull snapshot(bool join, bool reply_wanted) const;
+  // Every change to a member's id set, address, incarnation, state or meta calls this.
+  void view_changed() { digest_stale_ = true; }
+  static uint64_t record_hash(std::string_view id, const std::string& addr, uint64_t incarnation,
+                              MemberState state, const MemberMeta& meta);
+  uint64_t compute_view_digest() const;
   // Which members a random pick draws from.
   enum class Pool : uint8_t {
     kAlive,         // relays and push-pull partners
@@ -418,6 +437,8 @@ class Membership {
   int64_t next_gossip_ms_ = 0;
   int64_t next_push_pull_ms_ = 0;
   bool gossip_idle_ = false;  // queue non-empty but nobody to gossip to; cleared by any view change
+  mutable uint64_t digest_ = 0;       // view_digest(), valid unless digest_stale_
+  mutable bool digest_stale_ = true;
 
   std::vector<std::string> join_seeds_;
   bool join_pending_ = false;

@@ -59,6 +59,7 @@ void Membership::on_alive(const Alive& a, int64_t now_ms) {
     m->addr = a.addr;
     m->incarnation = a.incarnation;
     m->meta = a.meta;
+    view_changed();
     change_state(a.node, *m, MemberState::kAlive, now_ms);
     broadcast(a);
     emit(MemberEvent::Kind::kJoined, a.node, "rejoined at a new address (was " + old_addr + ")");
@@ -70,6 +71,7 @@ void Membership::on_alive(const Alive& a, int64_t now_ms) {
   const bool meta_changed = m->meta != a.meta;
   m->incarnation = a.incarnation;
   m->meta = a.meta;
+  view_changed();
   change_state(a.node, *m, MemberState::kAlive, now_ms);
   broadcast(a);
   switch (old_state) {
@@ -113,6 +115,7 @@ void Membership::add_member(const Alive& a, int64_t now_ms, bool spread) {
   auto [it, inserted] = members_.emplace(a.node, std::move(m));
   assert(inserted);
   index_.insert(&*it);
+  view_changed();
   ++state_counts_[index(MemberState::kAlive)];
   gossip_idle_ = false;
   // Insert at a random position of the probe order, not at the end: if every node
@@ -149,6 +152,7 @@ void Membership::on_suspect(const Suspect& s, int64_t now_ms) {
       // with the new incarnation everyone would accept that Dead.)
       end_suspicion(s.node, *m);
       m->incarnation = s.incarnation;
+      view_changed();
       start_suspicion(s.node, *m, s.from, now_ms);
       broadcast(s);
       return;
@@ -166,6 +170,7 @@ void Membership::on_suspect(const Suspect& s, int64_t now_ms) {
   }
   if (m->state != MemberState::kAlive) return;
   m->incarnation = s.incarnation;
+  view_changed();
   change_state(s.node, *m, MemberState::kSuspect, now_ms);
   start_suspicion(s.node, *m, s.from, now_ms);
   broadcast(s);
@@ -191,6 +196,7 @@ void Membership::on_dead(const Dead& d, int64_t now_ms) {
   }
   const bool left = d.from == d.node;
   m->incarnation = d.incarnation;
+  view_changed();
   change_state(d.node, *m, left ? MemberState::kLeft : MemberState::kDead, now_ms);
   broadcast(d);
   if (left) emit(MemberEvent::Kind::kLeft, d.node, "left gracefully");
@@ -214,6 +220,7 @@ void Membership::change_state(const std::string& id, Member& m, MemberState to, 
   ++state_counts_[index(to)];
   m.state = to;
   m.state_change_ms = now_ms;
+  view_changed();
   gossip_idle_ = false;
 }
 
@@ -265,6 +272,7 @@ void Membership::refute(uint64_t accused_incarnation, int64_t now_ms, std::strin
   incarnation_ = std::max(incarnation_ + 1, accused_incarnation + 1);
   Member& me = self();
   me.incarnation = incarnation_;
+  view_changed();
   // Lifeguard: being accused is evidence that we answer too slowly.
   awareness_.apply(1);
   last_alive_broadcast_ms_ = now_ms;
@@ -322,6 +330,7 @@ void Membership::reap(int64_t now_ms) {
       }
       index_.erase(it->first);
       it = members_.erase(it);
+      view_changed();
     } else {
       ++it;
     }

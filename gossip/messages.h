@@ -39,6 +39,14 @@ struct Capacity {
   bool operator==(const Capacity&) const = default;
 };
 
+// The protocol version this build speaks, advertised in MemberMeta.  Carried, not
+// enforced: a feature a peer might not understand is used only with peers at or above
+// the version that introduced it.
+//   1  the first release
+//   2  digest push-pull (PushPull::digest_only)
+inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kDigestPushPullVersion = 2;
+
 // What a member advertises about itself.  Changing it needs a new incarnation.
 struct MemberMeta {
   std::string stream_addr;        // TCP: anti-entropy, claims, dispatch
@@ -48,7 +56,7 @@ struct MemberMeta {
   Capacity capacity;
   Load load;
   uint64_t config_epoch = 0;      // highest cluster-config epoch this node holds
-  uint32_t protocol_version = 1;
+  uint32_t protocol_version = kProtocolVersion;
   uint64_t boot_id = 0;           // random per process start: tells a restart from a long pause
   bool operator==(const MemberMeta&) const = default;
 };
@@ -136,6 +144,13 @@ struct PushPull {
   bool join = false;         // sent by a joining node
   bool reply_wanted = true;  // false on the reply itself
   std::vector<MemberRecord> members;  // sorted by node id
+  // A digest push-pull (protocol version 2): `members` holds the sender's own record and
+  // then the sender's record of the receiver, and `digest` sums a hash of every record of the sender's full state (see
+  // Membership::view_digest).  A receiver whose own digest matches — and which holds
+  // nobody suspect — has nothing to exchange and stays silent; otherwise it answers with
+  // a full PushPull{reply_wanted}, and the exchange goes on as a full one.
+  bool digest_only = false;
+  uint64_t digest = 0;
   bool operator==(const PushPull&) const = default;
 };
 

@@ -23,7 +23,7 @@ gossip::MemberMeta Node::self_meta() const {
     m.load.queued = static_cast<uint32_t>(running > slots ? running - slots : 0);
   }
   m.config_epoch = config_.epoch;
-  m.protocol_version = 1;
+  m.protocol_version = gossip::kProtocolVersion;
   m.boot_id = boot_id_;
   return m;
 }

@@ -88,6 +88,8 @@ struct PushPull {
   join @0 :Bool;
   replyWanted @1 :Bool;
   members @2 :List(MemberRecord);
+  digestOnly @3 :Bool;   # protocol version 2: members is the sender alone; see gossip/messages.h
+  digest @4 :UInt64;
 }
 
 # --- Core messages (stream channel) ------------------------------------------------------

@@ -191,6 +191,8 @@ Result<gossip::Packet> get(cp::GossipPacket::Reader r) {
 void put(cp::PushPull::Builder b, const gossip::PushPull& pp) {
   b.setJoin(pp.join);
   b.setReplyWanted(pp.reply_wanted);
+  b.setDigestOnly(pp.digest_only);
+  b.setDigest(pp.digest);
   auto members = b.initMembers(static_cast<unsigned>(pp.members.size()));
   for (unsigned i = 0; i < pp.members.size(); ++i) {
     const auto& m = pp.members[i];
@@ -207,6 +209,8 @@ Result<gossip::PushPull> get(cp::PushPull::Reader r) {
   gossip::PushPull pp;
   pp.join = r.getJoin();
   pp.reply_wanted = r.getReplyWanted();
+  pp.digest_only = r.getDigestOnly();
+  pp.digest = r.getDigest();
   for (auto x : r.getMembers()) {
     auto state = get_state(x.getState());
     if (!state) return state.error();

@@ -183,6 +183,8 @@ Envelope random_envelope(Rng& rng) {
       gossip::PushPull pp;
       pp.join = rng.chance(0.5);
       pp.reply_wanted = rng.chance(0.5);
+      pp.digest_only = rng.chance(0.5);
+      pp.digest = rng.next_u64();
       for (uint64_t i = rng.below(8); i > 0; --i) {
         pp.members.push_back({random_text(rng, 16), random_text(rng, 21), rng.next_u64(),
                               static_cast<gossip::MemberState>(rng.below(4)), random_meta(rng)});
