@@ -14,8 +14,8 @@
 // Invariants:
 //   - slots_.size() is zero or a power of two, and size_ <= slots_.size() / 2;
 //   - linear probing without tombstones: every entry sits in the run of occupied slots
-//     that starts at its home slot (hash & mask).  Entries are removed only by
-//     erase_if, which rebuilds the table, so no run is ever broken.
+//     that starts at its home slot (hash & mask).  erase_if removes entries in place
+//     with backward-shift deletion (Knuth's algorithm R), which keeps that true.
 // Iteration order depends on hashes: callers must not let it reach any output.
 #pragma once
 
@@ -58,16 +58,18 @@ class FlatHashMap {
     return s.value;
   }
 
-  // Removes every entry for which pred(key, value) is true.  O(capacity).
+  // Removes every entry for which pred(key, value) is true.  O(capacity), in place: no
+  // allocation, and the slots are read once (rebuilding the table instead wrote a fresh
+  // copy of it, hundreds of KB per node at N = 1000, on every replay-guard sweep).
+  // pred may be called more than once for an entry it keeps, so it must be pure.
   template <class Pred>
   void erase_if(Pred pred) {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.size(), Slot{});
-    size_ = 0;
-    for (Slot& s : old) {
-      if (!s.used || pred(s.key, s.value)) continue;
-      slots_[free_slot(s.hash)] = std::move(s);
-      ++size_;
+    for (size_t i = 0; i < slots_.size();) {
+      if (slots_[i].used && pred(slots_[i].key, slots_[i].value)) {
+        erase_slot(i);  // a later entry of the run may have moved into i: look again
+      } else {
+        ++i;
+      }
     }
   }
 
@@ -90,6 +92,23 @@ class FlatHashMap {
       if (slots_[i].hash == h && Eq{}(slots_[i].key, key)) return &slots_[i].value;
     }
     return nullptr;
+  }
+
+  // Empties slot i and shifts back each later entry of its run that may live in the
+  // hole: one whose home slot is not cyclically in (hole, j].  Entries only move to
+  // slots cyclically before them, so erase_if's forward scan sees every entry it has
+  // not yet seen (one that wraps from the table's start to its end is seen twice).
+  void erase_slot(size_t i) {
+    size_t hole = i;
+    for (size_t j = (i + 1) & mask(); slots_[j].used; j = (j + 1) & mask()) {
+      const size_t home = slots_[j].hash & mask();
+      const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+      if (stays) continue;
+      slots_[hole] = std::move(slots_[j]);
+      hole = j;
+    }
+    slots_[hole] = Slot{};
+    --size_;
   }
 
   size_t free_slot(uint64_t h) const {

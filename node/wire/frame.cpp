@@ -1,5 +1,6 @@
 #include "node/wire/frame.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -212,26 +213,29 @@ ReplayGuard::Verdict ReplayGuard::check(std::string_view sender, uint64_t boot, 
   w.last_seen_utc_ms = now_utc_ms;
   if (seq == 0) return Verdict::kStale;  // senders number from 1
   if (seq > w.highest) {
-    const uint64_t shift = seq - w.highest;
-    if (shift >= kWindowBits) {
+    const uint64_t advance = seq - w.highest;
+    if (advance >= kWindowBits) {
       w.bits.fill(0);
     } else {
-      // Shift the bitmap left by `shift` bits: bit i means sequence (highest - i).
-      const uint64_t words = shift / 64, bits = shift % 64;
-      for (size_t i = w.bits.size(); i-- > 0;) {
-        uint64_t v = i >= words ? w.bits[i - words] << bits : 0;
-        if (bits != 0 && i >= words + 1) v |= w.bits[i - words - 1] >> (64 - bits);
-        w.bits[i] = v;
+      // Clear the ring positions of highest+1 .. seq: they held numbers now out of the
+      // window.  A word at a time where the run covers whole words.
+      uint64_t pos = (w.highest + 1) % kWindowBits;
+      for (uint64_t left = advance; left > 0;) {
+        const uint64_t offset = pos % 64;
+        const uint64_t n = std::min<uint64_t>(left, 64 - offset);
+        const uint64_t mask = n == 64 ? ~uint64_t{0} : ((uint64_t{1} << n) - 1) << offset;
+        w.bits[pos / 64] &= ~mask;
+        left -= n;
+        pos = (pos + n) % kWindowBits;
       }
     }
     w.highest = seq;
-    w.bits[0] |= 1;
+    w.bits[(seq % kWindowBits) / 64] |= uint64_t{1} << (seq % 64);
     return Verdict::kFresh;
   }
-  const uint64_t offset = w.highest - seq;
-  if (offset >= kWindowBits) return Verdict::kStale;
-  uint64_t& word = w.bits[offset / 64];
-  const uint64_t bit = uint64_t{1} << (offset % 64);
+  if (w.highest - seq >= kWindowBits) return Verdict::kStale;
+  uint64_t& word = w.bits[(seq % kWindowBits) / 64];
+  const uint64_t bit = uint64_t{1} << (seq % 64);
   if (word & bit) return Verdict::kReplayed;
   word |= bit;
   return Verdict::kFresh;

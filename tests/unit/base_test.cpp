@@ -145,6 +145,40 @@ TEST_CASE("FlatStringMap: inserts, finds by view, grows and sweeps without losin
   CHECK(m.get_or_insert(std::string_view("new")) == 0);  // value-initialized
 }
 
+// Every key hashes to one of the table's last 13 home slots, so runs are long and wrap
+// around the end of the table: the case backward-shift deletion can get wrong.
+struct WrappingHash {
+  uint64_t operator()(std::string_view s) const { return ~uint64_t{0} - 12 + caesium::hash64(s) % 13; }
+};
+
+TEST_CASE("FlatHashMap: erase_if in place matches a reference map, with runs that wrap", "[base]") {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    INFO("seed " << seed);
+    caesium::Rng rng(seed);
+    caesium::FlatHashMap<std::string, uint64_t, WrappingHash, caesium::StringViewEq> m;
+    std::map<std::string, uint64_t> ref;
+    for (int round = 0; round < 8; ++round) {
+      for (uint64_t i = rng.below(200); i > 0; --i) {
+        const std::string key = "k" + std::to_string(rng.below(400));
+        const uint64_t v = rng.next_u64();
+        m.get_or_insert(key) = v;
+        ref[key] = v;
+      }
+      const uint64_t modulus = 2 + rng.below(4);
+      m.erase_if([&](const std::string&, uint64_t v) { return v % modulus == 0; });
+      std::erase_if(ref, [&](const auto& kv) { return kv.second % modulus == 0; });
+      REQUIRE(m.size() == ref.size());
+      for (uint64_t k = 0; k < 400; ++k) {
+        const std::string key = "k" + std::to_string(k);
+        const uint64_t* v = m.find(std::string_view(key));
+        const auto it = ref.find(key);
+        REQUIRE((v != nullptr) == (it != ref.end()));
+        if (v != nullptr) CHECK(*v == it->second);
+      }
+    }
+  }
+}
+
 // SlotIndex against a reference map, with random inserts and erases.  `weak` hashes map
 // keys onto 13 values, so runs are long, tags collide, runs wrap around the table end and
 // backward-shift deletion is exercised on every kind of run; `strong` is the real hash.
