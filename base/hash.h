@@ -5,6 +5,12 @@
 #include <cstdint>
 #include <string_view>
 
+// Inlined (the library's header carries the whole implementation): most of what is
+// hashed is a short id, where a call into the shared library and its dispatch cost more
+// than the hash.  The same algorithm, so the same values.
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL
+#endif
 #include <xxhash.h>
 
 namespace caesium {

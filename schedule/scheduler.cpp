@@ -492,7 +492,14 @@ void Scheduler::on_tick(Clock now) {
   // max_due_per_tick at a time: the rest stay queued and the next tick is due at once.
   // A queued slot is handled only if it is still due and not back on the wheel (the
   // entry may have changed or been removed meanwhile).
+  //
+  // An empty wheel is not polled (nor asked for its deadline): on most nodes of a large
+  // cluster both wheels stay empty — they replicate no volume — and each look costs
+  // cache misses for nothing (~3% of the simulator's N = 1000 hour).  The wheel's clock
+  // then lags, which it allows: a poll may jump any distance, and a timer inserted
+  // meanwhile is placed relative to the old clock and at worst asks for one early poll.
   auto collect = [&] {
+    if (utc_wheel_.size() == 0) return;
     utc_wheel_.poll(now.utc_ms, [&](const wheel::Expired& e) { due_backlog_.push_back(static_cast<uint32_t>(e.payload)); });
   };
   collect();
@@ -515,7 +522,7 @@ void Scheduler::on_tick(Clock now) {
   }
 
   std::vector<uint64_t> timers;
-  mono_wheel_.poll(now.mono_ms, [&](const wheel::Expired& e) { timers.push_back(e.payload); });
+  if (mono_wheel_.size() > 0) mono_wheel_.poll(now.mono_ms, [&](const wheel::Expired& e) { timers.push_back(e.payload); });
   for (uint64_t serial : timers) {
     auto it = occ_by_serial_.find(serial);
     if (it == occ_by_serial_.end()) continue;
@@ -539,8 +546,12 @@ void Scheduler::on_tick(Clock now) {
 
 int64_t Scheduler::next_deadline_mono() const {
   int64_t best = kNever;
-  if (auto d = utc_wheel_.next_deadline()) best = std::min(best, utc_to_mono(*d));
-  if (auto d = mono_wheel_.next_deadline()) best = std::min(best, *d);
+  if (utc_wheel_.size() > 0) {
+    if (auto d = utc_wheel_.next_deadline()) best = std::min(best, utc_to_mono(*d));
+  }
+  if (mono_wheel_.size() > 0) {
+    if (auto d = mono_wheel_.next_deadline()) best = std::min(best, *d);
+  }
   if (!dirty_volumes_.empty()) best = std::min(best, last_.mono_ms);
   if (!due_backlog_.empty()) best = std::min(best, last_.mono_ms);
   if (!occs_.empty() || !votes_.empty()) best = std::min(best, next_purge_mono_ms_);
