@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/linear_probe.h"
 #include "base/hash.h"
 
 namespace caesium {
@@ -102,7 +103,7 @@ class FlatHashMap {
     size_t hole = i;
     for (size_t j = (i + 1) & mask(); slots_[j].used; j = (j + 1) & mask()) {
       const size_t home = slots_[j].hash & mask();
-      const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+      const bool stays = backshift_stays(hole, j, home);
       if (stays) continue;
       slots_[hole] = std::move(slots_[j]);
       hole = j;

@@ -23,6 +23,8 @@
 #include <optional>
 #include <vector>
 
+#include "base/linear_probe.h"
+
 namespace caesium {
 
 class SlotIndex {
@@ -65,7 +67,7 @@ class SlotIndex {
     size_t hole = i;
     for (size_t j = (i + 1) & mask(); cells_[j] != 0; j = (j + 1) & mask()) {
       const size_t h = home(tag_of(cells_[j] - 1));
-      const bool stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
+      const bool stays = backshift_stays(hole, j, h);
       if (stays) continue;
       cells_[hole] = cells_[j];
       hole = j;

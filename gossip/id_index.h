@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/linear_probe.h"
 #include "base/hash.h"
 
 namespace caesium::gossip {
@@ -62,7 +63,7 @@ class IdIndex {
     size_t hole = i;
     for (size_t j = (i + 1) & mask(); slots_[j].entry != nullptr; j = (j + 1) & mask()) {
       const size_t home = slots_[j].hash & mask();
-      const bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+      const bool stays = backshift_stays(hole, j, home);
       if (stays) continue;
       slots_[hole] = slots_[j];
       hole = j;
