@@ -234,7 +234,7 @@ bool Node::open_frame(std::string_view bytes, node::Channel channel, wire::Envel
     ++counters_.replays;
     return false;
   }
-  last_heard_mono_.get_or_insert(env->sender) = now.mono_ms;
+  last_heard_mono_.get_or_insert(hash64(env->sender)) = now.mono_ms;
   out = std::move(*env);
   return true;
 }
@@ -373,7 +373,7 @@ void Node::seal_and_queue(node::Channel channel, const std::string& to_addr, wir
   env.sender_addr = options_.gossip_addr;
   env.sent_utc_ms = now.utc_ms;
   env.boot_id = boot_id_;
-  env.seq = ++seq_out_[static_cast<uint8_t>(channel)].get_or_insert(to_addr);
+  env.seq = ++seq_out_[static_cast<uint8_t>(channel)].get_or_insert(hash64(to_addr));
   env.body = std::move(body);
   const auto fc = channel == Channel::kDatagram ? wire::FrameChannel::kDatagram : wire::FrameChannel::kStream;
   Transmit t;

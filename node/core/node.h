@@ -28,7 +28,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "base/flat_hash_map.h"
+#include "base/hash.h"
+#include "base/hash_keyed_map.h"
 #include "base/result.h"
 #include "base/rng.h"
 #include "gossip/anti_entropy.h"
@@ -283,7 +284,7 @@ class Node final : private schedule::SchedulerHost {
   bool all_synced_ = false;
   std::map<std::string, int64_t> config_requested_mono_;           // peer -> last request time
   std::map<std::string, uint64_t> known_boots_;                    // peer -> boot id last seen
-  FlatStringMap<int64_t> last_heard_mono_;                        // peer -> last authenticated frame (lookups only)
+  HashKeyedMap<int64_t> last_heard_mono_;  // hash64(peer id) -> last authenticated frame (lookups only)
 
   // outputs
   std::deque<Transmit> transmits_;
@@ -307,8 +308,10 @@ class Node final : private schedule::SchedulerHost {
   uint64_t polled_seq_ = 0;   // last batch handed to the driver
   uint64_t durable_seq_ = 0;  // last batch the driver reported durable
 
-  // frame sequence numbers per destination address, one map per channel (lookups only)
-  FlatStringMap<uint64_t> seq_out_[2];
+  // Frame sequence numbers per destination, keyed by hash64(address), one map per
+  // channel (lookups only).  Two addresses sharing a hash share a counter: the
+  // receivers then see gaps, which their replay windows accept.
+  HashKeyedMap<uint64_t> seq_out_[2];
   int64_t next_maintenance_mono_ms_ = 0;
   NodeCounters counters_;
 };

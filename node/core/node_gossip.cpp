@@ -184,7 +184,7 @@ schedule::PeerView Node::peer(const std::string& node) const {
   p.known = true;
   // Reachable in the membership view, or heard from just now: the view lags behind a
   // healed partition, and a peer whose frames we are reading is not gone.
-  const int64_t* heard = last_heard_mono_.find(node);
+  const int64_t* heard = last_heard_mono_.find(hash64(node));
   const bool heard_recently = heard != nullptr && last_.mono_ms - *heard <= options_.heard_recently_ms;
   p.reachable = gossip::is_reachable(*state) || heard_recently;
   // A suspect stays last choice as a worker even when heard within heard_recently: that

@@ -29,7 +29,6 @@
 #include <string_view>
 #include <vector>
 
-#include "base/flat_hash_map.h"
 #include "base/result.h"
 
 namespace caesium::wire {
@@ -113,48 +112,41 @@ class ReplayGuard {
   explicit ReplayGuard(int64_t window_ms = 120'000) : window_ms_(window_ms) {}
 
   enum class Verdict : uint8_t { kFresh, kReplayed, kTooOld, kStale };
-  // kFresh records the sequence number; any other verdict leaves state unchanged.
+  // kFresh records the sequence number; any other verdict leaves the window's numbers
+  // unchanged.
   Verdict check(std::string_view sender, uint64_t boot, FrameChannel channel, uint64_t seq,
                 int64_t sent_utc_ms, int64_t now_utc_ms);
 
-  size_t tracked() const { return windows_.size(); }
+  size_t tracked() const { return size_; }
+
+  // How far behind the highest sequence number a frame may arrive.  Sequence numbers
+  // count frames per (sender, receiver, channel); streams arrive in order, and a
+  // datagram overtaken by 256 later ones to the same receiver is refused as stale.
+  static constexpr uint64_t kWindowBits = 256;
 
  private:
-  static constexpr uint64_t kWindowBits = 1024;
-  // The sequence numbers (highest - kWindowBits, highest] seen, as a ring: sequence s is
-  // bit s % kWindowBits.  Advancing clears the bits of the numbers that left the window,
-  // so an in-order frame touches one word (a shifted bitmap rewrote all sixteen, and at
-  // N = 1000 in the simulator every one of them is a cache miss).  The hot fields first.
-  struct Window {
+  // One cache line per (sender, boot, channel), found by a 64-bit hash of the three
+  // (at N = 1000 in the simulator a node's table is never in cache when its next frame
+  // arrives, so a lookup that reads one line is the point).  Two triples with the same
+  // hash would share a window: 2^-64 per pair.  The sequence numbers
+  // (highest - kWindowBits, highest] seen, as a ring: sequence s is bit s % kWindowBits;
+  // advancing clears the bits of the numbers that left the window, so an in-order frame
+  // touches one word.
+  struct alignas(64) Window {
+    uint64_t key = 0;      // 0: an empty slot
     uint64_t highest = 0;  // highest sequence number seen (0 = none)
     int64_t last_seen_utc_ms = 0;
     std::array<uint64_t, kWindowBits / 64> bits{};
   };
-  struct WindowKeyView {
-    std::string_view sender;
-    uint64_t boot;
-    uint8_t channel;
-  };
-  struct WindowKey {
-    std::string sender;
-    uint64_t boot = 0;
-    uint8_t channel = 0;
-    WindowKey() = default;
-    explicit WindowKey(const WindowKeyView& k) : sender(k.sender), boot(k.boot), channel(k.channel) {}
-  };
-  struct WindowKeyHash {
-    uint64_t operator()(const WindowKeyView& k) const;
-  };
-  struct WindowKeyEqual {
-    bool operator()(const WindowKey& a, const WindowKeyView& b) const {
-      return a.boot == b.boot && a.channel == b.channel && a.sender == b.sender;
-    }
-  };
+  static_assert(sizeof(Window) == 64);
+  static uint64_t key_of(std::string_view sender, uint64_t boot, FrameChannel channel);
+  Window& slot_for(uint64_t key);
   void forget_idle(int64_t now_utc_ms);
 
   int64_t window_ms_;
-  // Looked up on every received frame; never iterated into output (only swept).
-  FlatHashMap<WindowKey, Window, WindowKeyHash, WindowKeyEqual> windows_;
+  // Linear probing, load at most 1/2, backward-shift deletion; never iterated into output.
+  std::vector<Window> windows_;
+  size_t size_ = 0;
   int64_t last_sweep_utc_ms_ = 0;
 };
 

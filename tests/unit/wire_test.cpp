@@ -378,6 +378,30 @@ TEST_CASE("the replay guard refuses duplicates, stale and out-of-window frames",
   CHECK(g.check("n3", 1, FrameChannel::kDatagram, 1, now, later) == V::kTooOld);
 }
 
+TEST_CASE("the replay guard's sweep forgets idle windows and keeps the live ones", "[wire][replay]") {
+  // Hundreds of windows, so the table grows and the sweep's backward shifts move live
+  // windows around (and across the table's end): every live window must keep its numbers.
+  ReplayGuard g(1'000);
+  using V = ReplayGuard::Verdict;
+  int64_t now = 1'800'000'000'000;
+  for (int round = 0; round < 6; ++round) {
+    for (int p = 0; p < 400; ++p) {
+      const std::string sender = "p" + std::to_string(p);
+      // Odd peers go quiet after the first round; even peers keep sending.
+      if (p % 2 == 1 && round > 0) continue;
+      INFO("round " << round << " peer " << sender);
+      REQUIRE(g.check(sender, 7, FrameChannel::kDatagram, 2 * round + 1, now, now) == V::kFresh);
+      if (round > 0) REQUIRE(g.check(sender, 7, FrameChannel::kDatagram, 2 * round - 1, now, now) == V::kReplayed);
+      REQUIRE(g.check(sender, 7, FrameChannel::kDatagram, 2 * round + 1, now, now) == V::kReplayed);
+    }
+    now += 1'500;  // one sweep per round; a window idle for > 2 s goes
+  }
+  CHECK(g.tracked() == 200);
+  // A forgotten window starts afresh: its old numbers are accepted again (their
+  // timestamps, not the window, refuse real replays of them).
+  CHECK(g.check("p1", 7, FrameChannel::kDatagram, 1, now, now) == V::kFresh);
+}
+
 TEST_CASE("the replay window matches a reference set over random sequences", "[wire][replay]") {
   const uint64_t seed = test_seed();
   INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
@@ -386,14 +410,15 @@ TEST_CASE("the replay window matches a reference set over random sequences", "[w
   std::set<uint64_t> seen;
   uint64_t highest = 0;
   for (int i = 0; i < 20000; ++i) {
-    const uint64_t back = std::min<uint64_t>(highest, rng.below(1500));
+    constexpr uint64_t kBits = ReplayGuard::kWindowBits;
+    const uint64_t back = std::min<uint64_t>(highest, rng.below(kBits + kBits / 2));
     // Mostly near the front (reordering, small gaps); sometimes a jump across most or
     // all of the window.
-    const uint64_t ahead = rng.chance(0.05) ? rng.below(2500) : rng.below(40);
+    const uint64_t ahead = rng.chance(0.05) ? rng.below(2 * kBits + kBits / 2) : rng.below(40);
     const uint64_t seq = 1 + (rng.chance(0.5) ? highest - back : highest + ahead);
     const auto v = g.check("p", 1, FrameChannel::kDatagram, seq, 0, 0);
     ReplayGuard::Verdict expect;
-    if (seq + 1024 <= highest) expect = ReplayGuard::Verdict::kStale;
+    if (seq + kBits <= highest) expect = ReplayGuard::Verdict::kStale;
     else if (seen.count(seq)) expect = ReplayGuard::Verdict::kReplayed;
     else expect = ReplayGuard::Verdict::kFresh;
     INFO("step " << i << " seq " << seq << " highest " << highest);
