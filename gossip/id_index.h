@@ -13,6 +13,10 @@
 //   - linear probing without tombstones: every entry sits in the run of occupied slots
 //     that starts at its home slot (hash & mask), and erase() shifts later entries of the
 //     run back (Knuth's algorithm R) so that stays true.
+// Each slot also carries one caller-defined mark (membership: "not alive"), so a question
+// that only matters for marked entries is answered from the slot without reading the
+// entry: at N = 1000 every Ping asks whether its sender is suspect or dead.  The mark is
+// bit 63 of the stored hash; the home slot and comparisons use the other 63 bits.
 // The table is never iterated, so its layout cannot reach any output.
 #pragma once
 
@@ -34,12 +38,27 @@ class IdIndex {
  public:
   // nullptr if no entry has this id.
   Entry* find(std::string_view id) const {
-    if (slots_.empty()) return nullptr;
-    const uint64_t h = hash64(id);
+    const Slot* s = find_slot(id);
+    return s == nullptr ? nullptr : s->entry;
+  }
+
+  // Sets the mark of the entry with this id.  REQUIRES: it is indexed.
+  void set_mark(std::string_view id, bool mark) {
+    Slot* s = const_cast<Slot*>(find_slot(id));
+    assert(s != nullptr);
+    s->hash = (s->hash & kHashBits) | (mark ? kMarkBit : 0);
+  }
+
+  // Whether the entry with this id is marked; false if absent.  Compares hashes only,
+  // never reading an entry: an unmarked entry whose 63-bit hash collides with `id`'s can
+  // hide a marked one (2^-63 per pair), so use it only where a wrong "false" is harmless.
+  bool maybe_marked(std::string_view id) const {
+    if (slots_.empty()) return false;
+    const uint64_t h = hash64(id) & kHashBits;
     for (size_t i = h & mask(); slots_[i].entry != nullptr; i = (i + 1) & mask()) {
-      if (slots_[i].hash == h && slots_[i].entry->first == id) return slots_[i].entry;
+      if ((slots_[i].hash & kHashBits) == h) return (slots_[i].hash & kMarkBit) != 0;
     }
-    return nullptr;
+    return false;
   }
 
   // REQUIRES: no entry with entry->first is indexed.
@@ -47,16 +66,16 @@ class IdIndex {
     assert(entry != nullptr);
     assert(find(entry->first) == nullptr);
     if (2 * (size_ + 1) > slots_.size()) grow();
-    place(Slot{hash64(entry->first), entry});
+    place(Slot{hash64(entry->first) & kHashBits, entry});
     ++size_;
   }
 
   // Removes the entry with this id, if any.
   void erase(std::string_view id) {
     if (slots_.empty()) return;
-    const uint64_t h = hash64(id);
+    const uint64_t h = hash64(id) & kHashBits;
     size_t i = h & mask();
-    while (slots_[i].entry != nullptr && !(slots_[i].hash == h && slots_[i].entry->first == id)) i = (i + 1) & mask();
+    while (slots_[i].entry != nullptr && !((slots_[i].hash & kHashBits) == h && slots_[i].entry->first == id)) i = (i + 1) & mask();
     if (slots_[i].entry == nullptr) return;
     // Shift back each later member of the run that may live in the hole: one whose home
     // slot is not cyclically in (hole, j].
@@ -75,10 +94,21 @@ class IdIndex {
   size_t size() const { return size_; }
 
  private:
+  static constexpr uint64_t kMarkBit = uint64_t{1} << 63;
+  static constexpr uint64_t kHashBits = ~kMarkBit;
   struct Slot {
-    uint64_t hash = 0;
+    uint64_t hash = 0;       // bits 0..62: hash64(id); bit 63: the mark
     Entry* entry = nullptr;  // nullptr: empty
   };
+
+  const Slot* find_slot(std::string_view id) const {
+    if (slots_.empty()) return nullptr;
+    const uint64_t h = hash64(id) & kHashBits;
+    for (size_t i = h & mask(); slots_[i].entry != nullptr; i = (i + 1) & mask()) {
+      if ((slots_[i].hash & kHashBits) == h && slots_[i].entry->first == id) return &slots_[i];
+    }
+    return nullptr;
+  }
 
   size_t mask() const { return slots_.size() - 1; }
 

@@ -422,6 +422,7 @@ void Membership::check_invariants() const {
     const MemberEntry* e = index_.find(id);
     assert(e != nullptr);
     assert(&e->second == &m);
+    assert(index_.maybe_marked(id) == (m.state != MemberState::kAlive));
     (void)e;
   }
   assert(suspicion_deadlines_.size() == suspects);

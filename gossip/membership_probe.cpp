@@ -195,7 +195,10 @@ void Membership::handle_ping(const Peer& from, const Ping& ping, int64_t now_ms)
   // this lets it refute at once.  Without this, two members that each hold the other
   // dead after a long partition would only learn it at a push-pull.
   std::vector<Update> first;
-  if (const Member* m = find(from.id); m != nullptr && m->addr == from.addr) {
+  // The index marks every member that is not alive, so the usual case (the pinger is
+  // alive in our view) costs no read of its record.
+  const Member* m = index_.maybe_marked(from.id) ? find(from.id) : nullptr;
+  if (m != nullptr && m->addr == from.addr) {
     if (m->state == MemberState::kSuspect) first.push_back(Suspect{from.id, m->incarnation, self_id_});
     // Dead or left: a restarted process that has not yet learned its old record.
     if (m->state == MemberState::kDead || m->state == MemberState::kLeft)

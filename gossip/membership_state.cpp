@@ -218,6 +218,7 @@ void Membership::change_state(const std::string& id, Member& m, MemberState to, 
   }
   --state_counts_[index(m.state)];
   ++state_counts_[index(to)];
+  index_.set_mark(id, to != MemberState::kAlive);
   m.state = to;
   m.state_change_ms = now_ms;
   view_changed();

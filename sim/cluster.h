@@ -10,11 +10,12 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
 #include <toml++/toml.h>
 
+#include "base/flat_hash_map.h"
 #include "sim/process.h"
 
 namespace caesium::sim {
@@ -44,19 +45,21 @@ struct ClusterSpec {
 // Address -> node index, built once per World and shared by every process it creates
 // (so a thousand processes do not each build their own maps).  Lookups only.
 struct AddressBook {
-  std::unordered_map<std::string, uint32_t> by_gossip, by_stream, by_id;
+  using Map = FlatStringMap<uint32_t>;  // one probe per lookup: looked up on every frame sent
+  Map by_gossip, by_stream, by_id;
 
   explicit AddressBook(const ClusterSpec& cluster) {
     for (uint32_t i = 0; i < cluster.nodes.size(); ++i) {
-      by_gossip.emplace(cluster.nodes[i].gossip_addr, i);
-      by_stream.emplace(cluster.nodes[i].stream_addr, i);
-      by_id.emplace(cluster.nodes[i].id, i);
+      // The first node of a duplicated address or id keeps it (as emplace did).
+      if (by_gossip.find(cluster.nodes[i].gossip_addr) == nullptr) by_gossip.get_or_insert(cluster.nodes[i].gossip_addr) = i;
+      if (by_stream.find(cluster.nodes[i].stream_addr) == nullptr) by_stream.get_or_insert(cluster.nodes[i].stream_addr) = i;
+      if (by_id.find(cluster.nodes[i].id) == nullptr) by_id.get_or_insert(cluster.nodes[i].id) = i;
     }
   }
   // Node index, or -1 when unknown.
-  static int64_t find(const std::unordered_map<std::string, uint32_t>& map, const std::string& key) {
-    auto it = map.find(key);
-    return it == map.end() ? -1 : static_cast<int64_t>(it->second);
+  static int64_t find(const Map& map, std::string_view key) {
+    const uint32_t* i = map.find(key);
+    return i == nullptr ? -1 : static_cast<int64_t>(*i);
   }
 };
 

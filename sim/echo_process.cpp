@@ -79,7 +79,7 @@ void EchoProcess::heard(uint32_t peer, Clock now) {
 
 // The sender's node index when the frame comes from a known address and its checksum
 // holds; otherwise counts a rejection and returns -1.
-int64_t EchoProcess::check_frame(const std::unordered_map<std::string, uint32_t>& book,
+int64_t EchoProcess::check_frame(const AddressBook::Map& book,
                                  const std::string& from_addr, const std::string& bytes) {
   const int64_t from = AddressBook::find(book, from_addr);
   uint64_t sum = 0;

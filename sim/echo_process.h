@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "base/rng.h"
@@ -77,7 +76,7 @@ class EchoProcess final : public Process {
     int state = 0;  // gossip::MemberState as int
   };
   void send(Channel channel, uint32_t peer, char type, const std::string& body);
-  int64_t check_frame(const std::unordered_map<std::string, uint32_t>& book,
+  int64_t check_frame(const AddressBook::Map& book,
                       const std::string& from_addr, const std::string& bytes);
   void heard(uint32_t peer, Clock now);
   void set_state(uint32_t peer, int state);

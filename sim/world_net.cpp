@@ -23,16 +23,16 @@ void World::send(uint32_t node, node::Transmit& tx) {
   ++n.sent_msgs;
   n.sent_bytes += size;
   const auto& index = datagram ? addresses_.by_gossip : addresses_.by_stream;
-  auto it = index.find(tx.to_addr);
-  if (it == index.end()) {
+  const uint32_t* to = index.find(tx.to_addr);
+  if (to == nullptr) {
     ++st.unroutable;
     mix(0xB0A7 ^ size);
     return;
   }
   if (datagram) {
-    send_datagram(node, it->second, std::move(tx.bytes));
+    send_datagram(node, *to, std::move(tx.bytes));
   } else {
-    send_stream(node, it->second, std::move(tx.bytes));
+    send_stream(node, *to, std::move(tx.bytes));
   }
   tx.bytes.clear();
 }

@@ -151,26 +151,39 @@ TEST_CASE("wire-size estimates are additive and grow with content", "[membership
   CHECK(estimated_wire_size(tagged) > raw);
 }
 
-TEST_CASE("IdIndex finds exactly the indexed entries through inserts and erases", "[membership]") {
+TEST_CASE("IdIndex finds exactly the indexed entries and their marks through inserts and erases", "[membership]") {
   // Checked against a std::map under a seeded random mix of operations; erase must keep
   // every remaining entry reachable (backward shift, no tombstones).
+  // Marks too: each entry's mark must follow it through growth and backward shifts.
   std::map<std::string, int> truth;
+  std::map<std::string, bool> marks;
   IdIndex<std::pair<const std::string, int>> index;
   const uint64_t seed = test::seed_or(20261122);
   INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
   Rng rng(seed);
   for (int step = 0; step < 20'000; ++step) {
     const std::string id = "n" + std::to_string(rng.below(300));
-    switch (rng.below(3)) {
+    switch (rng.below(4)) {
       case 0: {
         auto [it, inserted] = truth.emplace(id, step);
-        if (inserted) index.insert(&*it);
+        if (inserted) {
+          index.insert(&*it);
+          marks[id] = false;
+        }
         break;
       }
       case 1: {
         auto it = truth.find(id);
         index.erase(id);
         if (it != truth.end()) truth.erase(it);
+        marks.erase(id);
+        break;
+      }
+      case 2: {
+        if (truth.count(id) == 0) break;
+        const bool mark = rng.chance(0.5);
+        index.set_mark(id, mark);
+        marks[id] = mark;
         break;
       }
       default: {
@@ -178,10 +191,14 @@ TEST_CASE("IdIndex finds exactly the indexed entries through inserts and erases"
         auto* found = index.find(id);
         REQUIRE((found == nullptr) == (it == truth.end()));
         if (found != nullptr) REQUIRE(found == &*it);
+        REQUIRE(index.maybe_marked(id) == (found != nullptr && marks[id]));
         break;
       }
     }
     REQUIRE(index.size() == truth.size());
   }
-  for (auto& entry : truth) REQUIRE(index.find(entry.first) == &entry);
+  for (auto& entry : truth) {
+    REQUIRE(index.find(entry.first) == &entry);
+    REQUIRE(index.maybe_marked(entry.first) == marks[entry.first]);
+  }
 }
