@@ -413,9 +413,15 @@ void Membership::check_invariants() const {
   }
   assert(counts == state_counts_);
   assert(dead_.size() == counts[index(MemberState::kDead)]);
-  for (const MemberEntry* e : dead_) {
-    assert(e->second.state == MemberState::kDead);
-    (void)e;
+  for (const DeadRef& r : dead_) {
+    assert(r.entry->second.state == MemberState::kDead);
+    assert(r.since_ms == r.entry->second.state_change_ms);
+    assert(r.entry->first != self_id_);  // we never hold ourselves dead
+    (void)r;
+  }
+  for (const auto& [id, m] : members_) {
+    assert(!m.addr.empty());  // only valid Alives create or readdress a member
+    (void)m;
   }
   assert(index_.size() == members_.size());
   for (const auto& [id, m] : members_) {

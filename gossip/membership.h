@@ -426,7 +426,13 @@ class Membership {
   // Every member held dead (not left), any order: the pool of the reconnect probe and
   // the dead push-pull partner, so picking one costs O(1) however large the cluster
   // (sampling probe_order_ for the one dead member among 1000 cost thousands of draws).
-  std::vector<MemberEntry*> dead_;
+  // With the time each became dead (its state_change_ms), so the reconnect probe's
+  // back-off is decided without reading the member's record.
+  struct DeadRef {
+    MemberEntry* entry = nullptr;
+    int64_t since_ms = 0;
+  };
+  std::vector<DeadRef> dead_;
   std::optional<Probe> probe_;
   std::map<uint32_t, Relay> relays_;
   // (deadline, member) for every suspect, so the earliest is found in O(1).

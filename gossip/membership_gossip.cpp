@@ -157,7 +157,7 @@ std::vector<Membership::MemberEntry*> Membership::pick_random(size_t k, Pool poo
     // From the dead list: exact, and O(k) whatever the cluster size.
     const size_t d = dead_.size();
     for (size_t tries = 0; tries < 3 * d && out.size() < k; ++tries) {
-      MemberEntry* e = dead_[rng_.below(d)];
+      MemberEntry* e = dead_[rng_.below(d)].entry;
       if (e->first == exclude || std::find(out.begin(), out.end(), e) != out.end()) continue;
       out.push_back(e);
     }

@@ -62,15 +62,15 @@ void Membership::reconnect_probe(int64_t now_ms) {
   if (state_counts_[index(MemberState::kDead)] == 0) return;  // the common case: nobody to look for
   const int64_t full_ms = config_.reconnect_probe_full_ms;
   if (full_ms == 0) return;
-  for (const MemberEntry* e : pick_random(1, Pool::kDead, self_id_, now_ms)) {
-    const std::string& id = e->first;
-    const Member& m = e->second;
-    if (m.addr.empty()) continue;
-    const int64_t age_ms = now_ms - m.state_change_ms;
-    if (age_ms > full_ms && static_cast<int64_t>(rng_.below(static_cast<uint64_t>(age_ms))) >= full_ms) continue;
-    send_datagram(m.addr, Ping{++next_seq_, id}, {Dead{id, m.incarnation, self_id_}});
-    ++stats_.reconnect_probes;
-  }
+  // One random dead member (pick_random(1, Pool::kDead, self_id_) without its vector:
+  // we never hold ourselves dead, so the first draw is the pick).  The back-off is
+  // decided from the dead list alone; the member's record is read only to ping it.
+  const DeadRef& dead = dead_[rng_.below(dead_.size())];
+  const int64_t age_ms = now_ms - dead.since_ms;
+  if (age_ms > full_ms && static_cast<int64_t>(rng_.below(static_cast<uint64_t>(age_ms))) >= full_ms) return;
+  const auto& [id, m] = *dead.entry;
+  send_datagram(m.addr, Ping{++next_seq_, id}, {Dead{id, m.incarnation, self_id_}});
+  ++stats_.reconnect_probes;
 }
 
 // Lifeguard's buddy system: a ping to a member we suspect carries that suspicion first,

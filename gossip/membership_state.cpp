@@ -207,14 +207,14 @@ void Membership::change_state(const std::string& id, Member& m, MemberState to, 
   if (m.state == to) return;
   if (m.suspicion) end_suspicion(id, m);
   if (m.state == MemberState::kDead) {
-    auto it = std::find_if(dead_.begin(), dead_.end(), [&](const MemberEntry* e) { return &e->second == &m; });
+    auto it = std::find_if(dead_.begin(), dead_.end(), [&](const DeadRef& r) { return &r.entry->second == &m; });
     assert(it != dead_.end());
     *it = dead_.back();
     dead_.pop_back();
   } else if (to == MemberState::kDead) {
     MemberEntry* e = index_.find(id);
     assert(e != nullptr && &e->second == &m);
-    dead_.push_back(e);
+    dead_.push_back(DeadRef{e, now_ms});
   }
   --state_counts_[index(m.state)];
   ++state_counts_[index(to)];
@@ -327,7 +327,7 @@ void Membership::reap(int64_t now_ms) {
       --state_counts_[index(m.state)];
       if (m.state == MemberState::kDead) {
         const MemberEntry* gone_entry = &*it;
-        dead_.erase(std::find(dead_.begin(), dead_.end(), gone_entry));
+        dead_.erase(std::find_if(dead_.begin(), dead_.end(), [&](const DeadRef& r) { return r.entry == gone_entry; }));
       }
       index_.erase(it->first);
       it = members_.erase(it);
