@@ -319,9 +319,12 @@ int64_t Membership::next_deadline_ms() const {
 }
 
 bool Membership::poll_send(Outgoing& out) {
-  if (sends_.empty()) return false;
-  out = std::move(sends_.front());
-  sends_.pop_front();
+  if (sends_head_ == sends_.size()) {
+    sends_.clear();  // keeps its capacity
+    sends_head_ = 0;
+    return false;
+  }
+  out = std::move(sends_[sends_head_++]);
   return true;
 }
 

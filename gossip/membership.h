@@ -457,7 +457,11 @@ class Membership {
 
   Awareness awareness_;
   BroadcastQueue queue_;
-  std::deque<Outgoing> sends_;
+  // Sends not yet polled: sends_[sends_head_..].  A vector emptied when drained, not a
+  // deque: an Outgoing is large enough that a deque allocated and freed a block for
+  // nearly every datagram.
+  std::vector<Outgoing> sends_;
+  size_t sends_head_ = 0;
   std::deque<MemberEvent> events_;
   MembershipStats stats_;
 };

@@ -9,7 +9,9 @@
 //   magic  format   channel  0      key id   nonce (24 B)   ciphertext || tag (16 B)
 //   0xCA   1
 //
-//   nonce = sender boot id (8) || sender frame counter (8) || 0 (8)
+//   nonce = sender boot id (8) || 0 (8) || sender frame counter (8)
+//   (before 2026-11-22 the counter came before the zeros; receivers never look inside
+//   the nonce, so both layouts open everywhere)
 //   associated data = header bytes 0..31 || cluster name
 //
 // Nonce uniqueness: the counter is per sealer (one per process lifetime) and never
@@ -92,15 +94,23 @@ class FrameCipher {
   // On failure returns false and sets `error`; `out` is unspecified.
   bool open(std::string_view frame, OpenedFrame& out, FrameError& error) const;
 
-  void set_keyring(Keyring keyring) { keyring_ = std::move(keyring); }
+  void set_keyring(Keyring keyring) {
+    keyring_ = std::move(keyring);
+    subkey_ready_ = false;
+  }
   const Keyring& keyring() const { return keyring_; }
   uint64_t boot_id() const { return boot_id_; }
 
  private:
+  const uint8_t* sealing_subkey();
+
   Keyring keyring_;
   std::string cluster_name_;
   uint64_t boot_id_;
   uint64_t counter_ = 0;
+  // HChaCha20(primary key, boot id || 0^8); recomputed after set_keyring.
+  Key subkey_{};
+  bool subkey_ready_ = false;
 };
 
 // Replay protection on authenticated envelopes: each (sender, boot, channel) has a

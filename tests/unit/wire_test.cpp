@@ -310,6 +310,34 @@ TEST_CASE("frames open only with the right key and cluster name", "[wire][frame]
   CHECK(f2.substr(8, 24) != frame.substr(8, 24));
 }
 
+TEST_CASE("a sealed frame is exactly XChaCha20-Poly1305 of its header's nonce", "[wire][frame]") {
+  // seal() derives the XChaCha subkey once per key and calls ChaCha20-Poly1305 (IETF)
+  // itself; the result must be byte for byte what the standard construction makes, so
+  // that any XChaCha20-Poly1305 implementation opens our frames.  Also across a key
+  // change, which must not keep the old subkey.
+  REQUIRE(sodium_ready);
+  FrameCipher a(Keyring::single(test_key(1)), "prod-cluster-with-a-long-name", 0x0123456789abcdefULL);
+  for (int i = 0; i < 3; ++i) {
+    if (i == 2) a.set_keyring(Keyring::single(test_key(2)));
+    const Key key = test_key(i == 2 ? 2 : 1);
+    const std::string plaintext = "payload " + std::to_string(i) + std::string(static_cast<size_t>(i) * 100, 'x');
+    const std::string frame = a.seal(i == 1 ? FrameChannel::kStream : FrameChannel::kDatagram, plaintext);
+    INFO("frame " << i);
+    // The nonce: boot id, eight zero bytes, then the frame counter.
+    CHECK(frame.substr(16, 8) == std::string(8, '\0'));
+    CHECK(static_cast<uint8_t>(frame[24]) == i + 1);
+    const std::string ad = frame.substr(0, kFrameHeaderBytes) + "prod-cluster-with-a-long-name";
+    std::string expect(plaintext.size() + kFrameTagBytes, '\0');
+    unsigned long long clen = 0;
+    crypto_aead_xchacha20poly1305_ietf_encrypt(
+        reinterpret_cast<unsigned char*>(expect.data()), &clen,
+        reinterpret_cast<const unsigned char*>(plaintext.data()), plaintext.size(),
+        reinterpret_cast<const unsigned char*>(ad.data()), ad.size(), nullptr,
+        reinterpret_cast<const unsigned char*>(frame.data()) + 8, key.data());
+    CHECK(frame.substr(kFrameHeaderBytes) == expect);
+  }
+}
+
 TEST_CASE("keyrings: rotation opens frames sealed with an accepted key", "[wire][frame]") {
   REQUIRE(sodium_ready);
   Keyring old_ring = Keyring::single(test_key(1));
