@@ -9,7 +9,6 @@
 #include <sodium.h>
 
 #include "base/hash.h"
-#include "base/linear_probe.h"
 
 namespace caesium::wire {
 namespace {
@@ -255,7 +254,7 @@ ReplayGuard::Verdict ReplayGuard::check(std::string_view sender, uint64_t boot, 
   const int64_t age = now_utc_ms - sent_utc_ms;
   if (age > window_ms_ || -age > window_ms_) return Verdict::kTooOld;
   forget_idle(now_utc_ms);
-  Window& w = slot_for(key_of(sender, boot, channel));
+  Window& w = windows_.get_or_insert(key_of(sender, boot, channel));
   w.last_seen_utc_ms = now_utc_ms;
   if (seq == 0) return Verdict::kStale;  // senders number from 1
   if (seq > w.highest) {
@@ -288,31 +287,7 @@ ReplayGuard::Verdict ReplayGuard::check(std::string_view sender, uint64_t boot, 
 }
 
 uint64_t ReplayGuard::key_of(std::string_view sender, uint64_t boot, FrameChannel channel) {
-  const uint64_t k = hash_combine(hash64(sender), boot ^ (uint64_t{static_cast<uint8_t>(channel)} << 56));
-  return k == 0 ? 1 : k;
-}
-
-ReplayGuard::Window& ReplayGuard::slot_for(uint64_t key) {
-  if (2 * (size_ + 1) > windows_.size()) {
-    std::vector<Window> old = std::move(windows_);
-    windows_.assign(old.empty() ? 16 : 2 * old.size(), Window{});
-    const size_t mask = windows_.size() - 1;
-    for (const Window& w : old) {
-      if (w.key == 0) continue;
-      size_t i = w.key & mask;
-      while (windows_[i].key != 0) i = (i + 1) & mask;
-      windows_[i] = w;
-    }
-  }
-  const size_t mask = windows_.size() - 1;
-  size_t i = key & mask;
-  for (; windows_[i].key != 0; i = (i + 1) & mask) {
-    if (windows_[i].key == key) return windows_[i];
-  }
-  windows_[i] = Window{};
-  windows_[i].key = key;
-  ++size_;
-  return windows_[i];
+  return hash_combine(hash64(sender), boot ^ (uint64_t{static_cast<uint8_t>(channel)} << 56));
 }
 
 void ReplayGuard::forget_idle(int64_t now_utc_ms) {
@@ -320,22 +295,7 @@ void ReplayGuard::forget_idle(int64_t now_utc_ms) {
   // replay of its frames now carries a timestamp outside the window.
   if (now_utc_ms - last_sweep_utc_ms_ < window_ms_) return;
   last_sweep_utc_ms_ = now_utc_ms;
-  const size_t mask = windows_.size() - 1;
-  for (size_t i = 0; i < windows_.size();) {
-    if (windows_[i].key == 0 || now_utc_ms - windows_[i].last_seen_utc_ms <= 2 * window_ms_) {
-      ++i;
-      continue;
-    }
-    // Backward-shift deletion; a later window of the run may move into i: look again.
-    size_t hole = i;
-    for (size_t j = (i + 1) & mask; windows_[j].key != 0; j = (j + 1) & mask) {
-      if (backshift_stays(hole, j, windows_[j].key & mask)) continue;
-      windows_[hole] = windows_[j];
-      hole = j;
-    }
-    windows_[hole] = Window{};
-    --size_;
-  }
+  windows_.erase_if([&](const Window& w) { return now_utc_ms - w.last_seen_utc_ms > 2 * window_ms_; });
 }
 
 }  // namespace caesium::wire

@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/hash_keyed_map.h"
 #include "base/result.h"
 
 namespace caesium::wire {
@@ -127,7 +128,7 @@ class ReplayGuard {
   Verdict check(std::string_view sender, uint64_t boot, FrameChannel channel, uint64_t seq,
                 int64_t sent_utc_ms, int64_t now_utc_ms);
 
-  size_t tracked() const { return size_; }
+  size_t tracked() const { return windows_.size(); }
 
   // How far behind the highest sequence number a frame may arrive.  Sequence numbers
   // count frames per (sender, receiver, channel); streams arrive in order, and a
@@ -142,21 +143,17 @@ class ReplayGuard {
   // (highest - kWindowBits, highest] seen, as a ring: sequence s is bit s % kWindowBits;
   // advancing clears the bits of the numbers that left the window, so an in-order frame
   // touches one word.
-  struct alignas(64) Window {
-    uint64_t key = 0;      // 0: an empty slot
+  struct Window {
     uint64_t highest = 0;  // highest sequence number seen (0 = none)
     int64_t last_seen_utc_ms = 0;
     std::array<uint64_t, kWindowBits / 64> bits{};
   };
-  static_assert(sizeof(Window) == 64);
+  static_assert(sizeof(Window) + sizeof(uint64_t) == 56);  // with its key, within one line
   static uint64_t key_of(std::string_view sender, uint64_t boot, FrameChannel channel);
-  Window& slot_for(uint64_t key);
   void forget_idle(int64_t now_utc_ms);
 
   int64_t window_ms_;
-  // Linear probing, load at most 1/2, backward-shift deletion; never iterated into output.
-  std::vector<Window> windows_;
-  size_t size_ = 0;
+  HashKeyedMap<Window> windows_;  // never iterated into output (only swept)
   int64_t last_sweep_utc_ms_ = 0;
 };
 
