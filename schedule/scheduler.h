@@ -143,6 +143,11 @@ class SchedulerHost {
   virtual void send(const std::string& node, FireMessage msg, bool after_durable) = 0;
   // Writes a record into a volume's replicated store (persisted and pushed by the host).
   virtual void store_put(const std::string& volume, const std::string& key, std::string value) = 0;
+  // Like store_put (persisted and visible at once), but the push to the other replicas
+  // may wait up to the host's push hold; a later write of the same key within it
+  // replaces it, so only the newer version travels.  For records nobody waits on
+  // promptly: a worker's acceptance, which its completion usually supersedes (docs/firing.md).
+  virtual void store_put_lazy(const std::string& volume, const std::string& key, std::string value) = 0;
   // Node-local durable state (grants).
   virtual void local_put(const std::string& key, std::string value) = 0;
   virtual void local_erase(const std::string& key) = 0;

@@ -136,7 +136,14 @@ void Scheduler::on_release(const Release& r) {
 
 void Scheduler::put_worker_record(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
                                   const WorkerRecord& rec, Clock now) {
-  host_.store_put(volume, worker_record_key(occ, fire_id), encode(rec));
+  // An acceptance is answered to the owner directly (the dispatch reply); the other
+  // replicas need it only if the owner goes away, which takes seconds to notice, so its
+  // push may wait for the completion that supersedes it.
+  if (rec.state == WorkerState::kAccepted) {
+    host_.store_put_lazy(volume, worker_record_key(occ, fire_id), encode(rec));
+  } else {
+    host_.store_put(volume, worker_record_key(occ, fire_id), encode(rec));
+  }
   if (Occ* o = find_occ(volume, occ)) {
     o->worker_records[fire_id] = rec;
   } else if (occ.scheduled_utc_ms >= now.utc_ms - options_.occurrence_retention_ms && is_replica(volume)) {

@@ -16,6 +16,7 @@ class StoreReadingHost : public SchedulerHost {
   explicit StoreReadingHost(const VolumeStore& store) : store_(store) {}
   void send(const std::string&, FireMessage, bool) override {}
   void store_put(const std::string&, const std::string&, std::string) override {}
+  void store_put_lazy(const std::string&, const std::string&, std::string) override {}
   void local_put(const std::string&, std::string) override {}
   void local_erase(const std::string&) override {}
   void invoke(Invocation) override {}

@@ -39,6 +39,7 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
     m.lifeguard = r.boolean("lifeguard").value_or(m.lifeguard);
     n.sync_interval_ms = r.duration("sync_interval").value_or(n.sync_interval_ms);
     n.startup_grace_ms = r.duration("startup_grace").value_or(n.startup_grace_ms);
+    n.lazy_push_hold_ms = r.duration("lazy_push_hold").value_or(n.lazy_push_hold_ms);
     auto& s = n.scheduler;
     s.claim_retry_ms = r.duration("claim_retry").value_or(s.claim_retry_ms);
     s.claim_give_up_ms = r.duration("claim_give_up").value_or(s.claim_give_up_ms);
@@ -155,6 +156,13 @@ class NodeProcess final : public Process {
   bool poll_transmit(Transmit& out) override { return node_->poll_transmit(out); }
   bool poll_storage(StorageBatch& out) override { return node_->poll_storage(out); }
   bool poll_invocation(Invocation& out) override { return node_->poll_invocation(out); }
+  std::vector<std::pair<std::string, double>> counters() const override {
+    if (!started_) return {};
+    const auto& c = node_->counters();
+    return {{"store.pushes_out", static_cast<double>(c.store_pushes_out)},
+            {"store.records_pushed", static_cast<double>(c.records_pushed)},
+            {"store.records_merged", static_cast<double>(c.records_merged)}};
+  }
   bool poll_observation(Observation& out) override {
     drain();
     if (observations_.empty()) return false;

@@ -96,6 +96,9 @@ class Process {
   // One digest per volume this node replicates: (volume name, store digest), any order.
   // Equal digests on all up replicas of a volume = converged store.
   virtual std::vector<std::pair<std::string, uint64_t>> volume_digests() const { return {}; }
+  // The process's own counters (name, value), summed over the processes running at the
+  // end into the report's [process] figures.  Default: none.
+  virtual std::vector<std::pair<std::string, double>> counters() const { return {}; }
 };
 
 }  // namespace caesium::sim

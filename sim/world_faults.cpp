@@ -2,6 +2,7 @@
 // writes, ground-truth histories for checkers, and the World's own figures.
 #include <algorithm>
 #include <cassert>
+#include <map>
 #include <utility>
 
 #include "sim/world.h"
@@ -238,6 +239,12 @@ void World::finish(Report& report) {
   }
   report.set("net.max_node_msgs_per_s", max_rate);
   report.set("sim.nodes", static_cast<double>(nodes_.size()));
+  std::map<std::string, double> process_counters;
+  for (const auto& n : nodes_) {
+    if (!n.process) continue;
+    for (const auto& [name, value] : n.process->counters()) process_counters[name] += value;
+  }
+  for (const auto& [name, value] : process_counters) report.set("process." + name, value);
   report.set("sim.ticks", static_cast<double>(ticks_));
   report.set("sim.disk.syncs", static_cast<double>(syncs_));
   report.set("sim.disk.batches_lost", static_cast<double>(batches_lost_));

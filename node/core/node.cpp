@@ -497,7 +497,10 @@ int64_t Node::next_deadline_mono() const {
   // for work released by a durability notification.
   int64_t best = std::min(membership_->next_deadline_ms(), scheduler_->next_deadline_mono());
   best = std::min(best, next_maintenance_mono_ms_);
-  for (const auto& [name, v] : volumes_) best = std::min(best, v.next_sync_mono_ms);
+  for (const auto& [name, v] : volumes_) {
+    best = std::min(best, v.next_sync_mono_ms);
+    if (!v.held_until.empty()) best = std::min(best, v.held_until.front().first);
+  }
   for (const auto& [key, s] : sessions_) best = std::min(best, s.last_activity_mono_ms + options_.sync_session_timeout_ms);
   if (!active_ && !left_) best = std::min(best, started_mono_ms_ + options_.startup_grace_ms);
   return best;
@@ -512,6 +515,11 @@ void Node::check_invariants() const {
   for (const auto& [name, v] : volumes_) {
     assert(v.store != nullptr);
     assert(v.store->check_invariants());
+    assert(v.held.size() <= v.held_until.size());
+    for (const auto& [key, rec] : v.held) {
+      assert(v.push.count(key) == 0);
+      (void)rec;
+    }
     (void)v;
   }
   for (const auto& [key, s] : sessions_) {

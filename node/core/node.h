@@ -66,6 +66,9 @@ struct NodeOptions {
   int64_t heard_recently_ms = 2'000;    // a peer heard from this recently counts as reachable
   int64_t direct_contact_ms = 10'000;   // ...and is preferred as a worker within this
   size_t max_stream_frame_bytes = size_t{4} << 20;
+  // How long the push of a lazy write (store_put_lazy: a worker's acceptance) may wait
+  // for a newer version of the same record to replace it.
+  int64_t lazy_push_hold_ms = 500;
 };
 
 // What happened inside the node: for logs, metrics, the simulator's report.
@@ -195,6 +198,10 @@ class Node final : private schedule::SchedulerHost {
     bool synced = false;
     int64_t opened_mono_ms = 0;
     std::map<std::string, schedule::Record> push;  // local writes not yet pushed, by key
+    // Lazy writes not yet pushed, by key (never also in `push`), and when each may wait
+    // no longer (mono ms, in write order).
+    std::map<std::string, schedule::Record> held;
+    std::deque<std::pair<int64_t, std::string>> held_until;
     bool push_wants_ack = false;
     struct AckSet {
       int64_t updated_mono_ms = 0;
@@ -224,6 +231,7 @@ class Node final : private schedule::SchedulerHost {
   // SchedulerHost
   void send(const std::string& node, schedule::FireMessage msg, bool after_durable) override;
   void store_put(const std::string& volume, const std::string& key, std::string value) override;
+  void store_put_lazy(const std::string& volume, const std::string& key, std::string value) override;
   void local_put(const std::string& key, std::string value) override;
   void local_erase(const std::string& key) override;
   void invoke(Invocation invocation) override;
@@ -255,6 +263,9 @@ class Node final : private schedule::SchedulerHost {
   void close_volume(const std::string& name);
   void on_store_change(const std::string& volume, const schedule::Change& change);
   void flush_pushes(Clock now);
+  VolumeState* volume_for_write(const std::string& volume);  // null (counted misrouted) if not replicated here
+  // Moves the lazy writes whose hold ends at or before `until_mono_ms` into the push queue.
+  void release_held(VolumeState& v, int64_t until_mono_ms);
   void on_store_push(const std::string& from, const wire::StorePush& push, Clock now);
   void on_store_ack(const std::string& from, const wire::StoreAck& ack);
   void on_sync(const std::string& from, const gossip::SyncMessage& msg, Clock now);

@@ -50,14 +50,43 @@ void Node::on_store_change(const std::string& volume, const schedule::Change& ch
   deferred_records_.push_back(std::move(d));
 }
 
-void Node::store_put(const std::string& volume, const std::string& key, std::string value) {
+Node::VolumeState* Node::volume_for_write(const std::string& volume) {
   auto it = volumes_.find(volume);
-  if (it == volumes_.end()) {
-    ++counters_.misrouted;
+  if (it != volumes_.end()) return &it->second;
+  ++counters_.misrouted;
+  return nullptr;
+}
+
+void Node::store_put(const std::string& volume, const std::string& key, std::string value) {
+  VolumeState* v = volume_for_write(volume);
+  if (v == nullptr) return;
+  schedule::Record rec = v->store->put(key, std::move(value), last_.utc_ms);
+  v->held.erase(rec.key);
+  v->push[rec.key] = std::move(rec);
+}
+
+void Node::store_put_lazy(const std::string& volume, const std::string& key, std::string value) {
+  VolumeState* vs = volume_for_write(volume);
+  if (vs == nullptr) return;
+  VolumeState& v = *vs;
+  schedule::Record rec = v.store->put(key, std::move(value), last_.utc_ms);
+  if (auto p = v.push.find(rec.key); p != v.push.end()) {
+    p->second = std::move(rec);  // an earlier version already leaves at the next flush
     return;
   }
-  schedule::Record rec = it->second.store->put(key, std::move(value), last_.utc_ms);
-  it->second.push[rec.key] = std::move(rec);
+  auto [h, fresh] = v.held.insert_or_assign(rec.key, std::move(rec));
+  // A record held again keeps its first deadline: holding never delays it further.
+  if (fresh) v.held_until.emplace_back(last_.mono_ms + options_.lazy_push_hold_ms, h->first);
+}
+
+void Node::release_held(VolumeState& v, int64_t until_mono_ms) {
+  while (!v.held_until.empty() && v.held_until.front().first <= until_mono_ms) {
+    if (auto h = v.held.find(v.held_until.front().second); h != v.held.end()) {
+      v.push[h->first] = std::move(h->second);
+      v.held.erase(h);
+    }
+    v.held_until.pop_front();
+  }
 }
 
 std::optional<std::string> Node::store_get(const std::string& volume, const std::string& key) const {
@@ -69,8 +98,8 @@ std::optional<std::string> Node::store_get(const std::string& volume, const std:
 }
 
 void Node::flush_pushes(Clock now) {
-  (void)now;
   for (auto& [name, v] : volumes_) {
+    release_held(v, left_ ? kNever : now.mono_ms);  // a leaving node holds nothing back
     if (v.push.empty()) continue;
     std::vector<schedule::Record> records;
     records.reserve(v.push.size());

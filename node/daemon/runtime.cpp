@@ -81,11 +81,11 @@ Status Runtime::open(const wire::Keyring& keyring) {
   Transport::Callbacks tcb;
   tcb.on_datagram = [this](const std::string& from, std::string_view bytes) {
     node_->on_datagram(from, bytes, now());
-    drain();
+    request_drain();
   };
   tcb.on_frame = [this](const std::string& from, std::string_view frame) {
     node_->on_stream(from, frame, now());
-    drain();
+    request_drain();
   };
   tcb.log = [this](LogLevel level, const std::string& m) { logger_.log(level, m); };
   transport_ = std::make_unique<Transport>(loop_, c.transport, std::move(tcb));
@@ -111,7 +111,7 @@ Status Runtime::open(const wire::Keyring& keyring) {
       loop_, std::move(*env),
       [this](uint64_t seq) {
         node_->on_durable(seq, now());
-        drain();
+        request_drain();
       },
       [this](const std::string& m) { logger_.error("storage: " + m); }, c.group_commit_max_delay_ms);
   handlers_ = std::make_unique<HandlerSet>(loop_, c.node_id, c.handlers,
@@ -121,6 +121,18 @@ Status Runtime::open(const wire::Keyring& keyring) {
   timer_ = new uv_timer_t();
   uv_timer_init(loop_, timer_);
   timer_->data = this;
+  // Inputs (frames, datagrams, durability, finished handlers) mark the core's outputs
+  // as pending; they are drained once per loop iteration, after every callback of its
+  // I/O phase, so what one read of a socket produces leaves as one frame per peer and
+  // one storage batch instead of one per input.  The check phase comes before the loop
+  // blocks again, so nothing waits longer than the iteration it was produced in.
+  check_ = new uv_check_t();
+  uv_check_init(loop_, check_);
+  check_->data = this;
+  uv_check_start(check_, [](uv_check_t* h) {
+    auto* self = static_cast<Runtime*>(h->data);
+    if (self->drain_pending_) self->drain();
+  });
   member_states_[c.node_id] = gossip::MemberState::kAlive;  // our own load updates are routine
 
   logger_.info("started: cluster " + c.cluster_name + ", gossip " + c.gossip_listen + " (udp), stream " +
@@ -226,6 +238,7 @@ void Runtime::drain() {
     return;
   }
   draining_ = true;
+  drain_pending_ = false;
   ++metrics_.loop_turns;
   do {
     drain_again_ = false;
@@ -276,7 +289,7 @@ void Runtime::run_invocation(node::Invocation inv) {
     node::InvocationResult r = result;
     r.id = id;
     finished_.push_back(std::move(r));
-    drain();
+    request_drain();
   };
   if (inv.handler == kChronosHandler) {
     chronos_->run(inv, std::move(done));

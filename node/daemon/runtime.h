@@ -44,6 +44,7 @@
 struct uv_loop_s;
 struct uv_timer_s;
 struct uv_signal_s;
+struct uv_check_s;
 
 namespace caesium::daemon {
 
@@ -95,6 +96,7 @@ class Runtime {
 
   // Runs the core's pending outputs (after an API call into node(), for example).
   void drain();
+  void request_drain() { drain_pending_ = true; }  // drained in this loop iteration's check phase
 
  private:
   enum class Phase : uint8_t { kRunning, kLeaving, kClosing, kStopped };
@@ -131,12 +133,14 @@ class Runtime {
 
   uv_timer_s* timer_ = nullptr;           // the core's next deadline
   uv_timer_s* shutdown_timer_ = nullptr;  // shutdown progress checks
+  uv_check_s* check_ = nullptr;           // drains pending outputs once per loop iteration
   std::vector<uv_signal_s*> signals_;
 
   std::map<std::string, gossip::MemberState> member_states_;  // last logged state per member
   std::deque<node::InvocationResult> finished_;  // handler results not yet given to the core
   bool draining_ = false;
   bool drain_again_ = false;
+  bool drain_pending_ = false;  // an input arrived since the last drain (see check_)
 
   Phase phase_ = Phase::kRunning;
   bool in_timer_ = false;  // inside on_timer (see rearm_timer)

@@ -132,6 +132,8 @@ void Runtime::close_all() {
       auto* self = static_cast<Runtime*>(handle->data);
       if (handle->type == UV_TIMER) {
         delete reinterpret_cast<uv_timer_t*>(handle);
+      } else if (handle->type == UV_CHECK) {
+        delete reinterpret_cast<uv_check_t*>(handle);
       } else {
         delete reinterpret_cast<uv_signal_t*>(handle);
       }
@@ -141,6 +143,7 @@ void Runtime::close_all() {
   ++closing_parts_;  // held until everything below has been asked to close
   if (timer_ != nullptr) close_handle(timer_);
   if (shutdown_timer_ != nullptr) close_handle(shutdown_timer_);
+  if (check_ != nullptr) close_handle(check_);
   for (auto* s : signals_) close_handle(s);
   signals_.clear();
   if (transport_) {
@@ -159,6 +162,7 @@ void Runtime::handle_closed() {
   if (--closing_parts_ > 0) return;
   timer_ = nullptr;
   shutdown_timer_ = nullptr;
+  check_ = nullptr;
   phase_ = Phase::kStopped;
   const auto& st = storage_ ? storage_->metrics() : StorageMetrics{};
   logger_.info("stopped: durable seq " + std::to_string(storage_ ? storage_->durable_seq() : 0) + ", " +
