@@ -133,6 +133,12 @@ Status Runtime::open(const wire::Keyring& keyring) {
     auto* self = static_cast<Runtime*>(h->data);
     if (self->drain_pending_) self->drain();
   });
+  // An input that arrives outside the I/O phase (a handler finishing from a timer
+  // callback, say) would otherwise wait in the poll phase until the next event: while
+  // a drain is pending, an active idle handle makes that poll return at once.
+  idle_ = new uv_idle_t();
+  uv_idle_init(loop_, idle_);
+  idle_->data = this;
   member_states_[c.node_id] = gossip::MemberState::kAlive;  // our own load updates are routine
 
   logger_.info("started: cluster " + c.cluster_name + ", gossip " + c.gossip_listen + " (udp), stream " +
@@ -229,6 +235,15 @@ void Runtime::create_static_entries() {
   }
 }
 
+void Runtime::request_drain() {
+  if (drain_pending_ || idle_ == nullptr || phase_ == Phase::kClosing || phase_ == Phase::kStopped) {
+    drain_pending_ = true;
+    return;
+  }
+  drain_pending_ = true;
+  uv_idle_start(idle_, [](uv_idle_t*) {});
+}
+
 void Runtime::drain() {
   // While closing, the transport refuses sends and the executors are gone: the core's
   // last outputs are dropped, as they would be by a crash at this point.
@@ -239,6 +254,7 @@ void Runtime::drain() {
   }
   draining_ = true;
   drain_pending_ = false;
+  if (idle_ != nullptr) uv_idle_stop(idle_);  // drain() returned above once closing began
   ++metrics_.loop_turns;
   do {
     drain_again_ = false;

@@ -45,6 +45,7 @@ struct uv_loop_s;
 struct uv_timer_s;
 struct uv_signal_s;
 struct uv_check_s;
+struct uv_idle_s;
 
 namespace caesium::daemon {
 
@@ -96,7 +97,8 @@ class Runtime {
 
   // Runs the core's pending outputs (after an API call into node(), for example).
   void drain();
-  void request_drain() { drain_pending_ = true; }  // drained in this loop iteration's check phase
+  // Drained in this loop iteration's check phase (see check_ and idle_).
+  void request_drain();
 
  private:
   enum class Phase : uint8_t { kRunning, kLeaving, kClosing, kStopped };
@@ -134,6 +136,7 @@ class Runtime {
   uv_timer_s* timer_ = nullptr;           // the core's next deadline
   uv_timer_s* shutdown_timer_ = nullptr;  // shutdown progress checks
   uv_check_s* check_ = nullptr;           // drains pending outputs once per loop iteration
+  uv_idle_s* idle_ = nullptr;             // active while a drain is pending: the poll does not block
   std::vector<uv_signal_s*> signals_;
 
   std::map<std::string, gossip::MemberState> member_states_;  // last logged state per member

@@ -134,6 +134,8 @@ void Runtime::close_all() {
         delete reinterpret_cast<uv_timer_t*>(handle);
       } else if (handle->type == UV_CHECK) {
         delete reinterpret_cast<uv_check_t*>(handle);
+      } else if (handle->type == UV_IDLE) {
+        delete reinterpret_cast<uv_idle_t*>(handle);
       } else {
         delete reinterpret_cast<uv_signal_t*>(handle);
       }
@@ -144,6 +146,7 @@ void Runtime::close_all() {
   if (timer_ != nullptr) close_handle(timer_);
   if (shutdown_timer_ != nullptr) close_handle(shutdown_timer_);
   if (check_ != nullptr) close_handle(check_);
+  if (idle_ != nullptr) close_handle(idle_);
   for (auto* s : signals_) close_handle(s);
   signals_.clear();
   if (transport_) {
@@ -163,6 +166,7 @@ void Runtime::handle_closed() {
   timer_ = nullptr;
   shutdown_timer_ = nullptr;
   check_ = nullptr;
+  idle_ = nullptr;
   phase_ = Phase::kStopped;
   const auto& st = storage_ ? storage_->metrics() : StorageMetrics{};
   logger_.info("stopped: durable seq " + std::to_string(storage_ ? storage_->durable_seq() : 0) + ", " +
