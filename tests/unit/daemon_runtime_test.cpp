@@ -206,6 +206,29 @@ TEST_CASE("runtime: three nodes converge, fire once each, restart with their dat
   CHECK(nodes["n1"]->metrics().storage.commits > 0);
   CHECK(nodes["n1"]->metrics().transport.frames_out > 0);
 
+  // Inputs are drained once per loop iteration, in its check phase.  One that arrives
+  // outside the I/O phase (the builtin handlers finish from a timer callback) must not
+  // leave the poll of that iteration blocking until some unrelated event: while a drain
+  // is pending, the loop's poll timeout is zero.
+  {
+    struct Probe {
+      Runtime* rt = nullptr;
+      int timeout = -2;
+    } probe;
+    probe.rt = nodes["n1"].get();
+    auto* t = new uv_timer_t();
+    uv_timer_init(loop.get(), t);
+    t->data = &probe;
+    uv_timer_start(t, [](uv_timer_t* h) {
+      auto* p = static_cast<Probe*>(h->data);
+      p->rt->request_drain();
+      p->timeout = uv_backend_timeout(h->loop);
+      uv_close(reinterpret_cast<uv_handle_t*>(h), [](uv_handle_t* c) { delete reinterpret_cast<uv_timer_t*>(c); });
+    }, 0, 0);
+    REQUIRE(loop.run_until([&] { return probe.timeout != -2; }));
+    CHECK(probe.timeout == 0);
+  }
+
   // The API is served from the same loop: status, and the metrics page with the
   // daemon's own counters.
   CHECK(nodes["n2"]->api_address() == files.api.at("n2"));
