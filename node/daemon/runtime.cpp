@@ -236,12 +236,11 @@ void Runtime::create_static_entries() {
 }
 
 void Runtime::request_drain() {
-  if (drain_pending_ || idle_ == nullptr || phase_ == Phase::kClosing || phase_ == Phase::kStopped) {
-    drain_pending_ = true;
-    return;
-  }
   drain_pending_ = true;
-  uv_idle_start(idle_, [](uv_idle_t*) {});
+  // Starting an active idle handle is a no-op; a closing one must not be restarted.
+  if (idle_ != nullptr && phase_ != Phase::kClosing && phase_ != Phase::kStopped) {
+    uv_idle_start(idle_, [](uv_idle_t*) {});
+  }
 }
 
 void Runtime::drain() {
