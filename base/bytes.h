@@ -13,6 +13,9 @@ namespace caesium {
 
 class ByteWriter {
  public:
+  ByteWriter() = default;
+  // Room for `bytes` without regrowing (an estimate of the encoding's size).
+  explicit ByteWriter(size_t bytes) { out_.reserve(bytes); }
   void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
   void varint(uint64_t v) {
     while (v >= 0x80) {

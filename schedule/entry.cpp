@@ -79,6 +79,14 @@ Status validate_identifier(std::string_view value, const std::string& field) {
   return Status::success();
 }
 
+bool is_identifier(std::string_view value) {
+  if (value.empty() || value.size() > kMaxIdentifierBytes || value == "." || value == "..") return false;
+  for (char c : value) {
+    if (!identifier_char(c)) return false;
+  }
+  return true;
+}
+
 bool is_entry_key(std::string_view key) {
   const size_t at = key.find(kScheduleKeyInfix);
   return at != std::string_view::npos && at > 0 && at + kScheduleKeyInfix.size() < key.size();

@@ -64,6 +64,8 @@ bool is_entry_key(std::string_view key);
 
 // Checks `value` against the identifier rules; the message names `field`.
 Status validate_identifier(std::string_view value, const std::string& field);
+// validate_identifier(value, ...).ok(), without building an error.
+bool is_identifier(std::string_view value);
 
 // Checks every field; the Error names the bad field (Error::field, e.g. "accept_timeout",
 // "timer.repeat_for", "bind[2]") and says why.  A cron timing must be compiled (its

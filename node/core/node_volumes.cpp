@@ -38,7 +38,7 @@ void Node::on_store_change(const std::string& volume, const schedule::Change& ch
   const std::string storage_key = "v/" + volume + "/" + std::string(change.key);
   if (!loading_) {
     if (change.new_record) {
-      storage_put(storage_key, encode_stored_record(change.new_record->to_record()));
+      storage_put(storage_key, encode_stored_record(*change.new_record));
     } else {
       storage_erase(storage_key);
     }
@@ -113,11 +113,15 @@ void Node::flush_pushes(Clock now) {
     peers.insert(peers.end(), spec->previous_replicas.begin(), spec->previous_replicas.end());
     std::sort(peers.begin(), peers.end());
     peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-    for (const auto& p : peers) {
-      if (p == options_.id || !membership_->reachable(p)) continue;  // anti-entropy repairs the rest
+    std::erase_if(peers, [&](const std::string& p) {
+      return p == options_.id || !membership_->reachable(p);  // anti-entropy repairs the rest
+    });
+    for (size_t i = 0; i < peers.size(); ++i) {
       ++counters_.store_pushes_out;
       counters_.records_pushed += records.size();
-      queue_core(p, wire::StorePush{name, records, want_ack}, false);
+      // The last peer takes the records themselves; the others get copies.
+      queue_core(peers[i], wire::StorePush{name, i + 1 == peers.size() ? std::move(records) : records, want_ack},
+                 false);
     }
   }
 }
