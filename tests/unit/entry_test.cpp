@@ -3,8 +3,10 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "schedule/entry.h"
+#include "schedule/occurrence.h"
 
 using namespace caesium::schedule;
 
@@ -48,6 +50,39 @@ TEST_CASE("identifiers use a safe charset and length", "[entry]") {
   CHECK(validate_identifier("a/b", "x").error().message ==
         "x: character 2 is not allowed; use letters, digits and . _ : @ -");
   CHECK_FALSE(validate_identifier("caf\xc3\xa9", "x").ok());
+}
+
+TEST_CASE("is_identifier agrees with validate_identifier", "[entry]") {
+  const std::vector<std::string> values{
+      "node-1.eu_west:a@b", "", ".", "..", "...", "a/b", "a b", "caf\xc3\xa9", "x",
+      std::string(200, 'a'), std::string(201, 'a'), std::string("a\0b", 3)};
+  for (const std::string& v : values) {
+    CAPTURE(v);
+    CHECK(is_identifier(v) == validate_identifier(v, "x").ok());
+  }
+}
+
+TEST_CASE("occurrence record keys name entity, name, instant and writer, and parse back", "[entry]") {
+  const OccurrenceId occ{"billing/caesium/schedule/nightly-report", 1'767'225'600'000};
+  CHECK(occ_prefix(occ) == "~occ/billing/nightly-report/8000019b76daa800/");
+  CHECK(owner_record_key(occ, "n1") == "~occ/billing/nightly-report/8000019b76daa800/m/n1");
+  CHECK(worker_record_key(occ, "0123456789abcdef") ==
+        "~occ/billing/nightly-report/8000019b76daa800/w/0123456789abcdef");
+  CHECK(grant_key("main", occ) == "g/main/billing/nightly-report/8000019b76daa800");
+  auto parsed = parse_occ_key(worker_record_key(occ, "0123456789abcdef"));
+  REQUIRE(parsed);
+  CHECK(parsed->occ == occ);
+  CHECK(parsed->kind == ParsedOccKey::Kind::kWorker);
+  CHECK(parsed->suffix == "0123456789abcdef");
+  auto grant = parse_grant_key(grant_key("main", occ));
+  REQUIRE(grant);
+  CHECK(grant->volume == "main");
+  CHECK(grant->occ == occ);
+  // Instants before 1970 still sort in time order (biased hex).
+  CHECK(occ_prefix(OccurrenceId{occ.entry_key, -1}) < occ_prefix(OccurrenceId{occ.entry_key, 0}));
+  // Not a schedule key (callers never pass one): kept whole rather than crashing.
+  CHECK(occ_prefix(OccurrenceId{"a b/caesium/schedule/c", 0}) == "~occ/a b/caesium/schedule/c/8000000000000000/");
+  CHECK(occ_prefix(OccurrenceId{"plain", 0}) == "~occ/plain/8000000000000000/");
 }
 
 TEST_CASE("validate accepts a complete entry and names each bad field", "[entry]") {
