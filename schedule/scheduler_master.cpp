@@ -63,6 +63,7 @@ std::vector<std::string> Scheduler::eligible(const std::string& volume, const En
   std::vector<std::string> out;
   auto it = topology_.volumes.find(volume);
   if (it == topology_.volumes.end()) return out;
+  out.reserve(it->second.replicas.size());
   for (const auto& n : it->second.replicas) {
     if (node_matches_binding(n, e)) out.push_back(n);
   }
@@ -74,10 +75,13 @@ std::vector<std::string> Scheduler::eligible(const std::string& volume, const En
 // The denominator is always the configured set, never the live view.
 std::vector<std::vector<std::string>> Scheduler::quorum_sets(const std::string& volume, const Entry& e) const {
   std::vector<std::vector<std::string>> sets;
-  sets.push_back(eligible(volume, e));
   auto it = topology_.volumes.find(volume);
-  if (it != topology_.volumes.end() && !it->second.previous_replicas.empty()) {
+  const bool changing = it != topology_.volumes.end() && !it->second.previous_replicas.empty();
+  sets.reserve(changing ? 2 : 1);
+  sets.push_back(eligible(volume, e));
+  if (changing) {
     std::vector<std::string> prev;
+    prev.reserve(it->second.previous_replicas.size());
     for (const auto& n : it->second.previous_replicas) {
       if (node_matches_binding(n, e)) prev.push_back(n);
     }
