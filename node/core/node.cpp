@@ -51,30 +51,15 @@ schedule::FireMessage to_fire(wire::CoreMessage& m) {
 
 std::string encode_incarnation(uint64_t incarnation) { return encode_i64(static_cast<int64_t>(incarnation)); }
 
-namespace {
-
-std::string encode_stored(int64_t physical_ms, uint32_t logical, std::string_view origin,
-                          std::optional<std::string_view> value) {
-  ByteWriter w(24 + origin.size() + (value ? value->size() : 0));
-  w.u8(1);
-  w.svarint(physical_ms);
-  w.varint(logical);
-  w.str(origin);
-  w.boolean(value.has_value());
-  if (value) w.str(*value);
-  return w.take();
-}
-
-}  // namespace
-
-std::string encode_stored_record(const schedule::Record& r) {
-  std::optional<std::string_view> value;
-  if (r.value) value = *r.value;
-  return encode_stored(r.version.physical_ms, r.version.logical, r.version.origin, value);
-}
-
 std::string encode_stored_record(const schedule::RecordView& r) {
-  return encode_stored(r.physical_ms, r.logical, r.origin, r.value);
+  ByteWriter w(24 + r.origin.size() + (r.value ? r.value->size() : 0));
+  w.u8(1);
+  w.svarint(r.physical_ms);
+  w.varint(r.logical);
+  w.str(r.origin);
+  w.boolean(r.value.has_value());
+  if (r.value) w.str(*r.value);
+  return w.take();
 }
 
 Result<schedule::Record> decode_stored_record(std::string_view key, std::string_view bytes) {

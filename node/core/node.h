@@ -112,8 +112,7 @@ struct WriteAck {
 
 std::string encode_incarnation(uint64_t incarnation);  // "n/incarnation"
 // How volume records are kept in node storage ("v/<volume>/<key>").
-std::string encode_stored_record(const schedule::Record& record);
-std::string encode_stored_record(const schedule::RecordView& record);  // the same bytes, without copies
+std::string encode_stored_record(const schedule::RecordView& record);
 Result<schedule::Record> decode_stored_record(std::string_view key, std::string_view bytes);
 
 class Node final : private schedule::SchedulerHost {
