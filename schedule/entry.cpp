@@ -104,6 +104,14 @@ Result<EntryKey> parse_entry_key(std::string_view key) {
   return out;
 }
 
+std::optional<EntryKeyView> split_entry_key(std::string_view key) {
+  const size_t at = key.find(kScheduleKeyInfix);  // the only possible split, as above
+  if (at == std::string_view::npos) return std::nullopt;
+  EntryKeyView out{key.substr(0, at), key.substr(at + kScheduleKeyInfix.size())};
+  if (!is_identifier(out.entity) || !is_identifier(out.name)) return std::nullopt;
+  return out;
+}
+
 Status validate(const Entry& e) {
   if (Status s = validate_identifier(e.entity, "entity"); !s.ok()) return s;
   if (Status s = validate_identifier(e.name, "name"); !s.ok()) return s;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,13 @@ struct EntryKey {
 // Splits a store key into entity and name; an error when the key is not a schedule key
 // or a part is not an identifier.
 Result<EntryKey> parse_entry_key(std::string_view key);
+// The same split without copies; nullopt unless both parts are identifiers.  Views
+// into `key`.
+struct EntryKeyView {
+  std::string_view entity;
+  std::string_view name;
+};
+std::optional<EntryKeyView> split_entry_key(std::string_view key);
 // Cheap test used by the store watcher: does `key` have the schedule-key shape?
 bool is_entry_key(std::string_view key);
 

@@ -48,21 +48,16 @@ ProcessId get_process(ByteReader& r) {
 namespace {
 
 // occ_prefix(occ) followed by `tail`, built in one string.  Hot: every occurrence record
-// key goes through here.  Splits the entry key as parse_entry_key does (the first infix;
-// both halves identifiers), without building either half.
+// key goes through here.
 std::string occ_key_with(const OccurrenceId& occ, std::string_view tail) {
   const std::string_view key = occ.entry_key;
   std::string p;
   p.reserve(kOccPrefix.size() + key.size() + 18 + tail.size());
   p += kOccPrefix;
-  const size_t at = key.find(kScheduleKeyInfix);
-  const std::string_view entity = at == std::string_view::npos ? std::string_view() : key.substr(0, at);
-  const std::string_view name =
-      at == std::string_view::npos ? std::string_view() : key.substr(at + kScheduleKeyInfix.size());
-  if (is_identifier(entity) && is_identifier(name)) {
-    p += entity;
+  if (auto n = split_entry_key(key)) {
+    p += n->entity;
     p += '/';
-    p += name;
+    p += n->name;
   } else {
     p += key;  // callers only pass entry keys; keep going rather than crash
   }

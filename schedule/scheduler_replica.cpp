@@ -213,7 +213,7 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   inv.id = id;
   inv.handler = d.handler;
   inv.volume = d.volume;
-  if (auto n = parse_entry_key(d.occ.entry_key); n.ok()) {
+  if (auto n = split_entry_key(d.occ.entry_key)) {
     inv.entity = n->entity;
     inv.entry = n->name;
   }

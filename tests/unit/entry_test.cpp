@@ -38,6 +38,18 @@ TEST_CASE("entry keys round trip and reject non-schedule keys", "[entry]") {
   CHECK(parse_entry_key("a/caesium/state/b").error().field == "key");
   CHECK(parse_entry_key("a/caesium/schedule/b/c").error().field == "name");  // '/' is not allowed in names
   CHECK(parse_entry_key("a b/caesium/schedule/c").error().field == "entity");
+  // The view split accepts exactly what parse_entry_key accepts.
+  for (const char* key : {"billing/caesium/schedule/nightly-report", "a/caesium/state/b", "a/caesium/schedule/b/c",
+                          "a b/caesium/schedule/c", "/caesium/schedule/b", "a/caesium/schedule/", "plain"}) {
+    CAPTURE(key);
+    auto parsed = parse_entry_key(key);
+    auto split = split_entry_key(key);
+    REQUIRE(split.has_value() == parsed.ok());
+    if (split) {
+      CHECK(split->entity == parsed->entity);
+      CHECK(split->name == parsed->name);
+    }
+  }
 }
 
 TEST_CASE("identifiers use a safe charset and length", "[entry]") {
