@@ -127,6 +127,11 @@ struct DispatchReply {
   std::string fire_id;
   DispatchOutcome outcome = DispatchOutcome::kAccepted;
   std::string reason;
+  // kAccepted: the boot id of the process that accepted the attempt, so that the owner
+  // can tell that process from a later one on the same node even before the worker
+  // record reaches it (its push may be held back, and is lost if the worker's disk is).
+  // 0 from a sender that predates the field: the owner then knows the node only.
+  uint64_t worker_boot = 0;
   bool operator==(const DispatchReply&) const = default;
 };
 
@@ -152,6 +157,7 @@ struct RevokeReply {
   OccurrenceId occ;
   std::string fire_id;
   RevokeOutcome outcome = RevokeOutcome::kUnknown;
+  uint64_t worker_boot = 0;  // kAccepted / kCompleted: as in DispatchReply
   bool operator==(const RevokeReply&) const = default;
 };
 

@@ -239,6 +239,8 @@ class Scheduler {
     int64_t accept_by_utc_ms = 0;
     int64_t accepted_mono_ms = 0;
     int64_t revoke_sent_mono_ms = 0;
+    // The boot id of the process that accepted it, from its reply (0: not known yet).
+    uint64_t worker_boot = 0;
     bool doubt = false;  // another value of a collided round: resolved before any new attempt
     bool counted = false;  // counted in outstanding_ (until it finishes or is given up)
   };

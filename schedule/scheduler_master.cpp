@@ -548,9 +548,11 @@ void Scheduler::owner_step(Occ& o, Clock now) {
     }
   }
   Attempt& a = o.attempts.back();
-  // Once accepted, the attempt lives in one process: the worker record names its boot,
-  // so a worker that restarted (even within the suspicion timeout) counts as gone.
-  ProcessId worker_process{a.info.worker, 0};
+  // Once accepted, the attempt lives in one process: its reply and the worker record
+  // name its boot, so a worker that restarted (even within the suspicion timeout, and
+  // even when the record never left it: its push may be held back, and the restart may
+  // have lost its disk) counts as gone.
+  ProcessId worker_process{a.info.worker, a.worker_boot};
   if (auto w = o.worker_records.find(a.info.fire_id); w != o.worker_records.end()) worker_process = w->second.worker;
   const bool worker_up = owner_alive(worker_process);
   const bool window_over = now.utc_ms - o.fire_utc_ms > e.misfire_window_ms;
@@ -672,6 +674,7 @@ void Scheduler::on_dispatch_reply(const std::string& from, const DispatchReply& 
         a.state = AttemptState::kAccepted;
         a.accepted_mono_ms = now.mono_ms;
       }
+      if (a.worker_boot == 0) a.worker_boot = r.worker_boot;
     } else if (a.state == AttemptState::kSent || a.state == AttemptState::kRevoking) {
       a.state = AttemptState::kRefused;
       uncount(a);
@@ -693,6 +696,7 @@ void Scheduler::on_revoke_reply(const std::string& from, const RevokeReply& r, C
       case RevokeOutcome::kAccepted:
         a.state = AttemptState::kAccepted;
         a.accepted_mono_ms = now.mono_ms;
+        if (a.worker_boot == 0) a.worker_boot = r.worker_boot;
         break;
       case RevokeOutcome::kCompleted:
         a.state = AttemptState::kFinished;

@@ -175,6 +175,7 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
     if (rec.ok() && rec->worker.node == self_.node) {
       reply.outcome = ran(rec->state) ? DispatchOutcome::kAccepted : DispatchOutcome::kRefused;
       reply.reason = to_string(rec->state);
+      reply.worker_boot = rec->worker.boot;  // the process that accepted: maybe a previous one
       host_.send(from, reply, true);
       return;
     }
@@ -205,6 +206,7 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   rec.possible_duplicate = d.possible_duplicate;
   put_worker_record(d.volume, d.occ, d.fire_id, rec, now);
   reply.outcome = DispatchOutcome::kAccepted;
+  reply.worker_boot = self_.boot;
   host_.send(from, reply, true);
 
   const uint64_t id = next_invocation_id_++;
@@ -252,6 +254,7 @@ void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
         case WorkerState::kRefused:
         case WorkerState::kRevoked: reply.outcome = RevokeOutcome::kRevoked; break;
       }
+      reply.worker_boot = rec->worker.boot;
       host_.send(from, reply, true);
       return;
     }

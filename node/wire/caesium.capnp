@@ -200,13 +200,20 @@ struct DispatchReply {
   fireId @2 :Text;
   outcome @3 :DispatchOutcome;
   reason @4 :Text;
+  workerBoot @5 :UInt64;    # boot id of the process that accepted (0: not said, an older sender)
 }
 
 struct Revoke { volume @0 :Text; occ @1 :OccurrenceId; fireId @2 :Text; issuedUtcMs @3 :Int64; }
 
 enum RevokeOutcome { revoked @0; accepted @1; completed @2; unknown @3; }
 
-struct RevokeReply { volume @0 :Text; occ @1 :OccurrenceId; fireId @2 :Text; outcome @3 :RevokeOutcome; }
+struct RevokeReply {
+  volume @0 :Text;
+  occ @1 :OccurrenceId;
+  fireId @2 :Text;
+  outcome @3 :RevokeOutcome;
+  workerBoot @4 :UInt64;    # accepted / completed: boot id of the process that accepted (0: not said)
+}
 
 # Cluster configuration (DESIGN.md §4): a node that sees a higher epoch advertised in
 # gossip asks for the document.

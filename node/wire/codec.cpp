@@ -401,6 +401,7 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setFireId(text(m.fire_id));
           x.setOutcome(static_cast<cp::DispatchOutcome>(m.outcome));
           x.setReason(text(m.reason));
+          x.setWorkerBoot(m.worker_boot);
         } else if constexpr (std::is_same_v<T, schedule::Revoke>) {
           auto x = b.initRevoke();
           x.setVolume(text(m.volume));
@@ -413,6 +414,7 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           put(x.initOcc(), m.occ);
           x.setFireId(text(m.fire_id));
           x.setOutcome(static_cast<cp::RevokeOutcome>(m.outcome));
+          x.setWorkerBoot(m.worker_boot);
         } else if constexpr (std::is_same_v<T, ConfigRequest>) {
           b.initConfigRequest().setEpoch(m.epoch);
         } else if constexpr (std::is_same_v<T, ConfigDoc>) {
@@ -508,7 +510,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       auto outcome = get_enum<schedule::DispatchOutcome>(static_cast<uint16_t>(x.getOutcome()), 1, "dispatch outcome");
       if (!outcome) return outcome.error();
       return CoreMessage{schedule::DispatchReply{str(x.getVolume()), get(x.getOcc()), str(x.getFireId()),
-                                                 *outcome, str(x.getReason())}};
+                                                 *outcome, str(x.getReason()), x.getWorkerBoot()}};
     }
     case cp::CoreMessage::REVOKE: {
       auto x = r.getRevoke();
@@ -518,7 +520,8 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       auto x = r.getRevokeReply();
       auto outcome = get_enum<schedule::RevokeOutcome>(static_cast<uint16_t>(x.getOutcome()), 3, "revoke outcome");
       if (!outcome) return outcome.error();
-      return CoreMessage{schedule::RevokeReply{str(x.getVolume()), get(x.getOcc()), str(x.getFireId()), *outcome}};
+      return CoreMessage{
+          schedule::RevokeReply{str(x.getVolume()), get(x.getOcc()), str(x.getFireId()), *outcome, x.getWorkerBoot()}};
     }
     case cp::CoreMessage::CONFIG_REQUEST:
       return CoreMessage{ConfigRequest{r.getConfigRequest().getEpoch()}};

@@ -148,10 +148,11 @@ CoreMessage random_core(Rng& rng) {
       return d;
     }
     case 4: return schedule::DispatchReply{random_text(rng, 8), random_occ(rng), random_text(rng, 16),
-                                           static_cast<schedule::DispatchOutcome>(rng.below(2)), random_text(rng, 30)};
+                                           static_cast<schedule::DispatchOutcome>(rng.below(2)), random_text(rng, 30),
+                                           rng.next_u64()};
     case 5: return schedule::Revoke{random_text(rng, 8), random_occ(rng), random_text(rng, 16), rng.between(0, int64_t{1} << 42)};
     case 6: return schedule::RevokeReply{random_text(rng, 8), random_occ(rng), random_text(rng, 16),
-                                         static_cast<schedule::RevokeOutcome>(rng.below(4))};
+                                         static_cast<schedule::RevokeOutcome>(rng.below(4)), rng.next_u64()};
     case 7: return ConfigRequest{rng.next_u64()};
     default: return ConfigDoc{rng.next_u64(), random_string(rng, 200)};
   }
