@@ -180,6 +180,15 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
       return;
     }
   }
+  // At-most-once, issued before this node lost its disk: a previous life of this node
+  // may have accepted it (and started the handler) without its reply reaching the
+  // owner.  A refusal would tell the owner that it never ran, and the owner would run
+  // it elsewhere; so say nothing, and write nothing.  The owner retransmits until the
+  // accept deadline, then revokes, and that revoke is answered `unknown` (on_revoke):
+  // the occurrence is reported lost.  This check comes before every other refusal, for
+  // the same reason.  (An at-least-once attempt may run again: it is handled below.)
+  const bool maybe_ran_before = amnesia_horizon_utc_ms_ != 0 && d.issued_utc_ms <= amnesia_horizon_utc_ms_;
+  if (d.at_most_once && maybe_ran_before) return;
   // The definition the occurrence was decided under when this node owns it (a dispatch
   // to itself), else the current one.
   const Occ* known = find_occ(d.volume, d.occ);
@@ -193,24 +202,22 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
     refuse("the attempt's accept deadline has passed", true);
     return;
   }
-  if (d.at_most_once && amnesia_horizon_utc_ms_ != 0 && d.issued_utc_ms <= amnesia_horizon_utc_ms_) {
-    // Issued before this node lost its disk: an earlier copy may have been accepted.
-    refuse("issued before this node restarted without its disk", true);
-    return;
-  }
+  // At-least-once, issued before this node lost its disk: it runs, flagged as a
+  // possible duplicate, since a previous life of this node may have run it already.
+  const bool possible_duplicate = d.possible_duplicate || maybe_ran_before;
   WorkerRecord rec;
   rec.worker = self_;
   rec.attempt = d.attempt;
   rec.state = WorkerState::kAccepted;
   rec.accepted_utc_ms = now.utc_ms;
-  rec.possible_duplicate = d.possible_duplicate;
+  rec.possible_duplicate = possible_duplicate;
   put_worker_record(d.volume, d.occ, d.fire_id, rec, now);
   reply.outcome = DispatchOutcome::kAccepted;
   reply.worker_boot = self_.boot;
   host_.send(from, reply, true);
 
   const uint64_t id = next_invocation_id_++;
-  running_[id] = Running{d.volume, d.occ, d.fire_id, d.attempt, d.possible_duplicate, now.utc_ms};
+  running_[id] = Running{d.volume, d.occ, d.fire_id, d.attempt, possible_duplicate, now.utc_ms};
   Invocation inv;
   inv.id = id;
   inv.handler = d.handler;
@@ -222,7 +229,7 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   inv.scheduled_utc_ms = d.occ.scheduled_utc_ms;
   inv.fire_id = d.fire_id;
   inv.attempt = d.attempt;
-  inv.possible_duplicate = d.possible_duplicate;
+  inv.possible_duplicate = possible_duplicate;
   inv.sequence = d.sequence;
   inv.payload = d.payload;
   host_.invoke(std::move(inv));
