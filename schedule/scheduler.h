@@ -264,6 +264,10 @@ class Scheduler {
     int64_t claim_started_mono_ms = 0, claim_last_sent_mono_ms = 0;
     uint32_t claim_rounds = 0;
     AttemptInfo claim_attempt;  // the first attempt, accepted together with a round-0 claim
+    // At-most-once: a replica granted our round-0 claim while holding another attempt of
+    // ours accepted in round 0 (from an earlier claim or ownership of o), which may have
+    // been dispatched.  The claim cannot complete: o is taken through a higher round.
+    bool claim_met_older_value = false;
     // rounds (phase kPreparing / kOwned)
     uint64_t round = 0;        // this process's round when it proposes
     uint64_t known_round = 0;  // the highest round other processes are known to hold
@@ -402,6 +406,8 @@ class Scheduler {
   bool quorum_reachable(const std::string& volume, const Entry& e) const;
   bool has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const;
   bool majority_impossible(const Occ& o, const Entry& e) const;
+  // Counting the replicas that have not answered and that we cannot reach as lost too.
+  bool majority_out_of_reach(const Occ& o, const Entry& e) const;
   static bool alive_in(const PeerView& p, const ProcessId& owner);  // reachable, same boot
   bool owner_alive(const ProcessId& owner) const;
   // Not alive, or suspect and silent for owner_silence_ms (see SchedulerOptions).

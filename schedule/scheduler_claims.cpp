@@ -53,6 +53,7 @@ void Scheduler::start_claim(Occ& o, const Entry& e, Clock now) {
   o.silent.clear();
   o.holder.reset();
   o.holder_vouched = false;
+  o.claim_met_older_value = false;
   o.claim_started_mono_ms = now.mono_ms;
   ++o.claim_rounds;
   o.round = 0;
@@ -125,6 +126,12 @@ void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clo
     case ClaimOutcome::kGranted:
     case ClaimOutcome::kHeld:
       if (granted_to_me) {
+        // A replica that promised round 0 to us before answers a new claim of ours with
+        // "granted" but keeps the attempt it accepted first (on_claim, keep_first): the
+        // grant is not an acceptance of this claim's attempt.
+        if (o->at_most_once && r.has_accepted && r.accepted.fire_id != o->claim_attempt.fire_id) {
+          o->claim_met_older_value = true;
+        }
         o->granted.insert(from);
       } else {
         o->holder = r.holder;
@@ -147,8 +154,34 @@ void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clo
 }
 
 void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
+  if (o.claim_met_older_value) {
+    // An attempt of ours that some replicas accepted in round 0 may have run, and those
+    // replicas' votes do not name this claim's attempt: dispatching it would leave a run
+    // that no vote records, so a later takeover could not find it and would run o
+    // again (swarm seed 2070: superseded by a minority holder during a partition, the
+    // owner claimed again after the heal and its new attempt ran; when it crashed, the
+    // takeover resolved only the attempt the votes named and ran o a second time).  A
+    // higher round learns every accepted attempt and resolves them first.  Grants are
+    // kept: they may be votes for an attempt that ran.
+    o.phase = Phase::kTracking;
+    o.claim_met_older_value = false;
+    take_over_or_wait(o, e, now);
+    return;
+  }
   if (has_majority(o.granted, o.volume, e)) {
     become_owner(o, e, FirePath::kQuorum, false, now);
+    return;
+  }
+  if (o.at_most_once && o.holder && !(*o.holder == self_) && owner_gone(*o.holder) &&
+      majority_out_of_reach(o, e)) {
+    // The replicas that hold o for another process, and those we cannot reach, leave
+    // this claim short of a majority, and that process is gone (crashed after winning
+    // its claim, with the replicas it did not hear from down too).  Waiting for them
+    // to answer could outlast the misfire window: take o over through a higher round
+    // instead, which resolves whatever the gone holder may have dispatched (swarm seed
+    // 5191: the new master's claim waited for the dead holder and o never ran).
+    o.phase = Phase::kTracking;
+    take_over_or_wait(o, e, now);
     return;
   }
   const int64_t lateness = now.utc_ms - o.fire_utc_ms;
