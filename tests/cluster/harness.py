@@ -17,6 +17,7 @@ import calendar
 import ctypes
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -133,16 +134,37 @@ def next_instant_ms(period_ms, after_ms, lead_ms=0):
     return (t + period_ms - 1) // period_ms * period_ms
 
 
+def _ephemeral_start():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo = int(f.read().split()[0])
+        return lo if lo > 12000 else 32768
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_ports(count, host="127.0.0.1"):
-    """Ports free for both TCP and UDP on host (held open until all are chosen)."""
+    """Ports free for both TCP and UDP on host (held open until all are chosen), drawn
+    at random below the kernel's ephemeral range: the kernel hands out ports from that
+    range for every outgoing connection of every process, so a port it picked for a
+    bind to port 0 and that is then released may be taken as a connection's source port
+    before the node binds it (tests/unit/daemon_test_support.h has the same rule)."""
+    rng = random.Random(os.getpid() ^ int(time.time() * 1e6))
+    top = _ephemeral_start() - 1
     held, ports = [], []
     try:
+        tries = 0
         while len(ports) < count:
+            tries += 1
+            if tries > 1000:
+                raise RuntimeError("no free loopback ports below the ephemeral range")
+            port = rng.randint(10000, top)
+            if port in ports:
+                continue
             t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            t.bind((host, 0))
-            port = t.getsockname()[1]
             u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             try:
+                t.bind((host, port))
                 u.bind((host, port))
             except OSError:
                 t.close()
