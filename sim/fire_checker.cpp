@@ -250,7 +250,11 @@ void FireChecker::finish(const World& world, Report& report) {
           const int64_t vi = world.index_of(c.via);
           if (ri < 0 || vi < 0) continue;
           const auto rn = static_cast<uint32_t>(ri), vn = static_cast<uint32_t>(vi);
-          const bool holds = r == c.via || world.linked_throughout(vn, rn, c.at_ms, c.at_ms + 2'000);
+          // Another replica holds it if the node that took the write stayed up, and linked
+          // to it, while it replicated: a node that crashed right after the write may have
+          // lost it before it was durable (the write was then never acknowledged).
+          const bool holds = r == c.via || (world.linked_throughout(vn, rn, c.at_ms, c.at_ms + 2'000) &&
+                                            world.healthy_throughout(vn, c.at_ms, c.at_ms + 2'000));
           if (holds && world.healthy_throughout(rn, c.at_ms, due_ms + options_.detection_bound_ms) &&
               c.entry.misfire_window_ms >= options_.detection_bound_ms) {
             report.violate({"alo.missed", name + " (at-least-once) never completed although replica " + r +
@@ -304,9 +308,14 @@ void FireChecker::finish(const World& world, Report& report) {
         bool group_holds = false;
         if (const int64_t vi = world.index_of(c.via); vi >= 0) {
           const auto vn = static_cast<uint32_t>(vi);
+          // As for at-least-once above: the writer must also have stayed up while the entry
+          // replicated (swarm seed 19499: the writer crashed 2 ms after the write, before
+          // it was durable, and the checker still counted the entry as replicated).
+          const bool writer_up =
+              world.healthy_throughout(vn, c.at_ms, c.at_ms + options_.replication_grace_ms);
           for (uint32_t g : best_group) {
             group_holds = group_holds || g == vn ||
-                          world.linked_throughout(vn, g, c.at_ms, c.at_ms + options_.replication_grace_ms);
+                          (writer_up && world.linked_throughout(vn, g, c.at_ms, c.at_ms + options_.replication_grace_ms));
           }
         }
         if (best_group.size() * 2 > elig.size() && !worker_cut_off && group_holds) {
