@@ -405,9 +405,10 @@ class Scheduler {
   bool node_matches_binding(const std::string& node, const Entry& e) const;
   bool quorum_reachable(const std::string& volume, const Entry& e) const;
   bool has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const;
-  bool majority_impossible(const Occ& o, const Entry& e) const;
-  // Counting the replicas that have not answered and that we cannot reach as lost too.
-  bool majority_out_of_reach(const Occ& o, const Entry& e) const;
+  // The claim's refusals leave some quorum set short of a majority; with
+  // `unreachable_lost`, counting the replicas that have not answered and that we cannot
+  // reach as refusals too.
+  bool majority_impossible(const Occ& o, const Entry& e, bool unreachable_lost = false) const;
   static bool alive_in(const PeerView& p, const ProcessId& owner);  // reachable, same boot
   bool owner_alive(const ProcessId& owner) const;
   // Not alive, or suspect and silent for owner_silence_ms (see SchedulerOptions).

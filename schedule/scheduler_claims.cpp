@@ -164,7 +164,6 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     // higher round learns every accepted attempt and resolves them first.  Grants are
     // kept: they may be votes for an attempt that ran.
     o.phase = Phase::kTracking;
-    o.claim_met_older_value = false;
     take_over_or_wait(o, e, now);
     return;
   }
@@ -173,7 +172,7 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     return;
   }
   if (o.at_most_once && o.holder && !(*o.holder == self_) && owner_gone(*o.holder) &&
-      majority_out_of_reach(o, e)) {
+      majority_impossible(o, e, /*unreachable_lost=*/true)) {
     // The replicas that hold o for another process, and those we cannot reach, leave
     // this claim short of a majority, and that process is gone (crashed after winning
     // its claim, with the replicas it did not hear from down too).  Waiting for them

@@ -107,22 +107,14 @@ bool Scheduler::quorum_reachable(const std::string& volume, const Entry& e) cons
   return has_majority(reach, volume, e);
 }
 
-bool Scheduler::majority_out_of_reach(const Occ& o, const Entry& e) const {
+bool Scheduler::majority_impossible(const Occ& o, const Entry& e, bool unreachable_lost) const {
   for (const auto& set : quorum_sets(o.volume, e)) {
-    size_t possible = 0;
-    for (const auto& n : set) {
-      if (o.refused.count(n)) continue;
-      if (!o.answered.count(n) && n != self_.node && !host_.peer(n).reachable) continue;
-      ++possible;
+    size_t possible = set.size() - count_in(o.refused, set);
+    if (unreachable_lost) {
+      for (const auto& n : set) {
+        if (!o.refused.count(n) && !o.answered.count(n) && n != self_.node && !host_.peer(n).reachable) --possible;
+      }
     }
-    if (possible * 2 <= set.size()) return true;
-  }
-  return false;
-}
-
-bool Scheduler::majority_impossible(const Occ& o, const Entry& e) const {
-  for (const auto& set : quorum_sets(o.volume, e)) {
-    const size_t possible = set.size() - count_in(o.refused, set);
     if (possible * 2 <= set.size()) return true;
   }
   return false;
