@@ -165,6 +165,9 @@ struct SchedulerCounters {
   uint64_t dispatched = 0, redispatched = 0, accepted = 0, completed = 0, failed = 0;
   uint64_t withheld = 0, missed = 0, lost = 0, skipped = 0, granted = 0, refused_claims = 0;
   uint64_t bad_records = 0;
+  // At-most-once dispatches this node left unanswered because they were issued before it
+  // restarted without its disk (a previous life may have run them; see on_dispatch).
+  uint64_t dispatches_ignored_after_wipe = 0;
 };
 
 class Scheduler {

@@ -188,7 +188,10 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   // the occurrence is reported lost.  This check comes before every other refusal, for
   // the same reason.  (An at-least-once attempt may run again: it is handled below.)
   const bool maybe_ran_before = amnesia_horizon_utc_ms_ != 0 && d.issued_utc_ms <= amnesia_horizon_utc_ms_;
-  if (d.at_most_once && maybe_ran_before) return;
+  if (d.at_most_once && maybe_ran_before) {
+    ++counters_.dispatches_ignored_after_wipe;
+    return;
+  }
   // The definition the occurrence was decided under when this node owns it (a dispatch
   // to itself), else the current one.
   const Occ* known = find_occ(d.volume, d.occ);

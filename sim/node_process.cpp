@@ -161,7 +161,9 @@ class NodeProcess final : public Process {
     const auto& c = node_->counters();
     return {{"store.pushes_out", static_cast<double>(c.store_pushes_out)},
             {"store.records_pushed", static_cast<double>(c.records_pushed)},
-            {"store.records_merged", static_cast<double>(c.records_merged)}};
+            {"store.records_merged", static_cast<double>(c.records_merged)},
+            {"scheduler.dispatches_ignored_after_wipe",
+             static_cast<double>(node_->scheduler_counters().dispatches_ignored_after_wipe)}};
   }
   bool poll_observation(Observation& out) override {
     drain();

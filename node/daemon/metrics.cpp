@@ -156,6 +156,9 @@ void render_node(PromWriter& w, const node::Node& node) {
   }
   w.family("caesium_handlers_running", "gauge", "Handler invocations running on this node.");
   w.sample("caesium_handlers_running", d(node.running_invocations()));
+  counter(w, "caesium_dispatches_ignored_after_wipe_total",
+          "At-most-once dispatches left unanswered: issued before this node restarted without its disk.",
+          node.scheduler_counters().dispatches_ignored_after_wipe);
 
   const node::NodeCounters& c = node.counters();
   in_out(w, "caesium_gossip_datagrams_total", "Gossip datagrams (UDP).", c.datagrams_in, c.datagrams_out);
