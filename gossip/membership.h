@@ -140,6 +140,7 @@ struct MemberEvent {
 struct MembershipStats {
   uint64_t datagrams_sent = 0;
   uint64_t push_pulls_sent = 0;        // full states sent (joins, replies, exchanges)
+  uint64_t seed_exchanges = 0;        // full push-pulls to seeds no member answers to (seed_tick)
   uint64_t push_pull_digests_sent = 0; // digest push-pulls sent (see PushPull::digest_only)
   uint64_t push_pulls_in_sync = 0;     // digest push-pulls received that matched our view
   uint64_t probes = 0;
@@ -379,6 +380,8 @@ class Membership {
   // The periodic exchange with `partner`: a digest push-pull if it speaks one and no
   // member of our view is suspect, a full one otherwise.
   void start_exchange(const MemberEntry& partner);
+  // One seed per exchange round that no member of the view answers to: see push_pull_tick.
+  void seed_tick();
   PushPull snapshot(bool join, bool reply_wanted) const;
   // Every change to a member's id set, address, incarnation, state or meta calls this.
   void view_changed() { digest_stale_ = true; }
@@ -447,6 +450,7 @@ class Membership {
   mutable bool digest_stale_ = true;
 
   std::vector<std::string> join_seeds_;
+  size_t next_seed_check_ = 0;  // seed_tick's round-robin position in join_seeds_
   bool join_pending_ = false;
   int64_t next_join_ms_ = 0;
 

@@ -64,6 +64,28 @@ void Membership::push_pull_tick(int64_t now_ms) {
   for (const Pool pool : {Pool::kAlive, Pool::kDead}) {
     for (const MemberEntry* e : pick_random(1, pool, self_id_, now_ms)) start_exchange(*e);
   }
+  seed_tick();
+}
+
+// A seed that no member of our view answers to, in any state, is a node we have never
+// heard of (or reaped).  That happens when the network splits while the cluster forms:
+// each side joins the seeds it can reach, stops joining once it hears from anyone, and
+// after the heal neither side holds the other in any state, so nobody probes, gossips to
+// or reconnects with the other side and the two clusters stay apart for good (swarm seed
+// 34411: [n1,n4] | [n2,n3,n5] at 17 ms, healed at 2 s, views still split at the end).  So
+// each exchange round also checks one seed, round robin, and sends a full push-pull to
+// it when no member has its address; the answer merges the two views.  In a formed
+// cluster every seed is a member and this sends nothing; a seed that is down costs one
+// failed connection per round, like the dead partner above.
+void Membership::seed_tick() {
+  if (join_seeds_.empty()) return;
+  next_seed_check_ %= join_seeds_.size();
+  const std::string& seed = join_seeds_[next_seed_check_++];
+  for (const auto& [id, m] : members_) {
+    if (m.meta.stream_addr == seed) return;
+  }
+  send_push_pull(seed, /*join=*/false, /*reply_wanted=*/true);
+  ++stats_.seed_exchanges;
 }
 
 // In a steady cluster every view is the same, and a full push-pull at N = 1000 is

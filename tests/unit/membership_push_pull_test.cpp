@@ -280,3 +280,44 @@ TEST_CASE("digest push-pull to a member held dead: a live one answers in full an
   CHECK(a.state_of("b") == MemberState::kAlive);  // b refuted: incarnation 1
   CHECK(b.stats().refutations >= 1);
 }
+
+TEST_CASE("two clusters formed apart merge through a seed that no member answers to", "[membership][push-pull]") {
+  // The network split while the cluster formed (swarm seed 34411): a reached only b of
+  // its seeds and c only d, so {a, b} and {c, d} formed apart, and after the heal
+  // neither side holds the other in any state.  a's exchange rounds check its seeds
+  // one by one; c:s answers to no member of a's view, so a sends it its full state.
+  Net net;
+  net.add("a");
+  net.add("b", kProtocolVersion, 2);
+  net.nodes.at("b").on_tick(0);
+  net.nodes.at("a").join({"b:s", "c:s"}, 0);  // c is not up yet: its connection is refused
+  net.settle();
+  net.add("c", kProtocolVersion, 3);
+  net.add("d", kProtocolVersion, 4);
+  net.nodes.at("d").on_tick(0);
+  net.nodes.at("c").join({"d:s"}, 0);
+  net.settle();
+  Membership& a = net.nodes.at("a");
+  Membership& c = net.nodes.at("c");
+  REQUIRE(a.member_count() == 2);
+  REQUIRE(c.member_count() == 2);
+  REQUIRE(!a.state_of("c"));
+
+  for (int round = 1; round <= 3 && a.member_count() < 4; ++round) {
+    net.tick("a", round * (Net::interval() + 1));
+    net.settle();
+  }
+  CHECK(a.stats().seed_exchanges >= 1);
+  CHECK(a.member_count() == 4);
+  CHECK(c.member_count() == 4);
+  for (const char* id : {"b", "c", "d"}) CHECK(a.state_of(id) == MemberState::kAlive);
+  for (const char* id : {"a", "b", "d"}) CHECK(c.state_of(id) == MemberState::kAlive);
+
+  // Once every seed is a member, the rounds send no further seed exchanges.
+  const uint64_t sent = a.stats().seed_exchanges;
+  for (int round = 4; round <= 7; ++round) {
+    net.tick("a", round * (Net::interval() + 1));
+    net.settle();
+  }
+  CHECK(a.stats().seed_exchanges == sent);
+}
