@@ -140,7 +140,7 @@ struct MemberEvent {
 struct MembershipStats {
   uint64_t datagrams_sent = 0;
   uint64_t push_pulls_sent = 0;        // full states sent (joins, replies, exchanges)
-  uint64_t seed_exchanges = 0;        // full push-pulls to seeds no member answers to (seed_tick)
+  uint64_t seed_exchanges = 0;         // exchanges opened with seeds no member answers to (seed_tick)
   uint64_t push_pull_digests_sent = 0; // digest push-pulls sent (see PushPull::digest_only)
   uint64_t push_pulls_in_sync = 0;     // digest push-pulls received that matched our view
   uint64_t probes = 0;
@@ -377,9 +377,11 @@ class Membership {
   void push_pull_tick(int64_t now_ms);
   void join_tick(int64_t now_ms);
   void send_push_pull(const std::string& to_stream_addr, bool join, bool reply_wanted);
-  // The periodic exchange with `partner`: a digest push-pull if it speaks one and no
-  // member of our view is suspect, a full one otherwise.
-  void start_exchange(const MemberEntry& partner);
+  // The periodic exchange with the node at `stream_addr`: a digest push-pull if it speaks
+  // one and no member of our view is suspect, a full one otherwise.  `partner` is its
+  // member record, or null for a seed that is no member (assumed to speak digests; the
+  // message then carries our record only).
+  void start_exchange(const std::string& stream_addr, const MemberEntry* partner);
   // One seed per exchange round that no member of the view answers to: see push_pull_tick.
   void seed_tick();
   PushPull snapshot(bool join, bool reply_wanted) const;

@@ -62,7 +62,7 @@ void Membership::push_pull_tick(int64_t now_ms) {
   // the dead, and only this brings them back together (serf's reconnect, folded into
   // the push-pull timer).  A truly dead partner costs one failed connection attempt.
   for (const Pool pool : {Pool::kAlive, Pool::kDead}) {
-    for (const MemberEntry* e : pick_random(1, pool, self_id_, now_ms)) start_exchange(*e);
+    for (const MemberEntry* e : pick_random(1, pool, self_id_, now_ms)) start_exchange(e->second.meta.stream_addr, e);
   }
   seed_tick();
 }
@@ -73,10 +73,13 @@ void Membership::push_pull_tick(int64_t now_ms) {
 // after the heal neither side holds the other in any state, so nobody probes, gossips to
 // or reconnects with the other side and the two clusters stay apart for good (swarm seed
 // 34411: [n1,n4] | [n2,n3,n5] at 17 ms, healed at 2 s, views still split at the end).  So
-// each exchange round also checks one seed, round robin, and sends a full push-pull to
-// it when no member has its address; the answer merges the two views.  In a formed
-// cluster every seed is a member and this sends nothing; a seed that is down costs one
-// failed connection per round, like the dead partner above.
+// each exchange round also checks one seed, round robin, and opens an exchange with it
+// when no member has its address: the seed's digest differs from ours, it answers in
+// full, and the two views merge.  In a formed cluster every seed is a member and this
+// sends nothing.  A seed written differently from the address its node advertises (a
+// host name, say) is never matched, so it costs one digest message per round robin
+// turn, answered by nothing when its view is ours; a seed that is down costs one failed
+// connection, like the dead partner above.
 void Membership::seed_tick() {
   if (join_seeds_.empty()) return;
   next_seed_check_ %= join_seeds_.size();
@@ -84,7 +87,7 @@ void Membership::seed_tick() {
   for (const auto& [id, m] : members_) {
     if (m.meta.stream_addr == seed) return;
   }
-  send_push_pull(seed, /*join=*/false, /*reply_wanted=*/true);
+  start_exchange(seed, nullptr);
   ++stats_.seed_exchanges;
 }
 
@@ -103,11 +106,11 @@ void Membership::seed_tick() {
 // refutes before it answers, so its answer already carries the refutation — as when the
 // exchange opened with our full state.  (Without it, after a partition both sides hold
 // each other dead; the refutation would travel later, by gossip.)
-void Membership::start_exchange(const MemberEntry& entry) {
-  const Member& partner = entry.second;
-  if (partner.meta.stream_addr.empty()) return;
-  if (partner.meta.protocol_version < kDigestPushPullVersion || state_counts_[index(MemberState::kSuspect)] > 0) {
-    send_push_pull(partner.meta.stream_addr, /*join=*/false, /*reply_wanted=*/true);
+void Membership::start_exchange(const std::string& stream_addr, const MemberEntry* entry) {
+  if (stream_addr.empty()) return;
+  const bool digest_capable = entry == nullptr || entry->second.meta.protocol_version >= kDigestPushPullVersion;
+  if (!digest_capable || state_counts_[index(MemberState::kSuspect)] > 0) {
+    send_push_pull(stream_addr, /*join=*/false, /*reply_wanted=*/true);
     return;
   }
   PushPull pp;
@@ -116,8 +119,11 @@ void Membership::start_exchange(const MemberEntry& entry) {
   pp.digest = view_digest();
   const Member& me = self();
   pp.members.push_back(MemberRecord{self_id_, me.addr, me.incarnation, me.state, me.meta});
-  pp.members.push_back(MemberRecord{entry.first, partner.addr, partner.incarnation, partner.state, partner.meta});
-  sends_.push_back(Outgoing{Outgoing::Channel::kStream, partner.meta.stream_addr, std::move(pp)});
+  if (entry != nullptr) {
+    const Member& partner = entry->second;
+    pp.members.push_back(MemberRecord{entry->first, partner.addr, partner.incarnation, partner.state, partner.meta});
+  }
+  sends_.push_back(Outgoing{Outgoing::Channel::kStream, stream_addr, std::move(pp)});
   ++stats_.push_pull_digests_sent;
 }
 

@@ -285,7 +285,7 @@ TEST_CASE("two clusters formed apart merge through a seed that no member answers
   // The network split while the cluster formed (swarm seed 34411): a reached only b of
   // its seeds and c only d, so {a, b} and {c, d} formed apart, and after the heal
   // neither side holds the other in any state.  a's exchange rounds check its seeds
-  // one by one; c:s answers to no member of a's view, so a sends it its full state.
+  // one by one; c:s answers to no member of a's view, so a opens an exchange with it.
   Net net;
   net.add("a");
   net.add("b", kProtocolVersion, 2);
@@ -303,11 +303,23 @@ TEST_CASE("two clusters formed apart merge through a seed that no member answers
   REQUIRE(c.member_count() == 2);
   REQUIRE(!a.state_of("c"));
 
+  net.delivered.clear();
   for (int round = 1; round <= 3 && a.member_count() < 4; ++round) {
     net.tick("a", round * (Net::interval() + 1));
     net.settle();
   }
   CHECK(a.stats().seed_exchanges >= 1);
+  // The exchange opened with a digest carrying a's record only (a holds no record of c).
+  REQUIRE(!net.delivered.empty());
+  bool opened_with_digest = false;
+  for (const auto& [to, pp] : net.delivered) {
+    if (to == "c" && pp.digest_only) {
+      opened_with_digest = true;
+      REQUIRE(pp.members.size() == 1);
+      CHECK(pp.members[0].node == "a");
+    }
+  }
+  CHECK(opened_with_digest);
   CHECK(a.member_count() == 4);
   CHECK(c.member_count() == 4);
   for (const char* id : {"b", "c", "d"}) CHECK(a.state_of(id) == MemberState::kAlive);
