@@ -14,17 +14,15 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <malloc.h>
-#include <unistd.h>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "base/time.h"
 #include "node/cli/command.h"
+#include "node/daemon/glibc_tunables.h"
 #include "sim/registry.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
@@ -230,32 +228,16 @@ int run_swarm(const Args& a) {
 // Memory settings for the simulator's one long-lived process.  None of them reaches the
 // simulation's output: runs stay bit for bit the same (the trace hash says so).
 //
-// A thousand simulated nodes keep ~1.9 GB of state, and each event lands on a node whose
-// state is cold, so with 4 KB pages nearly every access of it misses the TLB as well as
-// the cache.  glibc backs its heap with transparent huge pages when the tunable
-// glibc.malloc.hugetlb=1 is set, which it reads only at process start: so `caesium sim`
-// runs itself again once with the tunable added.  One virtual hour of 1000 nodes
+// Huge pages (set in run_sim): a thousand simulated nodes keep ~1.9 GB of state, and
+// each event lands on a node whose state is cold, so with 4 KB pages nearly every access
+// of it misses the TLB as well as the cache.  glibc backs its heap with transparent huge
+// pages when the tunable glibc.malloc.hugetlb=1 is set, which it reads only at process
+// start: so `caesium sim` runs itself again once with the tunable added
+// (node/daemon/glibc_tunables.h).  One virtual hour of 1000 nodes
 // (tests/sim/perf_1000_steady_hour.toml): 79 s → 67 s of CPU.  GLIBC_TUNABLES naming
 // glibc.malloc.hugetlb already (=0 to turn it off) is left alone, and a failed exec
 // carries on without.  Builds with a sanitizer have their own allocator and ignore it.
-void use_huge_pages(int argc, char** argv) {
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb") != nullptr) return;
-  const std::string previous = tunables != nullptr ? tunables : "";
-  const std::string value = previous.empty() ? "glibc.malloc.hugetlb=1" : previous + ":glibc.malloc.hugetlb=1";
-  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
-  std::vector<char*> args;
-  args.push_back(program_invocation_name);  // main's argv[0]; argv here starts at "sim"
-  for (int i = 0; i < argc; ++i) args.push_back(argv[i]);
-  args.push_back(nullptr);
-  execv("/proc/self/exe", args.data());
-  if (tunables != nullptr) {  // still here: the exec failed
-    setenv("GLIBC_TUNABLES", previous.c_str(), 1);
-  } else {
-    unsetenv("GLIBC_TUNABLES");
-  }
-}
-
+//
 // The simulator allocates and frees a push-pull's worth of member records (hundreds of
 // KB) again and again.  glibc serves blocks above its mmap threshold with a fresh mmap
 // and returns the top of the heap to the kernel above its trim threshold, and each of
@@ -268,7 +250,7 @@ void keep_freed_memory() {
 }
 
 int run_sim(int argc, char** argv) {
-  use_huge_pages(argc, argv);
+  caesium::daemon::rerun_with_glibc_tunables("glibc.malloc.hugetlb=1", argc, argv);
   keep_freed_memory();
   Args a;
   for (int i = 1; i < argc; ++i) {

@@ -5,6 +5,8 @@ smoke            three nodes on loopback, an at-least-once and an at-most-once e
                  is early, any second run of an occurrence is flagged, and SIGTERM stops
                  every node with status 0.  SIGHUP on n1: a config that no longer
                  loads is reported and ignored; a good one switches it to debug logging.
+                 Each node ran itself again with its glibc tunable (same pid), and the
+                 handlers it starts see the environment it was started with.
 example          the README's main command: examples/run-cluster.sh (copied to a
                  temporary directory, ports moved to free ones) runs the example cluster
                  for 12 s; it must exit 0 and report completed occurrences.
@@ -17,15 +19,30 @@ import signal
 import subprocess
 
 import checks
-from harness import Cluster, _die_with_parent, TestFailure, alo_amo_entries, free_ports, now_ms, utc, wait_until
+from harness import (Cluster, _die_with_parent, TestFailure, alo_amo_entries, entry_toml, free_ports, now_ms, utc,
+                     wait_until)
 
 PERIOD_MS = 2000
 
 
+ENVDUMP_HANDLER = """
+[[handler]]
+name = "envdump"
+kind = "exec"
+argv = ["/bin/sh", "-c", "cat >/dev/null; env > '%s'"]
+timeout = "10s"
+"""
+NODE_TUNABLE = "glibc.malloc.tcache_count=16000"  # node/cli/node_cmd.cpp
+
+
 def smoke(run):
-    c = Cluster(run, entries=alo_amo_entries())
+    c = Cluster(run, entries=alo_amo_entries() + entry_toml("env", "*/2 * * * * *", "at_least_once",
+                                                             handler="envdump"))
+    for n in c.nodes.values():
+        n.extra_toml = ENVDUMP_HANDLER % os.path.join(c.dir, "env-%s.txt" % n.id)
     c.start()
     c.wait_members_alive()
+    tunables(run, c)
     t0 = now_ms() + PERIOD_MS  # the first occurrence after membership formed, with room
     for e in ("t/alo", "t/amo"):
         c.wait_records(e, 4, after_ms=t0, timeout_s=30)
@@ -41,6 +58,36 @@ def smoke(run):
         len(recs), late[len(late) // 2], late[-1]))
     sighup(run, c)
     c.stop()
+
+
+def tunables(run, c):
+    """`caesium node` runs itself again (same pid) with its glibc tunable added, and puts
+    the environment back, so handlers inherit the operator's GLIBC_TUNABLES, not ours."""
+    ours = os.environ.get("GLIBC_TUNABLES")
+    names_it = ours is not None and any(t.split("=")[0] == NODE_TUNABLE.split("=")[0] for t in ours.split(":"))
+    for n in c.nodes.values():
+        with open("/proc/%d/environ" % n.proc.pid, "rb") as f:
+            started = [v.decode(errors="replace") for v in f.read().split(b"\0")]
+        value = next((v[len("GLIBC_TUNABLES="):] for v in started if v.startswith("GLIBC_TUNABLES=")), None)
+        if names_it:
+            if value != ours:
+                raise TestFailure("%s: GLIBC_TUNABLES %r was changed to %r" % (n.id, ours, value))
+        elif value is None or NODE_TUNABLE not in value.split(":"):
+            raise TestFailure("%s runs without %s (GLIBC_TUNABLES=%r)" % (n.id, NODE_TUNABLE, value))
+    paths = [os.path.join(c.dir, "env-%s.txt" % nid) for nid in c.ids]
+    wait_until(lambda: any(os.path.exists(p) and os.path.getsize(p) > 0 for p in paths), 30,
+               "a run of the envdump handler")
+    for p in paths:
+        if not (os.path.exists(p) and os.path.getsize(p) > 0):
+            continue
+        with open(p) as f:
+            env = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+        if "CAESIUM_NODE" not in env:
+            raise TestFailure("%s: not a handler's environment: %r" % (p, sorted(env)))
+        if env.get("GLIBC_TUNABLES") != ours or any(k.startswith("CAESIUM_GLIBC_TUNABLES") for k in env):
+            raise TestFailure("%s: handler saw GLIBC_TUNABLES=%r (started with %r), markers %r" % (
+                p, env.get("GLIBC_TUNABLES"), ours, [k for k in env if k.startswith("CAESIUM_GLIBC")]))
+    run.note("nodes run with %s; handlers see the environment they were started with" % NODE_TUNABLE)
 
 
 def sighup(run, c):
