@@ -29,7 +29,8 @@ int usage_error(const std::string& message) {
 // so most of them took the arena's slow path (sorting the unsorted bin, unlinking,
 // consolidating fast bins whenever a larger block was asked for): ~20% of the nodes' CPU
 // in `caesium-bench cluster`.  A cache of 16,000 per size serves them from the cache:
-// CPU per occurrence 133-138 -> 98-108 us, resident memory unchanged (docs/operations.md).
+// ~10-20% less CPU per occurrence in interleaved A/B runs, no more resident memory
+// (docs/operations.md, README).
 constexpr const char* kNodeTunables = "glibc.malloc.tcache_count=16000";
 
 int run_node(int argc, char** argv) {
