@@ -271,6 +271,9 @@ class Scheduler {
     // ours accepted in round 0 (from an earlier claim or ownership of o), which may have
     // been dispatched.  The claim cannot complete: o is taken through a higher round.
     bool claim_met_older_value = false;
+    // The round-0 claim went to just enough replicas for a majority (thrifty_claim_targets);
+    // a refusal, a "not due" or a retry widens it to every replica.
+    bool claim_thrifty = false;
     // rounds (phase kPreparing / kOwned)
     uint64_t round = 0;        // this process's round when it proposes
     uint64_t known_round = 0;  // the highest round other processes are known to hold
@@ -378,6 +381,7 @@ class Scheduler {
   // scheduler_claims.cpp: round 0 claims, takeover rounds, accepting new attempts
   void start_claim(Occ& o, const Entry& e, Clock now);
   void send_claims(Occ& o, const Entry& e, Clock now, bool all);
+  std::vector<std::string> thrifty_claim_targets(const Occ& o, const Entry& e) const;
   void on_claim_reply(const std::string& from, const ClaimReply& r, Clock now);
   void evaluate_claim(Occ& o, const Entry& e, Clock now);
   void start_prepare(Occ& o, const Entry& e, Clock now);

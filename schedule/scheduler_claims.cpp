@@ -60,7 +60,34 @@ void Scheduler::start_claim(Occ& o, const Entry& e, Clock now) {
   const uint32_t n = next_attempt_number(o);
   o.claim_attempt = AttemptInfo{n, make_fire_id(o.volume, o.id, self_, n), choose_worker(o, e, {}, now).value_or(""),
                                 now.utc_ms};
+  o.claim_thrifty = true;
   send_claims(o, e, now, true);
+}
+
+// The replicas a thrifty round-0 claim asks: this node (when eligible) and just enough
+// peers for a majority, chosen among those heard from directly and not suspect, starting
+// at a place given by the occurrence so that the votes spread over the peers.  Empty
+// when a thrifty claim is not possible (a replica change in flight, too few such peers):
+// then every target is asked.
+std::vector<std::string> Scheduler::thrifty_claim_targets(const Occ& o, const Entry& e) const {
+  const auto sets = quorum_sets(o.volume, e);
+  if (sets.size() != 1 || sets[0].empty()) return {};
+  const std::vector<std::string>& set = sets[0];
+  const bool self_eligible = std::binary_search(set.begin(), set.end(), self_.node);
+  size_t need = set.size() / 2 + 1 - (self_eligible ? 1 : 0);
+  std::vector<std::string> out;
+  if (self_eligible) out.push_back(self_.node);
+  const size_t start = hash64(o.id.entry_key) ^ static_cast<uint64_t>(o.id.scheduled_utc_ms);
+  for (size_t i = 0; i < set.size() && need > 0; ++i) {
+    const std::string& n = set[(start + i) % set.size()];
+    if (n == self_.node) continue;
+    const PeerView p = host_.peer(n);
+    if (!p.reachable || !p.direct || p.suspect) continue;
+    out.push_back(n);
+    --need;
+  }
+  if (need > 0) return {};
+  return out;
 }
 
 void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
@@ -78,7 +105,14 @@ void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
     c.attempt = o.claim_attempt;
   }
   int64_t next = now.mono_ms + options_.claim_retry_ms;
-  for (const auto& n : claim_targets(o, e)) {
+  std::vector<std::string> targets;
+  if (o.claim_thrifty && o.phase == Phase::kClaiming) targets = thrifty_claim_targets(o, e);
+  o.claim_thrifty = !targets.empty();
+  if (targets.empty()) {
+    const std::set<std::string> every = claim_targets(o, e);
+    targets.assign(every.begin(), every.end());
+  }
+  for (const auto& n : targets) {
     if (o.answered.count(n)) continue;
     auto nd = o.not_due_until_mono.find(n);
     if (nd != o.not_due_until_mono.end() && nd->second > now.mono_ms) {
@@ -224,7 +258,17 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     become_owner(o, e, FirePath::kDegraded, true, now);
     return;
   }
-  if (now.mono_ms >= o.timer_mono_ms || !o.timer_armed) send_claims(o, e, now, false);
+  if (o.claim_thrifty && (!o.refused.empty() || !o.not_due_until_mono.empty())) {
+    // A replica a thrifty claim asked did not grant: ask the others now rather than
+    // after claim_retry_ms.
+    o.claim_thrifty = false;
+    send_claims(o, e, now, true);
+    return;
+  }
+  if (now.mono_ms >= o.timer_mono_ms || !o.timer_armed) {
+    o.claim_thrifty = false;  // a retry asks every reachable replica that has not answered
+    send_claims(o, e, now, false);
+  }
 }
 
 void Scheduler::release_grants(Occ& o, const Entry* e, Clock now) {

@@ -162,6 +162,7 @@ class NodeProcess final : public Process {
     return {{"store.pushes_out", static_cast<double>(c.store_pushes_out)},
             {"store.records_pushed", static_cast<double>(c.records_pushed)},
             {"store.records_merged", static_cast<double>(c.records_merged)},
+            {"scheduler.granted", static_cast<double>(node_->scheduler_counters().granted)},
             {"scheduler.dispatches_ignored_after_wipe",
              static_cast<double>(node_->scheduler_counters().dispatches_ignored_after_wipe)}};
   }
