@@ -75,12 +75,17 @@ std::vector<std::string> Scheduler::thrifty_claim_targets(const Occ& o, const En
   const std::vector<std::string>& set = sets[0];
   const bool self_eligible = std::binary_search(set.begin(), set.end(), self_.node);
   size_t need = set.size() / 2 + 1 - (self_eligible ? 1 : 0);
+  std::vector<const std::string*> peers;
+  for (const auto& n : set) {
+    if (n != self_.node) peers.push_back(&n);
+  }
   std::vector<std::string> out;
   if (self_eligible) out.push_back(self_.node);
+  // The rotation is over the peers alone: over the whole set, the peer after this node
+  // would be picked for two starts of three.
   const size_t start = hash64(o.id.entry_key) ^ static_cast<uint64_t>(o.id.scheduled_utc_ms);
-  for (size_t i = 0; i < set.size() && need > 0; ++i) {
-    const std::string& n = set[(start + i) % set.size()];
-    if (n == self_.node) continue;
+  for (size_t i = 0; i < peers.size() && need > 0; ++i) {
+    const std::string& n = *peers[(start + i) % peers.size()];
     const PeerView p = host_.peer(n);
     if (!p.reachable || !p.direct || p.suspect) continue;
     out.push_back(n);
