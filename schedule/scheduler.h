@@ -168,6 +168,9 @@ struct SchedulerCounters {
   // At-most-once dispatches this node left unanswered because they were issued before it
   // restarted without its disk (a previous life may have run them; see on_dispatch).
   uint64_t dispatches_ignored_after_wipe = 0;
+  // Thrifty round-0 claims that had to ask the replicas left out (a refusal, a "not due",
+  // or no majority by the first retry).
+  uint64_t claims_widened = 0;
 };
 
 class Scheduler {

@@ -110,22 +110,23 @@ void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
     c.attempt = o.claim_attempt;
   }
   int64_t next = now.mono_ms + options_.claim_retry_ms;
-  std::vector<std::string> targets;
-  if (o.claim_thrifty && o.phase == Phase::kClaiming) targets = thrifty_claim_targets(o, e);
-  o.claim_thrifty = !targets.empty();
-  if (targets.empty()) {
-    const std::set<std::string> every = claim_targets(o, e);
-    targets.assign(every.begin(), every.end());
-  }
-  for (const auto& n : targets) {
-    if (o.answered.count(n)) continue;
+  auto ask = [&](const std::string& n) {
+    if (o.answered.count(n)) return;
     auto nd = o.not_due_until_mono.find(n);
     if (nd != o.not_due_until_mono.end() && nd->second > now.mono_ms) {
       next = std::min(next, nd->second);
-      continue;
+      return;
     }
-    if (!all && n != self_.node && !host_.peer(n).reachable) continue;
+    if (!all && n != self_.node && !host_.peer(n).reachable) return;
     host_.send(n, c, false);
+  };
+  std::vector<std::string> thrifty;
+  if (o.claim_thrifty && o.phase == Phase::kClaiming) thrifty = thrifty_claim_targets(o, e);
+  o.claim_thrifty = !thrifty.empty();
+  if (o.claim_thrifty) {
+    for (const auto& n : thrifty) ask(n);
+  } else {
+    for (const auto& n : claim_targets(o, e)) ask(n);
   }
   o.claim_last_sent_mono_ms = now.mono_ms;
   int64_t deadline = next;
@@ -267,11 +268,14 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     // A replica a thrifty claim asked did not grant: ask the others now rather than
     // after claim_retry_ms.
     o.claim_thrifty = false;
+    ++counters_.claims_widened;
     send_claims(o, e, now, true);
     return;
   }
   if (now.mono_ms >= o.timer_mono_ms || !o.timer_armed) {
-    o.claim_thrifty = false;  // a retry asks every reachable replica that has not answered
+    // A retry asks every reachable replica that has not answered.
+    if (o.claim_thrifty) ++counters_.claims_widened;
+    o.claim_thrifty = false;
     send_claims(o, e, now, false);
   }
 }
