@@ -33,15 +33,24 @@ HashRange HashRange::child(unsigned step, uint64_t i) const {
 
 Digest::Digest() { rebuild(0); }
 
+// Where an item goes among the slots: after those ordered before (key_hash, entry_hash).
+// The entry hash is read from an item only when the key hashes tie, which in practice
+// never happens, so a search reads the bucket alone.
+Digest::Bucket::const_iterator Digest::upper_slot(const Bucket& bucket, uint64_t key_hash, uint64_t entry_hash) {
+  return std::upper_bound(bucket.begin(), bucket.end(), key_hash, [&](uint64_t kh, const Slot& s) {
+    return kh != s.key_hash ? kh < s.key_hash : entry_hash < s.item->entry_hash;
+  });
+}
+
 size_t Digest::position_of(const Bucket& bucket, const DigestItem* item, uint64_t entry_hash) const {
-  auto it = std::lower_bound(bucket.begin(), bucket.end(), item,
-                             [&](const DigestItem* a, const DigestItem* b) {
-                               const uint64_t ea = a == b ? entry_hash : a->entry_hash;
-                               return item_less(a->key_hash, ea, b->key_hash, entry_hash);
-                             });
+  const uint64_t kh = item->key_hash;
+  auto it = std::lower_bound(bucket.begin(), bucket.end(), kh, [&](const Slot& s, uint64_t) {
+    if (s.key_hash != kh) return s.key_hash < kh;
+    return (s.item == item ? entry_hash : s.item->entry_hash) < entry_hash;
+  });
   // Equal (key_hash, entry_hash) pairs could only come from two keys that collide in both
   // hashes; scan the run for the address to be exact anyway.
-  while (it != bucket.end() && *it != item) ++it;
+  while (it != bucket.end() && it->item != item) ++it;
   assert(it != bucket.end());
   return static_cast<size_t>(it - bucket.begin());
 }
@@ -62,11 +71,7 @@ void Digest::add_to_path(size_t bucket, uint64_t delta, int sign) {
 void Digest::insert(const DigestItem* item) {
   const size_t b = bucket_of(item->key_hash);
   Bucket& bucket = buckets_[b];
-  auto it = std::upper_bound(bucket.begin(), bucket.end(), item,
-                             [](const DigestItem* a, const DigestItem* c) {
-                               return item_less(a->key_hash, a->entry_hash, c->key_hash, c->entry_hash);
-                             });
-  bucket.insert(it, item);
+  bucket.insert(upper_slot(bucket, item->key_hash, item->entry_hash), Slot{item->key_hash, item});
   add_to_path(b, item->entry_hash, +1);
   maybe_resize();
 }
@@ -94,18 +99,14 @@ void Digest::replace(const DigestItem* old_item, const DigestItem* new_item) {
 // was old_entry_hash, sat) and moves the sums by the change of entry hash.
 void Digest::place(size_t b, size_t pos, const DigestItem* item, uint64_t old_entry_hash) {
   Bucket& bucket = buckets_[b];
-  bucket[pos] = item;
+  bucket[pos].item = item;
   // The position only depends on entry_hash among items with the same key hash, which
   // in practice never exist; re-place the item only then.
-  const bool has_twin = (pos > 0 && bucket[pos - 1]->key_hash == item->key_hash) ||
-                        (pos + 1 < bucket.size() && bucket[pos + 1]->key_hash == item->key_hash);
+  const bool has_twin = (pos > 0 && bucket[pos - 1].key_hash == item->key_hash) ||
+                        (pos + 1 < bucket.size() && bucket[pos + 1].key_hash == item->key_hash);
   if (has_twin) {
     bucket.erase(bucket.begin() + static_cast<std::ptrdiff_t>(pos));
-    auto it = std::upper_bound(bucket.begin(), bucket.end(), item,
-                               [](const DigestItem* a, const DigestItem* c) {
-                                 return item_less(a->key_hash, a->entry_hash, c->key_hash, c->entry_hash);
-                               });
-    bucket.insert(it, item);
+    bucket.insert(upper_slot(bucket, item->key_hash, item->entry_hash), Slot{item->key_hash, item});
   }
   add_to_path(b, item->entry_hash - old_entry_hash, 0);
 }
@@ -127,14 +128,14 @@ void Digest::rebuild(unsigned new_depth) {
   // Old buckets in order, each sorted: the items arrive in global (key_hash, entry_hash)
   // order, so every new bucket is filled already sorted.
   for (Bucket& ob : old) {
-    for (const DigestItem* item : ob) buckets_[bucket_of(item->key_hash)].push_back(item);
+    for (const Slot& slot : ob) buckets_[bucket_of(slot.key_hash)].push_back(slot);
     Bucket().swap(ob);  // release memory as we go: a resize at 1M items is ~8 MB of buckets
   }
   levels_.assign(depth_ + 1, {});
   for (unsigned l = 0; l <= depth_; ++l) levels_[l].assign(pow16(l), NodeSummary{});
   for (size_t b = 0; b < buckets_.size(); ++b) {
     NodeSummary& s = levels_[depth_][b];
-    for (const DigestItem* item : buckets_[b]) s.add(item->entry_hash);
+    for (const Slot& slot : buckets_[b]) s.add(slot.item->entry_hash);
   }
   for (unsigned l = depth_; l-- > 0;) {
     for (size_t i = 0; i < levels_[l + 1].size(); ++i) levels_[l][i >> 4].add(levels_[l + 1][i]);
@@ -181,7 +182,7 @@ void Digest::child_summaries(HashRange range, unsigned step, std::vector<NodeSum
 size_t Digest::memory_bytes() const {
   size_t bytes = levels_.capacity() * sizeof(levels_[0]) + buckets_.capacity() * sizeof(Bucket);
   for (const auto& level : levels_) bytes += level.capacity() * sizeof(NodeSummary);
-  for (const auto& bucket : buckets_) bytes += bucket.capacity() * sizeof(const DigestItem*);
+  for (const auto& bucket : buckets_) bytes += bucket.capacity() * sizeof(Slot);
   return bytes;
 }
 
@@ -191,12 +192,14 @@ bool Digest::check_invariants() const {
     NodeSummary s;
     const Bucket& bucket = buckets_[b];
     for (size_t i = 0; i < bucket.size(); ++i) {
-      if (bucket_of(bucket[i]->key_hash) != b) return false;                     // I1
-      if (i > 0 && item_less(bucket[i]->key_hash, bucket[i]->entry_hash,          // I2
-                             bucket[i - 1]->key_hash, bucket[i - 1]->entry_hash)) {
+      const DigestItem& item = *bucket[i].item;
+      if (bucket[i].key_hash != item.key_hash) return false;
+      if (bucket_of(item.key_hash) != b) return false;                           // I1
+      if (i > 0 && item_less(item.key_hash, item.entry_hash,                     // I2
+                             bucket[i - 1].key_hash, bucket[i - 1].item->entry_hash)) {
         return false;
       }
-      s.add(bucket[i]->entry_hash);
+      s.add(item.entry_hash);
     }
     if (!(levels_[depth_][b] == s)) return false;                                // I3
   }

@@ -316,6 +316,7 @@ TEST_CASE("indexes stay consistent through random operations", "[store][invarian
   INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
   Rng rng(seed);
   VolumeStore s("v", "n1", VolumeStoreOptions{kDay, 60'000});
+  std::map<std::string, std::optional<std::string>> ref;  // key -> value (nullopt: tombstone)
   int64_t now = kT0;
   for (int i = 0; i < 20'000; ++i) {
     now += rng.between(0, 20'000);
@@ -330,11 +331,22 @@ TEST_CASE("indexes stay consistent through random operations", "[store][invarian
     if (i % 2000 == 0) REQUIRE(s.check_invariants());
   }
   REQUIRE(s.check_invariants());
+  // Every key is found exactly when a scan (tombstones included) shows it, with its value.
+  s.scan("", "", SIZE_MAX, [&](const RecordView& v) {
+    ref[std::string(v.key)] = v.value ? std::optional<std::string>(*v.value) : std::nullopt;
+  }, true);
+  REQUIRE(ref.size() > 100);
+  for (int k = 0; k < 3000; ++k) {
+    const std::string key = "k" + std::to_string(k);
+    const auto found = s.get(key);
+    const auto it = ref.find(key);
+    REQUIRE(found.has_value() == (it != ref.end()));
+    if (found) REQUIRE(found->value == it->second);
+  }
   // Emptying the store shrinks the digest back and leaves the empty digest.
-  std::vector<std::string> keys;
-  s.scan("", "", SIZE_MAX, [&](const RecordView& v) { keys.emplace_back(v.key); }, true);
-  for (const auto& k : keys) REQUIRE(s.remove_local(k));
+  for (const auto& [k, v] : ref) REQUIRE(s.remove_local(k));
   CHECK(s.size() == 0);
+  CHECK(s.get("k1") == std::nullopt);
   CHECK(s.digest().depth() == 0);
   CHECK(s.root_digest() == VolumeStore("v", "other").root_digest());
   CHECK(s.check_invariants());
