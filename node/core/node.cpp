@@ -483,6 +483,7 @@ bool Node::poll_event(NodeEvent& out) {
 }
 
 void Node::emit(const schedule::FireEvent& event) {
+  if (fire_observer_) return fire_observer_(event);
   NodeEvent e;
   e.kind = NodeEvent::Kind::kFire;
   e.volume = event.volume;

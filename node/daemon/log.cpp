@@ -47,6 +47,24 @@ void append_detail(std::string& m, const std::string& detail) {
   if (!detail.empty()) m += ": " + detail;
 }
 
+void write_stderr(std::string_view line) {
+  std::string buf;
+  buf.reserve(line.size() + 1);
+  buf.append(line);
+  buf.push_back('\n');
+  const char* p = buf.data();
+  size_t left = buf.size();
+  while (left > 0) {
+    const ssize_t n = ::write(STDERR_FILENO, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // nowhere to report a failing stderr
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
 EventLine describe_fire(const schedule::FireEvent& f) {
   using K = schedule::FireEvent::Kind;
   EventLine line;
@@ -103,24 +121,6 @@ EventLine describe_fire(const schedule::FireEvent& f) {
   }
   return line;
 }
-
-void write_stderr(std::string_view line) {
-  std::string buf;
-  buf.reserve(line.size() + 1);
-  buf.append(line);
-  buf.push_back('\n');
-  const char* p = buf.data();
-  size_t left = buf.size();
-  while (left > 0) {
-    const ssize_t n = ::write(STDERR_FILENO, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // nowhere to report a failing stderr
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-}
-
-}  // namespace
 
 LogLevel fire_level(const schedule::FireEvent& f) {
   using K = schedule::FireEvent::Kind;

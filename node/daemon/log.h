@@ -51,6 +51,7 @@ struct EventLine {
   std::string message;
 };
 EventLine describe_event(const node::NodeEvent& event);
+EventLine describe_fire(const schedule::FireEvent& f);
 // The level a fire event is logged at (describe_event's), without building its message.
 LogLevel fire_level(const schedule::FireEvent& f);
 

@@ -18,9 +18,7 @@ const char* member_state_label(gossip::MemberState state) {
   return "unknown";
 }
 
-void FireMetrics::on_event(const node::NodeEvent& event) {
-  if (event.kind != node::NodeEvent::Kind::kFire) return;
-  const schedule::FireEvent& f = event.fire;
+void FireMetrics::on_fire(const schedule::FireEvent& f) {
   using K = schedule::FireEvent::Kind;
   switch (f.kind) {
     case K::kDue: ++counts_.due; break;

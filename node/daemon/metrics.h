@@ -1,8 +1,8 @@
 // Prometheus metrics for GET /metrics (text exposition format 0.0.4).  docs/api.md lists
 // every metric.
 //
-// Occurrence-level counts come from the Node's events (NodeEvent::kFire): the runtime
-// hands every event it drains to FireMetrics::on_event.  Everything else is read when
+// Occurrence-level counts come from the Node's fire events: the runtime observes them as
+// they happen (Node::set_fire_observer) and hands each to FireMetrics::on_fire.  Everything else is read when
 // the page is rendered: the Node's counters and views, the daemon's storage and
 // transport metrics, the API's counters.  All counts are this node's, since it started;
 // sum over nodes in Prometheus for the cluster.
@@ -41,7 +41,10 @@ class FireMetrics {
   };
 
   // Counts one event (events other than kFire are ignored).
-  void on_event(const node::NodeEvent& event);
+  void on_event(const node::NodeEvent& event) {
+    if (event.kind == node::NodeEvent::Kind::kFire) on_fire(event.fire);
+  }
+  void on_fire(const schedule::FireEvent& f);
   const Counts& counts() const { return counts_; }
 
  private:

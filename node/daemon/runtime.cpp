@@ -102,6 +102,7 @@ Status Runtime::open(const wire::Keyring& keyring) {
   uint64_t seed = 0;
   randombytes_buf(&seed, sizeof seed);
   node_ = std::make_unique<node::Node>(node_options(c, keyring), seed);
+  node_->set_fire_observer([this](const schedule::FireEvent& f) { on_fire_event(f); });
   if (Status s = node_->start(*records, now()); !s.ok()) {
     return Error("cannot start node " + c.node_id + " from " + c.data_dir + ": " + s.error().message);
   }
@@ -281,10 +282,15 @@ void Runtime::drain() {
   rearm_timer();
 }
 
-void Runtime::log_event(const node::NodeEvent& e) {
-  fire_metrics_.on_event(e);
+void Runtime::on_fire_event(const schedule::FireEvent& f) {
+  fire_metrics_.on_fire(f);
   // Most fire events are debug lines: not worth formatting when debug is off.
-  if (e.kind == node::NodeEvent::Kind::kFire && !logger_.enabled(fire_level(e.fire))) return;
+  if (logger_.enabled(fire_level(f))) logger_.line(describe_fire(f));
+}
+
+void Runtime::log_event(const node::NodeEvent& e) {
+  // Fire events come through on_fire_event (the Node's fire observer), not the queue.
+  if (e.kind == node::NodeEvent::Kind::kFire) return on_fire_event(e.fire);
   EventLine line = describe_event(e);
   if (e.kind == node::NodeEvent::Kind::kMember) {
     // Incarnation bumps that only carry new load or meta are routine: debug.

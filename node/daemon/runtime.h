@@ -110,6 +110,7 @@ class Runtime {
   void run_invocation(node::Invocation inv);
   size_t running_invocations() const;
   void log_event(const node::NodeEvent& e);
+  void on_fire_event(const schedule::FireEvent& f);
   void rearm_timer();
   void on_timer();
   void install_signals();

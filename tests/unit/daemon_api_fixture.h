@@ -69,6 +69,8 @@ class ApiTestNode {
 
   // Forwarding targets the backend reports, by volume (default: what the Node knows).
   std::map<std::string, std::vector<daemon::ReplicaContact>> contacts;
+  // Fire events drained from the Node's event queue (what a fire observer would take).
+  std::vector<schedule::FireEvent::Kind> queued_fire_events;
 
  private:
   class Backend : public daemon::NodeApiBackend {
@@ -94,7 +96,9 @@ class ApiTestNode {
     node::Invocation inv;
     while (node_->poll_invocation(inv)) {}
     node::NodeEvent e;
-    while (node_->poll_event(e)) {}
+    while (node_->poll_event(e)) {
+      if (e.kind == node::NodeEvent::Kind::kFire) queued_fire_events.push_back(e.fire.kind);
+    }
   }
 
   std::unique_ptr<node::Node> node_;

@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <vector>
+
 #include "node/daemon/api.h"
 #include "node/daemon/api_internal.h"
 #include "tests/unit/daemon_api_fixture.h"
@@ -373,4 +376,27 @@ TEST_CASE("api metrics and healthz: no token needed unless configured") {
   ApiHandler h(o, f.n.backend());
   CHECK(h.handle(api_request("GET", "/metrics", {}, false)).response.status == 401);
   CHECK(h.handle(api_request("GET", "/metrics")).response.status == 200);
+}
+
+// The daemon takes fire events through the Node's fire observer (counted and logged as
+// they happen), not through the event queue.  Volume "v" has n1 as its only replica, so
+// its occurrence runs here: due, granted, owned, dispatched, accepted.
+TEST_CASE("node: fire events go to the fire observer, and to the queue only without one") {
+  using K = schedule::FireEvent::Kind;
+  for (const bool observed : {true, false}) {
+    INFO((observed ? "with a fire observer" : "without one"));
+    Fixture f;
+    std::vector<K> seen;
+    if (observed) f.n.node().set_fire_observer([&](const schedule::FireEvent& e) { seen.push_back(e.kind); });
+    REQUIRE(f.write("PUT", kEntryPath, kEntry).status == 201);
+    for (int s = 0; s < 30; ++s) {  // the first occurrence is due 20 s after the write
+      f.n.advance(1'000);
+      f.n.settle();
+    }
+    const std::vector<K>& got = observed ? seen : f.n.queued_fire_events;
+    CHECK((observed ? f.n.queued_fire_events : seen).empty());
+    for (K want : {K::kDue, K::kOwned, K::kDispatched, K::kAccepted}) {
+      CHECK(std::count(got.begin(), got.end(), want) == 1);
+    }
+  }
 }
