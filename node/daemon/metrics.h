@@ -2,9 +2,9 @@
 // every metric.
 //
 // Occurrence-level counts come from the Node's fire events: the runtime observes them as
-// they happen (Node::set_fire_observer) and hands each to FireMetrics::on_fire.  Everything else is read when
-// the page is rendered: the Node's counters and views, the daemon's storage and
-// transport metrics, the API's counters.  All counts are this node's, since it started;
+// they happen (Node::set_fire_observer) and hands each to FireMetrics::on_fire.
+// Everything else is read when the page is rendered: the Node's counters and views, the
+// daemon's storage and transport metrics, the API's counters.  All counts are this node's, since it started;
 // sum over nodes in Prometheus for the cluster.
 #pragma once
 
@@ -40,10 +40,7 @@ class FireMetrics {
     int64_t lateness_sum_ms = 0;
   };
 
-  // Counts one event (events other than kFire are ignored).
-  void on_event(const node::NodeEvent& event) {
-    if (event.kind == node::NodeEvent::Kind::kFire) on_fire(event.fire);
-  }
+  // Counts one fire event.
   void on_fire(const schedule::FireEvent& f);
   const Counts& counts() const { return counts_; }
 

@@ -16,17 +16,16 @@ using namespace caesium::daemon;
 
 namespace {
 
-node::NodeEvent fire(schedule::FireEvent::Kind kind, bool amo = false,
-                     schedule::FirePath path = schedule::FirePath::kQuorum, int64_t lateness_ms = 0,
-                     uint32_t attempt = 1, bool ok = true) {
-  node::NodeEvent e;
-  e.kind = node::NodeEvent::Kind::kFire;
-  e.fire.kind = kind;
-  e.fire.at_most_once = amo;
-  e.fire.path = path;
-  e.fire.lateness_ms = lateness_ms;
-  e.fire.attempt = attempt;
-  e.fire.ok = ok;
+schedule::FireEvent fire(schedule::FireEvent::Kind kind, bool amo = false,
+                         schedule::FirePath path = schedule::FirePath::kQuorum, int64_t lateness_ms = 0,
+                         uint32_t attempt = 1, bool ok = true) {
+  schedule::FireEvent e;
+  e.kind = kind;
+  e.at_most_once = amo;
+  e.path = path;
+  e.lateness_ms = lateness_ms;
+  e.attempt = attempt;
+  e.ok = ok;
   return e;
 }
 
@@ -71,24 +70,21 @@ TEST_CASE("metrics: fire events counted by semantics and path, duplicates, laten
   using K = schedule::FireEvent::Kind;
   using P = schedule::FirePath;
   FireMetrics f;
-  f.on_event(fire(K::kOwned, true, P::kQuorum));
-  f.on_event(fire(K::kOwned, false, P::kDegraded));
-  f.on_event(fire(K::kOwned, false, P::kTakeover));
-  f.on_event(fire(K::kOwned, false, P::kTakeover));
-  f.on_event(fire(K::kDispatched, false, P::kQuorum, 3));
-  f.on_event(fire(K::kDispatched, false, P::kQuorum, 30));
-  f.on_event(fire(K::kDispatched, false, P::kQuorum, 120'000));
-  f.on_event(fire(K::kDispatched, false, P::kQuorum, -5));  // counted as on time
-  f.on_event(fire(K::kAccepted, false, P::kQuorum, 0, 1));
-  f.on_event(fire(K::kAccepted, false, P::kQuorum, 0, 2));
-  f.on_event(fire(K::kCompleted, false, P::kQuorum, 0, 1, true));
-  f.on_event(fire(K::kCompleted, false, P::kQuorum, 0, 2, false));
+  f.on_fire(fire(K::kOwned, true, P::kQuorum));
+  f.on_fire(fire(K::kOwned, false, P::kDegraded));
+  f.on_fire(fire(K::kOwned, false, P::kTakeover));
+  f.on_fire(fire(K::kOwned, false, P::kTakeover));
+  f.on_fire(fire(K::kDispatched, false, P::kQuorum, 3));
+  f.on_fire(fire(K::kDispatched, false, P::kQuorum, 30));
+  f.on_fire(fire(K::kDispatched, false, P::kQuorum, 120'000));
+  f.on_fire(fire(K::kDispatched, false, P::kQuorum, -5));  // counted as on time
+  f.on_fire(fire(K::kAccepted, false, P::kQuorum, 0, 1));
+  f.on_fire(fire(K::kAccepted, false, P::kQuorum, 0, 2));
+  f.on_fire(fire(K::kCompleted, false, P::kQuorum, 0, 1, true));
+  f.on_fire(fire(K::kCompleted, false, P::kQuorum, 0, 2, false));
   for (K k : {K::kWithheld, K::kMissed, K::kLost, K::kLost, K::kSkipped, K::kDue, K::kGranted, K::kRedispatched}) {
-    f.on_event(fire(k));
+    f.on_fire(fire(k));
   }
-  node::NodeEvent member;
-  member.kind = node::NodeEvent::Kind::kMember;
-  f.on_event(member);
   const auto& c = f.counts();
   CHECK(c.fired[1][0] == 1);
   CHECK(c.fired[0][1] == 1);
@@ -118,8 +114,8 @@ TEST_CASE("metrics: the page is valid exposition format with the node's gauges")
     REQUIRE(n.node().put_entry("v", *e, n.clock()).ok());
   }
   FireMetrics f;
-  f.on_event(fire(schedule::FireEvent::Kind::kOwned, true, schedule::FirePath::kQuorum));
-  f.on_event(fire(schedule::FireEvent::Kind::kDispatched, true, schedule::FirePath::kQuorum, 7));
+  f.on_fire(fire(schedule::FireEvent::Kind::kOwned, true, schedule::FirePath::kQuorum));
+  f.on_fire(fire(schedule::FireEvent::Kind::kDispatched, true, schedule::FirePath::kQuorum, 7));
   DaemonMetrics d;
   d.storage.commits = 4;
   d.storage.commit_latency.observe(80);
