@@ -47,21 +47,21 @@ void append_detail(std::string& m, const std::string& detail) {
   if (!detail.empty()) m += ": " + detail;
 }
 
-void write_stderr(std::string_view line) {
-  std::string buf;
-  buf.reserve(line.size() + 1);
-  buf.append(line);
-  buf.push_back('\n');
-  const char* p = buf.data();
-  size_t left = buf.size();
+void write_all(int fd, std::string_view bytes) {
+  const char* p = bytes.data();
+  size_t left = bytes.size();
   while (left > 0) {
-    const ssize_t n = ::write(STDERR_FILENO, p, left);
+    const ssize_t n = ::write(fd, p, left);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;  // nowhere to report a failing stderr
     p += n;
     left -= static_cast<size_t>(n);
   }
 }
+
+// Lines are written in one write(2) up to this size: writes to a pipe this small are
+// atomic, so concurrent writers never split each other's lines.
+constexpr size_t kAtomicWriteBytes = 4096;
 
 }  // namespace
 
@@ -237,8 +237,18 @@ EventLine describe_event(const node::NodeEvent& e) {
 }
 
 Logger::Logger(std::string node_id, LogLevel level, Sink sink)
-    : node_id_(std::move(node_id)), level_(level), sink_(std::move(sink)) {
-  if (!sink_) sink_ = write_stderr;
+    : node_id_(std::move(node_id)), level_(level), sink_(std::move(sink)) {}
+
+Logger::Logger(std::string node_id, LogLevel level, int fd)
+    : node_id_(std::move(node_id)), level_(level), fd_(fd) {}
+
+Logger::~Logger() { flush(); }
+
+void Logger::flush() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pending_.empty()) return;
+  write_all(fd_, pending_);
+  pending_.clear();
 }
 
 void Logger::log(LogLevel level, std::string_view message) const {
@@ -254,7 +264,21 @@ void Logger::line(const EventLine& l) const {
 }
 
 void Logger::write(LogLevel level, const OccurrenceRef* occ, std::string_view message) const {
-  sink_(format_log_line(realtime_now_ms(), level, node_id_, occ, message));
+  std::string line = format_log_line(realtime_now_ms(), level, node_id_, occ, message);
+  if (sink_) return sink_(line);
+  line.push_back('\n');
+  std::lock_guard<std::mutex> lock(mu_);
+  // Keep each write(2) within kAtomicWriteBytes of whole lines.
+  if (!pending_.empty() && pending_.size() + line.size() > kAtomicWriteBytes) {
+    write_all(fd_, pending_);
+    pending_.clear();
+  }
+  if (pending_.empty() && line.size() >= kAtomicWriteBytes) return write_all(fd_, line);
+  pending_ += line;
+  if (level >= LogLevel::kWarn) {
+    write_all(fd_, pending_);
+    pending_.clear();
+  }
 }
 
 int64_t realtime_now_ms() {

@@ -3,14 +3,21 @@
 //   <RFC 3339 UTC, ms> <level> node=<id> [occ=<volume>/<entity>/<name>@<scheduled>] <message>
 //   2026-03-01T12:00:05.012Z info node=n1 occ=main/demo/every-5s@2026-03-01T12:00:05Z completed ok on n1
 //
-// A line is written with one write(2), so lines of concurrent processes sharing a
-// terminal or a pipe do not interleave mid-line.  The logger reads the realtime clock
+// Lines go out in write(2) calls of whole lines, at most PIPE_BUF (4096) bytes each
+// unless one line alone is longer, so lines of concurrent processes sharing a terminal
+// or a pipe do not interleave mid-line.  The default (stderr) sink collects debug and
+// info lines and writes them at flush(), which the runtime calls once per event-loop
+// iteration (and at stop): at tens of thousands of runs a second, a write(2) per line
+// cost more than the line.  A warn or error line is written at once, after the lines
+// collected before it.  A process killed by a signal loses at most the lines of the
+// iteration it was in.  The logger reads the realtime clock
 // (it is outside the sans-IO folders); the formatting functions below are pure, so
 // tests check the format without a clock.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,10 +64,19 @@ LogLevel fire_level(const schedule::FireEvent& f);
 
 class Logger {
  public:
-  // Receives each line without its newline.  The default writes to stderr.
+  // Receives each line without its newline, at once.  The default collects lines for
+  // stderr (see above).
   using Sink = std::function<void(std::string_view line)>;
 
   Logger(std::string node_id, LogLevel level, Sink sink = {});
+  // Collects lines for `fd` instead of stderr (tests).
+  Logger(std::string node_id, LogLevel level, int fd);
+  ~Logger();
+  Logger(const Logger&) = delete;
+  Logger& operator=(const Logger&) = delete;
+
+  // Writes the lines collected so far (default sink; nothing to do with another sink).
+  void flush() const;
 
   void set_level(LogLevel level) { level_ = level; }
   LogLevel level() const { return level_; }
@@ -81,7 +97,10 @@ class Logger {
 
   std::string node_id_;
   LogLevel level_;
-  Sink sink_;
+  Sink sink_;  // empty: collect lines for fd_
+  int fd_ = 2;
+  mutable std::mutex mu_;
+  mutable std::string pending_;  // whole lines, each with its newline
 };
 
 // Realtime UTC in ms (CLOCK_REALTIME).

@@ -133,7 +133,15 @@ Status Runtime::open(const wire::Keyring& keyring) {
   uv_check_start(check_, [](uv_check_t* h) {
     auto* self = static_cast<Runtime*>(h->data);
     if (self->drain_pending_) self->drain();
+    self->logger_.flush();
   });
+  // Log lines are collected and written once per iteration (log.h): in the check phase
+  // above for what the I/O phase logged, and here, just before the poll may block, for
+  // what timers and closing handles logged.
+  prepare_ = new uv_prepare_t();
+  uv_prepare_init(loop_, prepare_);
+  prepare_->data = this;
+  uv_prepare_start(prepare_, [](uv_prepare_t* h) { static_cast<Runtime*>(h->data)->logger_.flush(); });
   // An input that arrives outside the I/O phase (a handler finishing from a timer
   // callback, say) would otherwise wait in the poll phase until the next event: while
   // a drain is pending, an active idle handle makes that poll return at once.

@@ -46,6 +46,7 @@ struct uv_timer_s;
 struct uv_signal_s;
 struct uv_check_s;
 struct uv_idle_s;
+struct uv_prepare_s;
 
 namespace caesium::daemon {
 
@@ -138,6 +139,7 @@ class Runtime {
   uv_timer_s* shutdown_timer_ = nullptr;  // shutdown progress checks
   uv_check_s* check_ = nullptr;           // drains pending outputs once per loop iteration
   uv_idle_s* idle_ = nullptr;             // active while a drain is pending: the poll does not block
+  uv_prepare_s* prepare_ = nullptr;       // writes the log lines collected before the poll blocks
   std::vector<uv_signal_s*> signals_;
 
   std::map<std::string, gossip::MemberState> member_states_;  // last logged state per member

@@ -136,6 +136,8 @@ void Runtime::close_all() {
         delete reinterpret_cast<uv_check_t*>(handle);
       } else if (handle->type == UV_IDLE) {
         delete reinterpret_cast<uv_idle_t*>(handle);
+      } else if (handle->type == UV_PREPARE) {
+        delete reinterpret_cast<uv_prepare_t*>(handle);
       } else {
         delete reinterpret_cast<uv_signal_t*>(handle);
       }
@@ -147,6 +149,7 @@ void Runtime::close_all() {
   if (shutdown_timer_ != nullptr) close_handle(shutdown_timer_);
   if (check_ != nullptr) close_handle(check_);
   if (idle_ != nullptr) close_handle(idle_);
+  if (prepare_ != nullptr) close_handle(prepare_);
   for (auto* s : signals_) close_handle(s);
   signals_.clear();
   if (transport_) {
@@ -167,10 +170,12 @@ void Runtime::handle_closed() {
   shutdown_timer_ = nullptr;
   check_ = nullptr;
   idle_ = nullptr;
+  prepare_ = nullptr;
   phase_ = Phase::kStopped;
   const auto& st = storage_ ? storage_->metrics() : StorageMetrics{};
   logger_.info("stopped: durable seq " + std::to_string(storage_ ? storage_->durable_seq() : 0) + ", " +
                std::to_string(st.commits) + " commits" + (cancelled_ ? ", running invocations were cancelled" : ""));
+  logger_.flush();
   if (on_stopped_) on_stopped_(0);
 }
 

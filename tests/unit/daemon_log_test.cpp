@@ -1,5 +1,9 @@
 // Log lines: the format, one line per event whatever the message holds, levels, and
 // how Node events are worded and graded.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <vector>
 
@@ -42,6 +46,82 @@ TEST_CASE("log: levels parse and filter") {
   REQUIRE(lines.size() == 3);
   CHECK_THAT(lines[0], Catch::EndsWith(" warn node=n1 kept"));
   CHECK_THAT(lines[2], Catch::EndsWith(" debug node=n1 now kept"));
+}
+
+namespace {
+
+// Every write(2) the logger made to a SOCK_SEQPACKET socket, one string each (the
+// socket keeps write boundaries).
+std::vector<std::string> writes_on(int fd) {
+  std::vector<std::string> out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0) break;
+    out.emplace_back(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("log: the default sink writes collected lines at flush, in whole lines of at most 4096 bytes") {
+  int sv[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) == 0);
+  {
+    Logger log("n1", LogLevel::kInfo, sv[0]);
+    log.info("first");
+    log.debug("filtered");
+    log.info("second");
+    CHECK(writes_on(sv[1]).empty());  // collected, not written
+    log.flush();
+    auto w = writes_on(sv[1]);
+    REQUIRE(w.size() == 1);
+    CHECK(w[0].find(" info node=n1 first\n") != std::string::npos);
+    CHECK_THAT(w[0], Catch::EndsWith(" info node=n1 second\n"));
+    log.flush();
+    CHECK(writes_on(sv[1]).empty());  // nothing twice
+
+    // A warning goes out at once, after what was collected before it.
+    log.info("before");
+    log.warn("alarm");
+    w = writes_on(sv[1]);
+    REQUIRE(w.size() == 1);
+    CHECK(w[0].find("before") < w[0].find("alarm"));
+    CHECK_THAT(w[0], Catch::EndsWith(" warn node=n1 alarm\n"));
+
+    // Many lines: every write holds whole lines and stays within 4096 bytes; none lost.
+    const int n = 500;
+    for (int i = 0; i < n; ++i) log.info("line " + std::to_string(i) + " " + std::string(40, 'x'));
+    log.flush();
+    w = writes_on(sv[1]);
+    CHECK(w.size() > 1);
+    std::string all;
+    for (const auto& chunk : w) {
+      CHECK(chunk.size() <= 4096);
+      CHECK(chunk.back() == '\n');
+      CHECK(chunk.find(" info node=n1 line ") < 30);  // starts at a line's start
+      all += chunk;
+    }
+    int lines = 0;
+    for (size_t p = 0; (p = all.find("\n", p)) != std::string::npos; ++p) ++lines;
+    CHECK(lines == n);
+    CHECK(all.find("line 0 ") < all.find("line 499 "));
+
+    // A line longer than a write's budget goes alone, whole.
+    log.info(std::string(5000, 'y'));
+    log.flush();
+    w = writes_on(sv[1]);
+    REQUIRE(w.size() == 1);
+    CHECK(w[0].size() > 5000);
+
+    log.info("at exit");
+  }  // the destructor writes what is left
+  auto w = writes_on(sv[1]);
+  REQUIRE(w.size() == 1);
+  CHECK_THAT(w[0], Catch::EndsWith(" info node=n1 at exit\n"));
+  ::close(sv[0]);
+  ::close(sv[1]);
 }
 
 TEST_CASE("log: node events") {
