@@ -95,7 +95,7 @@ std::string grant_key(std::string_view volume, const OccurrenceId& occ) {
   return k;
 }
 
-std::optional<ParsedOccKey> parse_occ_key(std::string_view key) {
+std::optional<OccKeyView> split_occ_key(std::string_view key) {
   if (key.substr(0, kOccPrefix.size()) != kOccPrefix) return std::nullopt;
   std::string_view rest = key.substr(kOccPrefix.size());
   // <entity>/<name>/<T>/<m|w>/<suffix>
@@ -112,13 +112,32 @@ std::optional<ParsedOccKey> parse_occ_key(std::string_view key) {
   }
   auto t = parse_hex16(parts[2]);
   if (!t || parts[4].find('/') != std::string_view::npos) return std::nullopt;
-  ParsedOccKey out;
-  out.occ.entry_key = entry_key(parts[0], parts[1]);
-  out.occ.scheduled_utc_ms = unbias(*t);
+  OccKeyView out;
+  out.entity = parts[0];
+  out.name = parts[1];
+  out.scheduled_utc_ms = unbias(*t);
   if (parts[3] == "m") out.kind = ParsedOccKey::Kind::kOwner;
   else if (parts[3] == "w") out.kind = ParsedOccKey::Kind::kWorker;
   else return std::nullopt;
-  out.suffix = std::string(parts[4]);
+  out.suffix = parts[4];
+  return out;
+}
+
+bool parse_occ_key(std::string_view key, ParsedOccKey& out) {
+  const auto v = split_occ_key(key);
+  if (!v) return false;
+  std::string& k = out.occ.entry_key;
+  k.clear();
+  k.append(v->entity).append(kScheduleKeyInfix).append(v->name);
+  out.occ.scheduled_utc_ms = v->scheduled_utc_ms;
+  out.kind = v->kind;
+  out.suffix.assign(v->suffix);
+  return true;
+}
+
+std::optional<ParsedOccKey> parse_occ_key(std::string_view key) {
+  ParsedOccKey out;
+  if (!parse_occ_key(key, out)) return std::nullopt;
   return out;
 }
 

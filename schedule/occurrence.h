@@ -51,6 +51,16 @@ struct ParsedOccKey {
   std::string suffix;  // owner node id, or fire id
 };
 std::optional<ParsedOccKey> parse_occ_key(std::string_view key);
+// The same into `out`, reusing its strings' storage; false (out unspecified) if malformed.
+bool parse_occ_key(std::string_view key, ParsedOccKey& out);
+// The same parse without copying: views into `key`.
+struct OccKeyView {
+  std::string_view entity, name;
+  int64_t scheduled_utc_ms = 0;
+  ParsedOccKey::Kind kind = ParsedOccKey::Kind::kOwner;
+  std::string_view suffix;
+};
+std::optional<OccKeyView> split_occ_key(std::string_view key);
 bool is_occ_key(std::string_view key);
 
 enum class FirePath : uint8_t {

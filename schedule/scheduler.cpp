@@ -119,15 +119,16 @@ void Scheduler::on_record(const std::string& volume, const std::string& key,
     return;
   }
   if (!is_occ_key(key)) return;
-  auto parsed = parse_occ_key(key);
-  if (!parsed) {
+  // Parsed into a member whose strings keep their storage from one record to the next.
+  ParsedOccKey& parsed = parsed_scratch_;
+  if (!parse_occ_key(key, parsed)) {
     ++counters_.bad_records;
     return;
   }
-  if (parsed->kind == ParsedOccKey::Kind::kOwner) {
-    on_owner_record(volume, *parsed, value, now);
+  if (parsed.kind == ParsedOccKey::Kind::kOwner) {
+    on_owner_record(volume, parsed, value, now);
   } else {
-    on_worker_record(volume, *parsed, value, now);
+    on_worker_record(volume, parsed, value, now);
   }
 }
 

@@ -462,6 +462,7 @@ class Scheduler {
   std::map<uint64_t, OccKey> occ_by_serial_;
   uint64_t next_serial_ = 1;
   std::map<OccKey, Vote> votes_;  // this replica's durable votes
+  ParsedOccKey parsed_scratch_;   // on_record's parse (not re-entered: see SchedulerHost)
   struct Running {
     std::string volume;
     OccurrenceId occ;

@@ -38,7 +38,7 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
   reply.round = c.round;
   const bool well_formed = (c.kind == ClaimKind::kClaim) == (c.round == 0) || c.kind == ClaimKind::kAccept;
   if (!is_replica(c.volume) || c.claimant.node != from || !well_formed) {
-    host_.send(from, reply, false);
+    host_.send(from, std::move(reply), false);
     return;
   }
   const OccKey key = occ_key(c.volume, c.occ);
@@ -63,13 +63,13 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
     reply.holder = it->second.promised_by;
     reply.holder_alive = owner_alive(it->second.promised_by);
     describe(it->second);
-    host_.send(from, reply, false);
+    host_.send(from, std::move(reply), false);
     return;
   }
   if (it == votes_.end() && amnesia_horizon_utc_ms_ != 0 && c.fire_utc_ms <= amnesia_horizon_utc_ms_ &&
       !options_.test_grant_every_claim) {
     // Due before this node lost its disk: it may have voted on o in its previous life.
-    host_.send(from, reply, false);
+    host_.send(from, std::move(reply), false);
     return;
   }
   if (!same_round && now.utc_ms < c.fire_utc_ms) {
@@ -77,7 +77,7 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
     // clock runs ahead cannot fire early on its own.
     reply.outcome = ClaimOutcome::kNotDue;
     reply.retry_after_ms = c.fire_utc_ms - now.utc_ms;
-    host_.send(from, reply, false);
+    host_.send(from, std::move(reply), false);
     return;
   }
   Vote v = it == votes_.end() ? Vote{} : it->second;
@@ -106,7 +106,7 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
   reply.outcome = ClaimOutcome::kGranted;
   reply.holder = c.claimant;
   describe(v);
-  host_.send(from, reply, true);
+  host_.send(from, std::move(reply), true);
   // Observable (debug log, simulator checker): the attempt a grant accepted names the
   // worker the claimant may dispatch to as soon as it holds a quorum.
   if (!c.attempt.worker.empty()) {
@@ -163,7 +163,7 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
       rec.detail = why;
       put_worker_record(d.volume, d.occ, d.fire_id, rec, now);
     }
-    host_.send(from, reply, durable);
+    host_.send(from, std::move(reply), durable);
   };
   if (!is_replica(d.volume)) {
     refuse("not a replica of volume " + d.volume, false);
@@ -176,7 +176,7 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
       reply.outcome = ran(rec->state) ? DispatchOutcome::kAccepted : DispatchOutcome::kRefused;
       reply.reason = to_string(rec->state);
       reply.worker_boot = rec->worker.boot;  // the process that accepted: maybe a previous one
-      host_.send(from, reply, true);
+      host_.send(from, std::move(reply), true);
       return;
     }
   }
@@ -217,7 +217,7 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   put_worker_record(d.volume, d.occ, d.fire_id, rec, now);
   reply.outcome = DispatchOutcome::kAccepted;
   reply.worker_boot = self_.boot;
-  host_.send(from, reply, true);
+  host_.send(from, std::move(reply), true);
 
   const uint64_t id = next_invocation_id_++;
   running_[id] = Running{d.volume, d.occ, d.fire_id, d.attempt, possible_duplicate, now.utc_ms};
@@ -251,7 +251,7 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
 void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
   RevokeReply reply{r.volume, r.occ, r.fire_id, RevokeOutcome::kUnknown};
   if (!is_replica(r.volume)) {
-    host_.send(from, reply, false);
+    host_.send(from, std::move(reply), false);
     return;
   }
   if (auto existing = host_.store_get(r.volume, worker_record_key(r.occ, r.fire_id))) {
@@ -265,12 +265,12 @@ void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
         case WorkerState::kRevoked: reply.outcome = RevokeOutcome::kRevoked; break;
       }
       reply.worker_boot = rec->worker.boot;
-      host_.send(from, reply, true);
+      host_.send(from, std::move(reply), true);
       return;
     }
   }
   if (amnesia_horizon_utc_ms_ != 0 && r.issued_utc_ms <= amnesia_horizon_utc_ms_) {
-    host_.send(from, reply, false);  // kUnknown: it may have run before the disk was lost
+    host_.send(from, std::move(reply), false);  // kUnknown: it may have run before the disk was lost
     return;
   }
   WorkerRecord rec;
@@ -279,7 +279,7 @@ void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
   rec.detail = "revoked by the owner before acceptance";
   put_worker_record(r.volume, r.occ, r.fire_id, rec, now);
   reply.outcome = RevokeOutcome::kRevoked;
-  host_.send(from, reply, true);
+  host_.send(from, std::move(reply), true);
 }
 
 void Scheduler::on_invocation_done(const InvocationResult& result, Clock now) {

@@ -146,6 +146,7 @@ std::optional<int64_t> next_occurrence(const Entry& entry, int64_t after_utc_ms)
 }
 
 int64_t fire_time(const Entry& entry, int64_t scheduled_utc_ms) {
+  if (entry.jitter_ms <= 0) return scheduled_utc_ms;  // most entries: no key to build and hash
   return scheduled_utc_ms + jitter_offset_ms(entry_key(entry), scheduled_utc_ms, entry.jitter_ms);
 }
 

@@ -15,9 +15,9 @@ void Node::open_volume(const std::string& name, Clock now) {
   // tombstone; refusing it on merge keeps anti-entropy from bringing it back.
   v.store->set_merge_filter([this](const schedule::Record& r) {
     if (!schedule::is_occ_key(r.key)) return true;
-    auto parsed = schedule::parse_occ_key(r.key);
+    const auto parsed = schedule::split_occ_key(r.key);
     if (!parsed) return false;
-    return parsed->occ.scheduled_utc_ms >= last_.utc_ms - options_.scheduler.occurrence_retention_ms;
+    return parsed->scheduled_utc_ms >= last_.utc_ms - options_.scheduler.occurrence_retention_ms;
   });
   // Reconcile at once (a restarted node must catch up before it decides anything);
   // later syncs are spread over the interval.
@@ -277,8 +277,8 @@ void Node::maintenance(Clock now) {
     v.store->purge_tombstones(now.utc_ms);
     std::vector<std::string> expired;
     v.store->scan(schedule::kOccPrefix, {}, SIZE_MAX, [&](const schedule::RecordView& r) {
-      auto parsed = schedule::parse_occ_key(r.key);
-      if (!parsed || parsed->occ.scheduled_utc_ms < horizon) expired.emplace_back(r.key);
+      const auto parsed = schedule::split_occ_key(r.key);
+      if (!parsed || parsed->scheduled_utc_ms < horizon) expired.emplace_back(r.key);
     }, true);
     for (const auto& k : expired) v.store->remove_local(k);
   }
