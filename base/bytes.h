@@ -71,6 +71,13 @@ class ByteReader {
     pos_ += n;
     return s;
   }
+  // The next `n` bytes as they are; a length beyond the input fails (empty view).
+  std::string_view raw(uint64_t n) {
+    if (!ok_ || n > in_.size() - pos_) return fail<std::string_view>();
+    const std::string_view s = in_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
   bool boolean() {
     const uint8_t b = u8();
     if (b > 1) return fail<bool>();
