@@ -46,6 +46,12 @@ Scheduler::~Scheduler() = default;
 void Scheduler::set_topology(Topology topology, Clock now) {
   last_ = now;
   topology_ = std::move(topology);
+  volume_quorum_sets_.clear();
+  for (const auto& [name, v] : topology_.volumes) {
+    QuorumSets& sets = volume_quorum_sets_[name];
+    sets.push_back(v.replicas);
+    if (!v.previous_replicas.empty()) sets.push_back(v.previous_replicas);
+  }
   // Entries of volumes this node no longer replicates are dropped from the index.
   std::vector<std::pair<std::string, std::string>> gone;
   for (const EntryRec& rec : entries_) {

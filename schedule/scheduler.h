@@ -410,8 +410,26 @@ class Scheduler {
   // Picks the worker for a new attempt and counts the assignment (assigned_).
   std::optional<std::string> choose_worker(const Occ& o, const Entry& e, const std::set<std::string>& exclude,
                                            Clock now);
-  std::vector<std::vector<std::string>> quorum_sets(const std::string& volume, const Entry& e) const;
-  std::vector<std::string> eligible(const std::string& volume, const Entry& e) const;
+  // A value either computed for the call or borrowed from the scheduler's tables (valid
+  // until the next set_topology): the sets of the common entry, one without a binding,
+  // are the volume's own and are not copied for every question about every occurrence.
+  template <class T>
+  class Borrowed {
+   public:
+    explicit Borrowed(const T* shared) : shared_(shared) {}
+    explicit Borrowed(T own) : own_(std::move(own)) {}
+    Borrowed(const Borrowed&) = delete;
+    Borrowed& operator=(const Borrowed&) = delete;
+    const T& operator*() const { return shared_ != nullptr ? *shared_ : own_; }
+    const T* operator->() const { return &**this; }
+
+   private:
+    const T* shared_ = nullptr;
+    T own_;
+  };
+  using QuorumSets = std::vector<std::vector<std::string>>;
+  Borrowed<QuorumSets> quorum_sets(const std::string& volume, const Entry& e) const;
+  Borrowed<std::vector<std::string>> eligible(const std::string& volume, const Entry& e) const;
   bool node_matches_binding(const std::string& node, const Entry& e) const;
   bool quorum_reachable(const std::string& volume, const Entry& e) const;
   bool has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const;
@@ -443,6 +461,7 @@ class Scheduler {
   SchedulerOptions options_;
   SchedulerHost& host_;
   Topology topology_;
+  std::map<std::string, QuorumSets> volume_quorum_sets_;  // per volume, for entries without a binding
   std::set<std::string> masters_;
   bool active_ = false;
   int64_t amnesia_horizon_utc_ms_ = 0;

@@ -26,7 +26,8 @@ namespace caesium::schedule {
 
 std::set<std::string> Scheduler::claim_targets(const Occ& o, const Entry& e) const {
   std::set<std::string> targets;
-  for (const auto& set : quorum_sets(o.volume, e)) targets.insert(set.begin(), set.end());
+  const auto quorum = quorum_sets(o.volume, e);
+  for (const auto& set : *quorum) targets.insert(set.begin(), set.end());
   return targets;
 }
 
@@ -70,7 +71,8 @@ void Scheduler::start_claim(Occ& o, const Entry& e, Clock now) {
 // when a thrifty claim is not possible (a replica change in flight, too few such peers):
 // then every target is asked.
 std::vector<std::string> Scheduler::thrifty_claim_targets(const Occ& o, const Entry& e) const {
-  const auto sets = quorum_sets(o.volume, e);
+  const auto borrowed = quorum_sets(o.volume, e);
+  const QuorumSets& sets = *borrowed;
   if (sets.size() != 1 || sets[0].empty()) return {};
   const std::vector<std::string>& set = sets[0];
   const bool self_eligible = std::binary_search(set.begin(), set.end(), self_.node);

@@ -59,26 +59,32 @@ bool Scheduler::node_matches_binding(const std::string& node, const Entry& e) co
   return false;
 }
 
-std::vector<std::string> Scheduler::eligible(const std::string& volume, const Entry& e) const {
-  std::vector<std::string> out;
+Scheduler::Borrowed<std::vector<std::string>> Scheduler::eligible(const std::string& volume, const Entry& e) const {
   auto it = topology_.volumes.find(volume);
-  if (it == topology_.volumes.end()) return out;
+  if (it == topology_.volumes.end()) return Borrowed<std::vector<std::string>>(std::vector<std::string>{});
+  if (e.bind.empty()) return Borrowed<std::vector<std::string>>(&it->second.replicas);
+  std::vector<std::string> out;
   out.reserve(it->second.replicas.size());
   for (const auto& n : it->second.replicas) {
     if (node_matches_binding(n, e)) out.push_back(n);
   }
-  return out;
+  return Borrowed<std::vector<std::string>>(std::move(out));
 }
 
 // The sets a claim needs a majority of: the eligible set, and during a replica change
 // also the eligible set of the previous configuration (joint consensus, DESIGN.md §4).
 // The denominator is always the configured set, never the live view.
-std::vector<std::vector<std::string>> Scheduler::quorum_sets(const std::string& volume, const Entry& e) const {
-  std::vector<std::vector<std::string>> sets;
+Scheduler::Borrowed<Scheduler::QuorumSets> Scheduler::quorum_sets(const std::string& volume, const Entry& e) const {
+  if (e.bind.empty()) {
+    if (auto cached = volume_quorum_sets_.find(volume); cached != volume_quorum_sets_.end()) {
+      return Borrowed<QuorumSets>(&cached->second);
+    }
+  }
+  QuorumSets sets;
   auto it = topology_.volumes.find(volume);
   const bool changing = it != topology_.volumes.end() && !it->second.previous_replicas.empty();
   sets.reserve(changing ? 2 : 1);
-  sets.push_back(eligible(volume, e));
+  sets.push_back(*eligible(volume, e));
   if (changing) {
     std::vector<std::string> prev;
     prev.reserve(it->second.previous_replicas.size());
@@ -87,11 +93,12 @@ std::vector<std::vector<std::string>> Scheduler::quorum_sets(const std::string& 
     }
     if (!prev.empty()) sets.push_back(std::move(prev));
   }
-  return sets;
+  return Borrowed<QuorumSets>(std::move(sets));
 }
 
 bool Scheduler::has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const {
-  for (const auto& set : quorum_sets(volume, e)) {
+  const auto quorum = quorum_sets(volume, e);
+  for (const auto& set : *quorum) {
     if (set.empty() || count_in(votes, set) * 2 <= set.size()) return false;
   }
   return true;
@@ -99,7 +106,8 @@ bool Scheduler::has_majority(const std::set<std::string>& votes, const std::stri
 
 bool Scheduler::quorum_reachable(const std::string& volume, const Entry& e) const {
   std::set<std::string> reach;
-  for (const auto& set : quorum_sets(volume, e)) {
+  const auto quorum = quorum_sets(volume, e);
+  for (const auto& set : *quorum) {
     for (const auto& n : set) {
       if (host_.peer(n).reachable) reach.insert(n);
     }
@@ -108,7 +116,8 @@ bool Scheduler::quorum_reachable(const std::string& volume, const Entry& e) cons
 }
 
 bool Scheduler::majority_impossible(const Occ& o, const Entry& e, bool unreachable_lost) const {
-  for (const auto& set : quorum_sets(o.volume, e)) {
+  const auto quorum = quorum_sets(o.volume, e);
+  for (const auto& set : *quorum) {
     size_t possible = set.size() - count_in(o.refused, set);
     if (unreachable_lost) {
       for (const auto& n : set) {
@@ -181,7 +190,8 @@ void Scheduler::uncount(Attempt& a) {
 // so that work spreads instead of piling onto the lexically first node.
 std::optional<std::string> Scheduler::choose_worker(const Occ& o, const Entry& e,
                                                     const std::set<std::string>& exclude, Clock now) {
-  const std::vector<std::string> candidates = eligible(o.volume, e);
+  const auto eligible_set = eligible(o.volume, e);
+  const std::vector<std::string>& candidates = *eligible_set;
   std::optional<std::string> best;
   if (e.prefer_origin && !e.origin.empty() && !exclude.count(e.origin) &&
       std::binary_search(candidates.begin(), candidates.end(), e.origin) && host_.peer(e.origin).reachable) {
@@ -365,7 +375,7 @@ void Scheduler::reconsider(Occ& o, Clock now) {
     finish(o, Phase::kSkipped, "late beyond the misfire threshold; policy skips it", now);
     return;
   }
-  if (eligible(o.volume, e).empty()) {
+  if (eligible(o.volume, e)->empty()) {
     finish(o, Phase::kMissed, "no replica of the volume matches the entry's binding", now);
     return;
   }
