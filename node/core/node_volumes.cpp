@@ -35,12 +35,14 @@ void Node::close_volume(const std::string& name) {
 }
 
 void Node::on_store_change(const std::string& volume, const schedule::Change& change) {
-  const std::string storage_key = "v/" + volume + "/" + std::string(change.key);
   if (!loading_) {
+    std::string storage_key;
+    storage_key.reserve(3 + volume.size() + change.key.size());
+    storage_key.append("v/").append(volume).append("/").append(change.key);
     if (change.new_record) {
-      storage_put(storage_key, encode_stored_record(*change.new_record));
+      storage_put(std::move(storage_key), encode_stored_record(*change.new_record));
     } else {
-      storage_erase(storage_key);
+      storage_erase(std::move(storage_key));
     }
   }
   DeferredRecord d;
