@@ -153,6 +153,7 @@ class SchedulerHost {
   virtual void local_erase(const std::string& key) = 0;
   // Starts a handler, after everything written so far is durable.
   virtual void invoke(Invocation invocation) = 0;
+  // `event` is valid during the call only (the scheduler reuses it).
   virtual void emit(const FireEvent& event) = 0;
   virtual PeerView peer(const std::string& node) const = 0;
   // Reads a record of a volume's replicated store (in memory; store_put is visible at
@@ -482,6 +483,10 @@ class Scheduler {
   uint64_t next_serial_ = 1;
   std::map<OccKey, Vote> votes_;  // this replica's durable votes
   ParsedOccKey parsed_scratch_;   // on_record's parse (not re-entered: see SchedulerHost)
+  // The event handed to host_.emit, reused so that its strings keep their storage: a
+  // node emits several events per occurrence, each naming the volume, entry and node.
+  // The host reads it during the call only (SchedulerHost::emit).
+  FireEvent event_scratch_;
   struct Running {
     std::string volume;
     OccurrenceId occ;

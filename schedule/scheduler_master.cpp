@@ -22,7 +22,8 @@ size_t count_in(const std::set<std::string>& votes, const std::vector<std::strin
 
 void Scheduler::emit(FireEvent::Kind kind, const Occ& o, Clock now, const std::string& node,
                      uint32_t attempt, const std::string& detail, bool ok) {
-  FireEvent e;
+  // Every field is set: the event is the reused one (event_scratch_).
+  FireEvent& e = event_scratch_;
   e.kind = kind;
   e.volume = o.volume;
   e.occ = o.id;

@@ -110,12 +110,16 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
   // Observable (debug log, simulator checker): the attempt a grant accepted names the
   // worker the claimant may dispatch to as soon as it holds a quorum.
   if (!c.attempt.worker.empty()) {
-    FireEvent e;
+    FireEvent& e = event_scratch_;  // every field is set: the event is the reused one
     e.kind = FireEvent::Kind::kGranted;
     e.volume = c.volume;
     e.occ = c.occ;
     e.node = c.claimant.node;
     e.attempt = c.attempt.attempt;
+    e.at_most_once = false;
+    e.path = FirePath::kQuorum;
+    e.ok = true;
+    e.lateness_ms = 0;
     e.detail = c.attempt.worker;
     host_.emit(e);
   }
