@@ -55,7 +55,10 @@ class ByteReader {
       const auto b = static_cast<uint8_t>(in_[pos_++]);
       if (shift == 63 && b > 1) return fail<uint64_t>();  // overflow
       v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) return v;
+      if ((b & 0x80) == 0) {
+        if (b == 0 && shift > 0) shortest_ = false;  // a redundant form (0x80 0x00 is also 0)
+        return v;
+      }
     }
     return fail<uint64_t>();
   }
@@ -71,13 +74,6 @@ class ByteReader {
     pos_ += n;
     return s;
   }
-  // The next `n` bytes as they are; a length beyond the input fails (empty view).
-  std::string_view raw(uint64_t n) {
-    if (!ok_ || n > in_.size() - pos_) return fail<std::string_view>();
-    const std::string_view s = in_.substr(pos_, n);
-    pos_ += n;
-    return s;
-  }
   bool boolean() {
     const uint8_t b = u8();
     if (b > 1) return fail<bool>();
@@ -86,6 +82,9 @@ class ByteReader {
 
   bool ok() const { return ok_; }
   bool at_end() const { return pos_ == in_.size(); }
+  // Every varint read so far (string lengths included) was in its shortest form, the one
+  // ByteWriter writes.  Formats with exactly one encoding per value check it.
+  bool shortest_varints() const { return shortest_; }
   // True when everything read succeeded and all input was consumed.
   bool done() const { return ok_ && at_end(); }
 
@@ -99,6 +98,7 @@ class ByteReader {
   std::string_view in_;
   size_t pos_ = 0;
   bool ok_ = true;
+  bool shortest_ = true;
 };
 
 }  // namespace caesium

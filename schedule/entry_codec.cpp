@@ -14,43 +14,16 @@ class Reader {
   explicit Reader(std::string_view in) : r_(in) {}
 
   uint8_t u8(const char* field) { return note(field, r_.u8()); }
-  // Varints have redundant forms (0x80 0x00 is also 0).  Only the shortest one is the
-  // encoding encode_entry writes; a longer one reads the same value but marks the
-  // input as not canonical.
-  uint64_t varint(const char* field) {
-    uint64_t v = 0;
-    for (int shift = 0;; shift += 7) {
-      const uint8_t b = r_.u8();
-      if (!r_.ok() || (shift == 63 && b > 1)) {
-        fail(field, "truncated or malformed");
-        return 0;
-      }
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) {
-        if (b == 0 && shift > 0) canonical_ = false;
-        return v;
-      }
-    }
-  }
-  int64_t svarint(const char* field) {
-    const uint64_t z = varint(field);
-    return static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1));
-  }
-  std::string str(const char* field, size_t max_len) {
-    const uint64_t n = varint(field);
-    if (!ok()) return {};
-    if (n > max_len) {
-      fail(field, "truncated or malformed");
-      return {};
-    }
-    return note(field, std::string(r_.raw(n)));
-  }
+  uint64_t varint(const char* field) { return note(field, r_.varint()); }
+  int64_t svarint(const char* field) { return note(field, r_.svarint()); }
+  std::string str(const char* field, size_t max_len) { return note(field, r_.str(max_len)); }
 
   void fail(const char* field, const std::string& why) {
     if (error_.empty()) error_ = std::string(field) + ": " + why;
   }
   bool ok() const { return error_.empty(); }
-  bool canonical() const { return canonical_; }
+  // Varints have redundant forms; only the shortest is the one encode_entry writes.
+  bool canonical() const { return r_.shortest_varints(); }
   bool at_end() const { return r_.at_end(); }
   const std::string& error() const { return error_; }
 
@@ -62,7 +35,6 @@ class Reader {
   }
   ByteReader r_;
   std::string error_;
-  bool canonical_ = true;
 };
 
 // Generous bounds for strings whose real limits validate() checks later; they only

@@ -106,6 +106,7 @@ TEST_CASE("ByteWriter/ByteReader round-trip and refuse hostile input", "[base]")
   CHECK(r.str().empty());
   CHECK(r.boolean());
   CHECK(r.done());
+  CHECK(r.shortest_varints());  // what ByteWriter writes, UINT64_MAX's ten bytes included
   // Every truncation fails cleanly, and failure sticks.
   for (size_t n = 0; n < data.size(); ++n) {
     ByteReader t(std::string_view(data).substr(0, n));
@@ -119,6 +120,12 @@ TEST_CASE("ByteWriter/ByteReader round-trip and refuse hostile input", "[base]")
   CHECK_FALSE([&] { ByteReader t(overlong); t.varint(); return t.ok(); }());
   CHECK_FALSE([&] { ByteReader t(bad_bool); t.boolean(); return t.ok(); }());
   CHECK_FALSE([&] { ByteReader t(over_max); t.str(2); return t.ok(); }());
+  // Redundant forms read the same value but are flagged: 0 as two bytes, 1 as three,
+  // and a string length padded the same way.
+  const std::string zero2("\x80\x00", 2), one3("\x81\x80\x00", 3), padded_str("\x82\x00" "ab", 4);
+  [&] { ByteReader t(zero2); CHECK(t.varint() == 0); CHECK(t.done()); CHECK_FALSE(t.shortest_varints()); }();
+  [&] { ByteReader t(one3); CHECK(t.varint() == 1); CHECK(t.done()); CHECK_FALSE(t.shortest_varints()); }();
+  [&] { ByteReader t(padded_str); CHECK(t.str() == "ab"); CHECK(t.done()); CHECK_FALSE(t.shortest_varints()); }();
 }
 
 TEST_CASE("FlatStringMap: inserts, finds by view, grows and sweeps without losing an entry", "[base]") {
