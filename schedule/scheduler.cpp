@@ -47,11 +47,8 @@ void Scheduler::set_topology(Topology topology, Clock now) {
   last_ = now;
   topology_ = std::move(topology);
   volume_quorum_sets_.clear();
-  for (const auto& [name, v] : topology_.volumes) {
-    QuorumSets& sets = volume_quorum_sets_[name];
-    sets.push_back(v.replicas);
-    if (!v.previous_replicas.empty()) sets.push_back(v.previous_replicas);
-  }
+  const Entry unbound;  // no binding: every replica is eligible
+  for (const auto& [name, v] : topology_.volumes) volume_quorum_sets_[name] = make_quorum_sets(&v, unbound);
   // Entries of volumes this node no longer replicates are dropped from the index.
   std::vector<std::pair<std::string, std::string>> gone;
   for (const EntryRec& rec : entries_) {

@@ -430,7 +430,9 @@ class Scheduler {
   };
   using QuorumSets = std::vector<std::vector<std::string>>;
   Borrowed<QuorumSets> quorum_sets(const std::string& volume, const Entry& e) const;
+  QuorumSets make_quorum_sets(const Topology::Volume* v, const Entry& e) const;  // v null: unknown volume
   Borrowed<std::vector<std::string>> eligible(const std::string& volume, const Entry& e) const;
+  std::vector<std::string> bound_to(const std::vector<std::string>& nodes, const Entry& e) const;  // in e's binding
   bool node_matches_binding(const std::string& node, const Entry& e) const;
   bool quorum_reachable(const std::string& volume, const Entry& e) const;
   bool has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const;

@@ -60,41 +60,44 @@ bool Scheduler::node_matches_binding(const std::string& node, const Entry& e) co
   return false;
 }
 
+std::vector<std::string> Scheduler::bound_to(const std::vector<std::string>& nodes, const Entry& e) const {
+  std::vector<std::string> out;
+  out.reserve(nodes.size());
+  for (const auto& n : nodes) {
+    if (node_matches_binding(n, e)) out.push_back(n);
+  }
+  return out;
+}
+
 Scheduler::Borrowed<std::vector<std::string>> Scheduler::eligible(const std::string& volume, const Entry& e) const {
   auto it = topology_.volumes.find(volume);
   if (it == topology_.volumes.end()) return Borrowed<std::vector<std::string>>(std::vector<std::string>{});
   if (e.bind.empty()) return Borrowed<std::vector<std::string>>(&it->second.replicas);
-  std::vector<std::string> out;
-  out.reserve(it->second.replicas.size());
-  for (const auto& n : it->second.replicas) {
-    if (node_matches_binding(n, e)) out.push_back(n);
-  }
-  return Borrowed<std::vector<std::string>>(std::move(out));
+  return Borrowed<std::vector<std::string>>(bound_to(it->second.replicas, e));
 }
 
 // The sets a claim needs a majority of: the eligible set, and during a replica change
 // also the eligible set of the previous configuration (joint consensus, DESIGN.md §4).
 // The denominator is always the configured set, never the live view.
+Scheduler::QuorumSets Scheduler::make_quorum_sets(const Topology::Volume* v, const Entry& e) const {
+  QuorumSets sets;
+  sets.push_back(v != nullptr ? bound_to(v->replicas, e) : std::vector<std::string>{});
+  if (v != nullptr && !v->previous_replicas.empty()) {
+    std::vector<std::string> prev = bound_to(v->previous_replicas, e);
+    if (!prev.empty()) sets.push_back(std::move(prev));
+  }
+  return sets;
+}
+
+// An entry without a binding borrows its volume's sets, made once at set_topology.
 Scheduler::Borrowed<Scheduler::QuorumSets> Scheduler::quorum_sets(const std::string& volume, const Entry& e) const {
   if (e.bind.empty()) {
     if (auto cached = volume_quorum_sets_.find(volume); cached != volume_quorum_sets_.end()) {
       return Borrowed<QuorumSets>(&cached->second);
     }
   }
-  QuorumSets sets;
   auto it = topology_.volumes.find(volume);
-  const bool changing = it != topology_.volumes.end() && !it->second.previous_replicas.empty();
-  sets.reserve(changing ? 2 : 1);
-  sets.push_back(*eligible(volume, e));
-  if (changing) {
-    std::vector<std::string> prev;
-    prev.reserve(it->second.previous_replicas.size());
-    for (const auto& n : it->second.previous_replicas) {
-      if (node_matches_binding(n, e)) prev.push_back(n);
-    }
-    if (!prev.empty()) sets.push_back(std::move(prev));
-  }
-  return Borrowed<QuorumSets>(std::move(sets));
+  return Borrowed<QuorumSets>(make_quorum_sets(it != topology_.volumes.end() ? &it->second : nullptr, e));
 }
 
 bool Scheduler::has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const {
