@@ -4,8 +4,8 @@
 // Occurrence-level counts come from the Node's fire events: the runtime observes them as
 // they happen (Node::set_fire_observer) and hands each to FireMetrics::on_fire.
 // Everything else is read when the page is rendered: the Node's counters and views, the
-// daemon's storage and transport metrics, the API's counters.  All counts are this node's, since it started;
-// sum over nodes in Prometheus for the cluster.
+// daemon's storage and transport metrics, the API's counters.  All counts are this
+// node's, since it started; sum over nodes in Prometheus for the cluster.
 #pragma once
 
 #include <array>
