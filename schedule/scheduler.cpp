@@ -581,14 +581,12 @@ void Scheduler::purge(Clock now) {
       ++it;
     }
   }
-  for (auto it = votes_.begin(); it != votes_.end();) {
-    if (it->first.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms) {
-      const InternedEntry& e = interned_[it->first.entry];
-      host_.local_erase(grant_key(e.volume, OccurrenceId{e.entry_key, it->first.scheduled_utc_ms}));
-      it = votes_.erase(it);
-    } else {
-      ++it;
-    }
+  // Votes are ordered by instant: the expired ones are a prefix.
+  while (!votes_.empty() && votes_.begin()->first.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms) {
+    const OccKey& k = votes_.begin()->first;
+    const InternedEntry& e = interned_[k.entry];
+    host_.local_erase(grant_key(e.volume, OccurrenceId{e.entry_key, k.scheduled_utc_ms}));
+    votes_.erase(votes_.begin());
   }
   if (interned_.size() > 1024 && interned_.size() > 2 * (occs_.size() + votes_.size())) compact_interned();
 }

@@ -483,7 +483,15 @@ class Scheduler {
   std::map<OccKey, Occ> occs_;
   std::map<uint64_t, OccKey> occ_by_serial_;
   uint64_t next_serial_ = 1;
-  std::map<OccKey, Vote> votes_;  // this replica's durable votes
+  // This replica's durable votes, oldest instant first: they are kept for the occurrence
+  // retention (hours of them at a sustained rate), and purge drops the expired ones from
+  // the front instead of walking them all every few seconds.
+  struct ByInstant {
+    bool operator()(const OccKey& a, const OccKey& b) const {
+      return a.scheduled_utc_ms != b.scheduled_utc_ms ? a.scheduled_utc_ms < b.scheduled_utc_ms : a.entry < b.entry;
+    }
+  };
+  std::map<OccKey, Vote, ByInstant> votes_;
   ParsedOccKey parsed_scratch_;   // on_record's parse (not re-entered: see SchedulerHost)
   // The event handed to host_.emit, reused so that its strings keep their storage: a
   // node emits several events per occurrence, each naming the volume, entry and node.

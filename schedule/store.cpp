@@ -252,10 +252,10 @@ std::optional<RecordView> VolumeStore::find(std::string_view key) const {
   return view_of(*e);
 }
 
-size_t VolumeStore::purge_tombstones(int64_t now_utc_ms) {
+size_t VolumeStore::purge_tombstones(int64_t now_utc_ms, size_t limit) {
   assert(!in_callback_);
   size_t purged = 0;
-  while (!tombstones_.empty() && tombstone_expired((*tombstones_.begin())->physical_ms, now_utc_ms)) {
+  while (purged < limit && !tombstones_.empty() && tombstone_expired((*tombstones_.begin())->physical_ms, now_utc_ms)) {
     remove_entry(*tombstones_.begin());
     ++purged;
   }

@@ -134,9 +134,11 @@ class VolumeStore {
   size_t tombstone_count() const { return tombstones_.size(); }
   size_t size() const { return by_key_.size(); }
 
-  // Drops tombstones whose version is older than now - tombstone_grace (oldest first).
-  // Writes no tombstone for the purge.  Returns how many were dropped.
-  size_t purge_tombstones(int64_t now_utc_ms);
+  // Drops tombstones whose version is older than now - tombstone_grace (oldest first), at
+  // most `limit` of them (a mass deletion expires all at once a grace later; the caller
+  // can spread the purge over several calls).  Writes no tombstone for the purge.
+  // Returns how many were dropped.
+  size_t purge_tombstones(int64_t now_utc_ms, size_t limit = SIZE_MAX);
   // Drops a record without a tombstone (e.g. expired occurrence state).  True if present.
   bool remove_local(std::string_view key);
 

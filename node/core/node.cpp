@@ -307,6 +307,8 @@ void Node::on_tick(Clock now) {
   if (now.mono_ms >= next_maintenance_mono_ms_) {
     next_maintenance_mono_ms_ = now.mono_ms + options_.maintenance_interval_ms;
     maintenance(now);
+  } else if (maintenance_running_) {
+    maintenance_step(now);
   }
   pump(now);
 }
@@ -497,7 +499,7 @@ int64_t Node::next_deadline_mono() const {
   // turn; the driver drains outputs after every input anyway, so this only matters
   // for work released by a durability notification.
   int64_t best = std::min(membership_->next_deadline_ms(), scheduler_->next_deadline_mono());
-  best = std::min(best, next_maintenance_mono_ms_);
+  best = std::min(best, maintenance_running_ ? last_.mono_ms : next_maintenance_mono_ms_);
   for (const auto& [name, v] : volumes_) {
     best = std::min(best, v.next_sync_mono_ms);
     if (!v.held_until.empty()) best = std::min(best, v.held_until.front().first);

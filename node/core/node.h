@@ -40,6 +40,7 @@
 #include "node/wire/codec.h"
 #include "node/wire/frame.h"
 #include "schedule/entry.h"
+#include "schedule/retention.h"
 #include "schedule/scheduler.h"
 #include "schedule/store.h"
 
@@ -64,6 +65,10 @@ struct NodeOptions {
   int64_t startup_grace_ms = 3'000;     // masters decide nothing before join or this long
   int64_t replay_window_ms = 120'000;   // frames older/newer than this are refused
   int64_t maintenance_interval_ms = 30'000;  // retention sweeps, tombstone purge
+  // Records a retention sweep visits (or tombstones it purges) per event-loop turn: a
+  // pass over millions of occurrence records goes in steps of this many, with I/O served
+  // in between (schedule/retention.h).
+  size_t maintenance_step_records = 4096;
   int64_t heard_recently_ms = 2'000;    // a peer heard from this recently counts as reachable
   int64_t direct_contact_ms = 10'000;   // ...and is preferred as a worker within this
   size_t max_stream_frame_bytes = size_t{4} << 20;
@@ -220,6 +225,9 @@ class Node final : private schedule::SchedulerHost {
     int64_t next_sync_mono_ms = 0;
     uint64_t initiator_session = 0;  // 0 = none running
     std::string sync_soon_with;      // a replica that just (re)appeared: reconcile with it next
+    // Retention work of the current maintenance round, done in bounded steps.
+    bool purging_tombstones = false;
+    schedule::RetentionSweep sweep;
   };
   struct Session {
     std::string volume;
@@ -281,6 +289,7 @@ class Node final : private schedule::SchedulerHost {
   void start_syncs(Clock now);
   void expire_sessions(Clock now);
   void maintenance(Clock now);
+  void maintenance_step(Clock now);
 
   NodeOptions options_;
   Rng rng_;
@@ -334,6 +343,7 @@ class Node final : private schedule::SchedulerHost {
   // receivers then see gaps, which their replay windows accept.
   HashKeyedMap<uint64_t> seq_out_[2];
   int64_t next_maintenance_mono_ms_ = 0;
+  bool maintenance_running_ = false;  // a round's retention work is not finished
   NodeCounters counters_;
 };
 

@@ -269,20 +269,36 @@ void Node::expire_sessions(Clock now) {
 }
 
 void Node::maintenance(Clock now) {
-  const int64_t horizon = now.utc_ms - options_.scheduler.occurrence_retention_ms;
   for (auto& [name, v] : volumes_) {
     // Acknowledgements only matter while an API write waits for them.
     for (auto it = v.acks.begin(); it != v.acks.end();) {
       if (now.mono_ms - it->second.updated_mono_ms > 2 * kMsPerMinute) it = v.acks.erase(it);
       else ++it;
     }
-    v.store->purge_tombstones(now.utc_ms);
-    std::vector<std::string> expired;
-    v.store->scan(schedule::kOccPrefix, {}, SIZE_MAX, [&](const schedule::RecordView& r) {
-      const auto parsed = schedule::split_occ_key(r.key);
-      if (!parsed || parsed->scheduled_utc_ms < horizon) expired.emplace_back(r.key);
-    }, true);
-    for (const auto& k : expired) v.store->remove_local(k);
+    v.purging_tombstones = true;
+    v.sweep.start();
+  }
+  maintenance_running_ = true;
+  maintenance_step(now);
+}
+
+// One bounded step of the round maintenance() started: at most maintenance_step_records
+// tombstones purged or occurrence records visited, over all volumes.  on_tick calls it
+// again (next_deadline_mono says "now") until the round is done.
+void Node::maintenance_step(Clock now) {
+  const int64_t horizon = now.utc_ms - options_.scheduler.occurrence_retention_ms;
+  size_t budget = std::max<size_t>(options_.maintenance_step_records, 1);
+  maintenance_running_ = false;
+  for (auto& [name, v] : volumes_) {
+    if (budget > 0 && v.purging_tombstones) {
+      const size_t purged = v.store->purge_tombstones(now.utc_ms, budget);
+      if (purged < budget) v.purging_tombstones = false;
+      budget -= purged;
+    }
+    if (budget > 0 && !v.purging_tombstones && v.sweep.running()) {
+      budget -= v.sweep.step(*v.store, horizon, budget).visited;
+    }
+    if (v.purging_tombstones || v.sweep.running()) maintenance_running_ = true;
   }
 }
 
