@@ -545,6 +545,8 @@ void Scheduler::on_tick(Clock now) {
   if (now.mono_ms >= next_purge_mono_ms_) {
     next_purge_mono_ms_ = now.mono_ms + 5'000;
     purge(now);
+  } else if (votes_expiring_) {
+    purge_votes(now);
   }
 }
 
@@ -558,7 +560,7 @@ int64_t Scheduler::next_deadline_mono() const {
   }
   if (!dirty_volumes_.empty()) best = std::min(best, last_.mono_ms);
   if (!due_backlog_.empty()) best = std::min(best, last_.mono_ms);
-  if (!occs_.empty() || !votes_.empty()) best = std::min(best, next_purge_mono_ms_);
+  if (!occs_.empty() || !votes_.empty()) best = std::min(best, votes_expiring_ ? last_.mono_ms : next_purge_mono_ms_);
   return best;
 }
 
@@ -581,14 +583,25 @@ void Scheduler::purge(Clock now) {
       ++it;
     }
   }
-  // Votes are ordered by instant: the expired ones are a prefix.
-  while (!votes_.empty() && votes_.begin()->first.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms) {
+  purge_votes(now);
+  if (interned_.size() > 1024 && interned_.size() > 2 * (occs_.size() + votes_.size())) compact_interned();
+}
+
+void Scheduler::purge_votes(Clock now) {
+  // Votes are ordered by instant, so the expired ones are a prefix.  A burst's votes
+  // expire together a retention after it; at most purge_step of them go per turn, and
+  // on_tick comes back at once for the rest (next_deadline_mono).
+  size_t budget = std::max<size_t>(options_.purge_step, 1);
+  auto expired = [&] {
+    return !votes_.empty() && votes_.begin()->first.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms;
+  };
+  for (; budget > 0 && expired(); --budget) {
     const OccKey& k = votes_.begin()->first;
     const InternedEntry& e = interned_[k.entry];
     host_.local_erase(grant_key(e.volume, OccurrenceId{e.entry_key, k.scheduled_utc_ms}));
     votes_.erase(votes_.begin());
   }
-  if (interned_.size() > 1024 && interned_.size() > 2 * (occs_.size() + votes_.size())) compact_interned();
+  votes_expiring_ = expired();
 }
 
 void Scheduler::compact_interned() {

@@ -102,6 +102,8 @@ struct SchedulerOptions {
   // of due occurrences cannot stall the event loop long enough for peers to suspect us.
   int64_t max_due_per_tick = 512;
   int64_t terminal_linger_ms = 60'000;     // keep finished occurrences in memory this long
+  // Expired votes dropped per turn of the loop (a burst's votes expire together).
+  size_t purge_step = 4096;
   bool test_grant_every_claim = false;     // TEST ONLY: break the protocol (checker must bite)
 };
 
@@ -376,6 +378,7 @@ class Scheduler {
   const EntryRec* entry_of(const std::string& volume, const std::string& key) const;
   void set_timer(Occ& o, int64_t mono_ms);
   void purge(Clock now);
+  void purge_votes(Clock now);  // sets votes_expiring_ when expired votes remain
   int64_t utc_to_mono(int64_t utc_ms) const;
   bool is_replica(const std::string& volume) const;
 
@@ -526,6 +529,7 @@ class Scheduler {
   std::deque<uint32_t> due_backlog_;  // entry slots whose wheel timer fired, not yet handled
   std::set<std::string> dirty_volumes_;          // reconsider on next tick
   int64_t next_purge_mono_ms_ = 0;
+  bool votes_expiring_ = false;  // purge_votes left expired votes for the next turn
   SchedulerCounters counters_;
 };
 

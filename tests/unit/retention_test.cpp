@@ -134,6 +134,26 @@ class GrantRecordingHost : public StoreReadingHost {
   std::vector<std::string> erased;
 };
 
+// A scheduler of node n1 for volume "v" (replicas n1-n3), one-hour retention, recording
+// the grants it erases.
+struct GrantPurgeFixture {
+  explicit GrantPurgeFixture(size_t purge_step = SchedulerOptions{}.purge_step)
+      : host(store), sched(ProcessId{"n1", 1}, options(purge_step), host, 0, kT0) {
+    Topology topology;
+    topology.volumes["v"].replicas = {"n1", "n2", "n3"};
+    sched.set_topology(topology, Clock{0, kT0});
+  }
+  static SchedulerOptions options(size_t purge_step) {
+    SchedulerOptions o;
+    o.occurrence_retention_ms = kHour;
+    o.purge_step = purge_step;
+    return o;
+  }
+  VolumeStore store{"v", "n1"};
+  GrantRecordingHost host;
+  Scheduler sched;
+};
+
 }  // namespace
 
 TEST_CASE("the scheduler drops exactly the grants past retention, whatever order they were granted in",
@@ -141,14 +161,9 @@ TEST_CASE("the scheduler drops exactly the grants past retention, whatever order
   const uint64_t seed = test::seed_or(5);
   INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
   Rng rng(seed);
-  VolumeStore store("v", "n1");
-  GrantRecordingHost host(store);
-  SchedulerOptions options;
-  options.occurrence_retention_ms = kHour;
-  Scheduler sched(ProcessId{"n1", 1}, options, host, 0, kT0);
-  Topology topology;
-  topology.volumes["v"].replicas = {"n1", "n2", "n3"};
-  sched.set_topology(topology, Clock{0, kT0});
+  GrantPurgeFixture f;
+  Scheduler& sched = f.sched;
+  GrantRecordingHost& host = f.host;
 
   std::vector<std::pair<int64_t, std::string>> grants;  // (instant, key)
   for (uint64_t i = 0; i < 500; ++i) {
@@ -184,6 +199,32 @@ TEST_CASE("the scheduler drops exactly the grants past retention, whatever order
   CHECK(all.size() == host.erased.size());
   CHECK(all.size() == grants.size());
   CHECK(sched.grant_count() == 0);
+}
+
+TEST_CASE("votes that expire together are dropped a bounded number per turn", "[retention][scheduler]") {
+  GrantPurgeFixture f(/*purge_step=*/100);
+  Scheduler& sched = f.sched;
+  GrantRecordingHost& host = f.host;
+  Vote vote;
+  vote.promised_by = ProcessId{"n2", 9};
+  for (uint64_t i = 0; i < 1'050; ++i) sched.on_local_record(grant_key("v", occ_of(i, kT0 + 1'000)), encode(vote));
+  sched.on_local_record(grant_key("v", occ_of(5'000, kT0 + 2 * kHour)), encode(vote));  // not expiring
+
+  const Clock later{kHour + 2'000, kT0 + kHour + 2'000};  // a burst's votes, all past retention
+  sched.on_tick(later);
+  CHECK(host.erased.size() == 100);
+  CHECK(sched.next_deadline_mono() == later.mono_ms);  // the rest next turn, at once
+  int turns = 1;
+  while (sched.next_deadline_mono() <= later.mono_ms && turns < 50) {
+    const size_t before = host.erased.size();
+    sched.on_tick(later);
+    CHECK(host.erased.size() - before <= 100);
+    ++turns;
+  }
+  CHECK(turns == 11);
+  CHECK(host.erased.size() == 1'050);
+  CHECK(sched.grant_count() == 1);
+  CHECK(sched.next_deadline_mono() > later.mono_ms);
 }
 
 namespace {
