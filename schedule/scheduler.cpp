@@ -146,7 +146,8 @@ void Scheduler::on_local_record(const std::string& key, const std::string& value
     ++counters_.bad_records;
     return;
   }
-  votes_[occ_key(parsed->volume, parsed->occ)] = std::move(*vote);
+  const OccKey k = occ_key(parsed->volume, parsed->occ);
+  if (votes_.insert_or_assign(k, std::move(*vote)).second) retain(k.entry);
 }
 
 void Scheduler::on_owner_record(const std::string& volume, const ParsedOccKey& k,
@@ -427,10 +428,26 @@ std::optional<uint32_t> Scheduler::find_interned(const std::string& volume, cons
 uint32_t Scheduler::intern(const std::string& volume, const std::string& entry_key) {
   const uint32_t tag = SlotIndex::tag(interned_hash(volume, entry_key));
   if (auto id = find_interned(volume, entry_key, tag)) return *id;
-  const auto id = static_cast<uint32_t>(interned_.size());
-  interned_.push_back(InternedEntry{volume, entry_key, tag});
+  uint32_t id = 0;
+  if (!free_interned_.empty()) {
+    id = free_interned_.back();
+    free_interned_.pop_back();
+    interned_[id] = InternedEntry{volume, entry_key, tag, 0};
+  } else {
+    id = static_cast<uint32_t>(interned_.size());
+    interned_.push_back(InternedEntry{volume, entry_key, tag, 0});
+  }
   interned_ids_.insert(tag, id, [&](uint32_t i) { return interned_[i].tag; });
   return id;
+}
+
+void Scheduler::release(uint32_t id) {
+  InternedEntry& e = interned_[id];
+  assert(e.refs > 0);
+  if (--e.refs != 0) return;
+  interned_ids_.erase(e.tag, id, [&](uint32_t i) { return interned_[i].tag; });
+  e = InternedEntry{};  // gives the strings' memory back
+  free_interned_.push_back(id);
 }
 
 std::optional<Scheduler::OccKey> Scheduler::known_occ_key(const std::string& volume, const OccurrenceId& id) {
@@ -446,6 +463,7 @@ Scheduler::Occ& Scheduler::track(const std::string& volume, const OccurrenceId& 
   auto it = occs_.find(key);
   if (it != occs_.end()) return it->second;
   Occ& o = occs_[key];
+  retain(key.entry);
   o.serial = next_serial_++;
   o.volume = volume;
   o.id = id;
@@ -578,13 +596,14 @@ void Scheduler::purge(Clock now) {
       if (o.timer_armed) mono_wheel_.cancel(o.timer);
       for (auto& a : o.attempts) uncount(a);
       occ_by_serial_.erase(o.serial);
+      const uint32_t id = it->first.entry;
       it = occs_.erase(it);
+      release(id);
     } else {
       ++it;
     }
   }
   purge_votes(now);
-  if (interned_.size() > 1024 && interned_.size() > 2 * (occs_.size() + votes_.size())) compact_interned();
 }
 
 void Scheduler::purge_votes(Clock now) {
@@ -596,43 +615,27 @@ void Scheduler::purge_votes(Clock now) {
     return !votes_.empty() && votes_.begin()->first.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms;
   };
   for (; budget > 0 && expired(); --budget) {
-    const OccKey& k = votes_.begin()->first;
+    const OccKey k = votes_.begin()->first;
     const InternedEntry& e = interned_[k.entry];
     host_.local_erase(grant_key(e.volume, OccurrenceId{e.entry_key, k.scheduled_utc_ms}));
     votes_.erase(votes_.begin());
+    release(k.entry);
   }
   votes_expiring_ = expired();
 }
 
-void Scheduler::compact_interned() {
-  // Ids of entries no occurrence or vote refers to any more are dropped (one-shot timers
-  // would otherwise grow the table forever).  New ids follow map order: deterministic.
-  std::vector<InternedEntry> old = std::move(interned_);
-  interned_.clear();
-  interned_ids_ = SlotIndex{};
-  auto renumber = [&](auto& map) {
-    using Map = std::remove_reference_t<decltype(map)>;
-    Map fresh;
-    while (!map.empty()) {
-      auto node = map.extract(map.begin());
-      const InternedEntry& e = old[node.key().entry];
-      node.key().entry = intern(e.volume, e.entry_key);
-      fresh.insert(std::move(node));
-    }
-    map = std::move(fresh);
-  };
-  renumber(occs_);
-  renumber(votes_);
-  for (auto& [serial, key] : occ_by_serial_) {
-    (void)serial;
-    const InternedEntry& e = old[key.entry];
-    key.entry = intern(e.volume, e.entry_key);
-  }
-}
-
 void Scheduler::check_invariants() const {
   assert(entry_index_.size() + free_entry_slots_.size() == entries_.size());
-  assert(interned_ids_.size() == interned_.size());
+  assert(interned_ids_.size() + free_interned_.size() == interned_.size());
+#ifndef NDEBUG
+  {  // every id's refs counts the keys of occs_ and votes_ naming it; free ids have none
+    std::vector<uint32_t> refs(interned_.size(), 0);
+    for (const auto& [k, o] : occs_) ++refs[k.entry];
+    for (const auto& [k, v] : votes_) ++refs[k.entry];
+    for (uint32_t id = 0; id < interned_.size(); ++id) assert(refs[id] == interned_[id].refs);
+    for (uint32_t id : free_interned_) assert(interned_[id].refs == 0 && interned_[id].entry_key.empty());
+  }
+#endif
   size_t live_key_bytes = 0;
   for (const EntryRec& e : entries_) live_key_bytes += e.live ? e.key_size : 0;
   assert(live_key_bytes + key_garbage_ == key_arena_.size());

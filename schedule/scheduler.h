@@ -216,6 +216,9 @@ class Scheduler {
   size_t tracked_occurrences() const { return occs_.size(); }
   size_t running_invocations() const { return running_.size(); }
   size_t grant_count() const { return votes_.size(); }
+  // Rows of the interned (volume, entry key) table, free ones included: it never grows
+  // past the most entries occurrences and votes named at one time.
+  size_t interned_rows() const { return interned_.size(); }
   // The next scheduled instant of an entry, if it has one (for the API).
   std::optional<int64_t> next_scheduled(const std::string& volume, const std::string& key) const;
   // Debug/simulation: asserts internal consistency.
@@ -308,9 +311,12 @@ class Scheduler {
     int64_t terminal_since_mono_ms = 0;
   };
   // Occurrences are keyed by an interned (volume, entry key) and the scheduled instant,
-  // so lookups compare two integers instead of two strings.  Ids are handed out in the
-  // order entries are first seen (deterministic), and ordered maps keep iteration order
-  // reproducible.
+  // so lookups compare two integers instead of two strings.  An id lives while some key
+  // of occs_ or votes_ names it (InternedEntry::refs); then it is freed and reused by the
+  // next new entry (latest freed first), so one-shot timers, each an entry of its own,
+  // neither grow the table nor need it compacted (which renumbered every occurrence and
+  // vote at once: a pause of about a second per million).  Ids depend only on the order
+  // of inputs (deterministic), and ordered maps keep iteration order reproducible.
   struct OccKey {
     uint32_t entry = 0;
     int64_t scheduled_utc_ms = 0;
@@ -319,12 +325,16 @@ class Scheduler {
   struct InternedEntry {
     std::string volume;
     std::string entry_key;
-    uint32_t tag = 0;  // SlotIndex::tag of interned_hash(volume, entry_key)
+    uint32_t tag = 0;   // SlotIndex::tag of interned_hash(volume, entry_key)
+    uint32_t refs = 0;  // keys of occs_ and votes_ naming this id (0: free, in free_interned_)
   };
   static uint64_t interned_hash(const std::string& volume, const std::string& entry_key);
   std::optional<uint32_t> find_interned(const std::string& volume, const std::string& entry_key, uint32_t tag) const;
+  // The id of (volume, entry key), allocated when new.  REQUIRES: the caller inserts a
+  // key naming it into occs_ or votes_ (and retains it) before anything else interns.
   uint32_t intern(const std::string& volume, const std::string& entry_key);
-  void compact_interned();
+  void retain(uint32_t id) { ++interned_[id].refs; }
+  void release(uint32_t id);  // a key naming it left occs_ or votes_; the last one frees it
   std::optional<OccKey> known_occ_key(const std::string& volume, const OccurrenceId& id);  // without interning
   OccKey occ_key(const std::string& volume, const OccurrenceId& id) {
     return OccKey{intern(volume, id.entry_key), id.scheduled_utc_ms};
@@ -482,6 +492,7 @@ class Scheduler {
   wheel::TimingWheel utc_wheel_;   // payload: entry slot
   wheel::TimingWheel mono_wheel_;  // payload: occurrence serial
   std::vector<InternedEntry> interned_;
+  std::vector<uint32_t> free_interned_;  // ids with refs == 0, reused latest first
   SlotIndex interned_ids_;  // finds an id of interned_ by (volume, entry key)
   std::map<OccKey, Occ> occs_;
   std::map<uint64_t, OccKey> occ_by_serial_;

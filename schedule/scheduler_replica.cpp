@@ -41,8 +41,9 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
     host_.send(from, std::move(reply), false);
     return;
   }
-  const OccKey key = occ_key(c.volume, c.occ);
-  auto it = votes_.find(key);
+  // Interned only when a vote is stored (intern's contract): a refused claim leaves no id.
+  const std::optional<OccKey> known = known_occ_key(c.volume, c.occ);
+  auto it = known ? votes_.find(*known) : votes_.end();
   auto describe = [&](const Vote& v) {
     reply.promised_round = v.promised_round;
     reply.has_accepted = v.has_accepted;
@@ -95,9 +96,14 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
       v.accepted = c.attempt;
     }
   }
-  if (it == votes_.end() || !(v == it->second)) {
-    if (it == votes_.end()) ++counters_.granted;
-    votes_[key] = v;
+  if (it == votes_.end()) {
+    ++counters_.granted;
+    const OccKey key = occ_key(c.volume, c.occ);
+    votes_.emplace(key, v);
+    retain(key.entry);
+    host_.local_put(grant_key(c.volume, c.occ), encode(v));
+  } else if (!(v == it->second)) {
+    it->second = v;
     host_.local_put(grant_key(c.volume, c.occ), encode(v));
   }
   if (c.kind != ClaimKind::kPrepare && c.occ.scheduled_utc_ms >= now.utc_ms - options_.occurrence_retention_ms) {
@@ -132,6 +138,7 @@ void Scheduler::on_release(const Release& r) {
   // Only an ordinary (round 0) claim that was never taken over may be handed back.
   if (it == votes_.end() || it->second.promised_round != 0 || !(it->second.promised_by == r.claimant)) return;
   votes_.erase(it);
+  release(key->entry);
   host_.local_erase(grant_key(r.volume, r.occ));
   if (Occ* o = find_occ(r.volume, r.occ); o && o->holder && *o->holder == r.claimant) o->holder.reset();
 }
