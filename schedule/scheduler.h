@@ -315,7 +315,7 @@ class Scheduler {
   // of occs_ or votes_ names it (InternedEntry::refs); then it is freed and reused by the
   // next new entry (latest freed first), so one-shot timers, each an entry of its own,
   // neither grow the table nor need it compacted (which renumbered every occurrence and
-  // vote at once: a pause of about a second per million).  Ids depend only on the order
+  // vote at once: ~0.4 s for 800k, caesium-bench retention).  Ids depend only on the order
   // of inputs (deterministic), and ordered maps keep iteration order reproducible.
   struct OccKey {
     uint32_t entry = 0;
