@@ -147,7 +147,7 @@ void Scheduler::on_local_record(const std::string& key, const std::string& value
     return;
   }
   const OccKey k = occ_key(parsed->volume, parsed->occ);
-  if (votes_.insert_or_assign(k, std::move(*vote)).second) retain(k.entry);
+  if (votes_.insert_or_assign(k, std::move(*vote)).second) retain_interned(k.entry);
 }
 
 void Scheduler::on_owner_record(const std::string& volume, const ParsedOccKey& k,
@@ -441,7 +441,7 @@ uint32_t Scheduler::intern(const std::string& volume, const std::string& entry_k
   return id;
 }
 
-void Scheduler::release(uint32_t id) {
+void Scheduler::release_interned(uint32_t id) {
   InternedEntry& e = interned_[id];
   assert(e.refs > 0);
   if (--e.refs != 0) return;
@@ -463,7 +463,7 @@ Scheduler::Occ& Scheduler::track(const std::string& volume, const OccurrenceId& 
   auto it = occs_.find(key);
   if (it != occs_.end()) return it->second;
   Occ& o = occs_[key];
-  retain(key.entry);
+  retain_interned(key.entry);
   o.serial = next_serial_++;
   o.volume = volume;
   o.id = id;
@@ -598,7 +598,7 @@ void Scheduler::purge(Clock now) {
       occ_by_serial_.erase(o.serial);
       const uint32_t id = it->first.entry;
       it = occs_.erase(it);
-      release(id);
+      release_interned(id);
     } else {
       ++it;
     }
@@ -614,14 +614,16 @@ void Scheduler::purge_votes(Clock now) {
   auto expired = [&] {
     return !votes_.empty() && votes_.begin()->first.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms;
   };
-  for (; budget > 0 && expired(); --budget) {
-    const OccKey k = votes_.begin()->first;
-    const InternedEntry& e = interned_[k.entry];
-    host_.local_erase(grant_key(e.volume, OccurrenceId{e.entry_key, k.scheduled_utc_ms}));
-    votes_.erase(votes_.begin());
-    release(k.entry);
-  }
+  for (; budget > 0 && expired(); --budget) drop_vote(votes_.begin());
   votes_expiring_ = expired();
+}
+
+void Scheduler::drop_vote(Votes::iterator it) {
+  const OccKey k = it->first;
+  const InternedEntry& e = interned_[k.entry];
+  host_.local_erase(grant_key(e.volume, OccurrenceId{e.entry_key, k.scheduled_utc_ms}));
+  votes_.erase(it);
+  release_interned(k.entry);
 }
 
 void Scheduler::check_invariants() const {

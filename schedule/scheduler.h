@@ -333,8 +333,8 @@ class Scheduler {
   // The id of (volume, entry key), allocated when new.  REQUIRES: the caller inserts a
   // key naming it into occs_ or votes_ (and retains it) before anything else interns.
   uint32_t intern(const std::string& volume, const std::string& entry_key);
-  void retain(uint32_t id) { ++interned_[id].refs; }
-  void release(uint32_t id);  // a key naming it left occs_ or votes_; the last one frees it
+  void retain_interned(uint32_t id) { ++interned_[id].refs; }
+  void release_interned(uint32_t id);  // a key naming it left occs_ or votes_; the last one frees it
   std::optional<OccKey> known_occ_key(const std::string& volume, const OccurrenceId& id);  // without interning
   OccKey occ_key(const std::string& volume, const OccurrenceId& id) {
     return OccKey{intern(volume, id.entry_key), id.scheduled_utc_ms};
@@ -505,7 +505,10 @@ class Scheduler {
       return a.scheduled_utc_ms != b.scheduled_utc_ms ? a.scheduled_utc_ms < b.scheduled_utc_ms : a.entry < b.entry;
     }
   };
-  std::map<OccKey, Vote, ByInstant> votes_;
+  using Votes = std::map<OccKey, Vote, ByInstant>;
+  Votes votes_;
+  // Forgets a vote: erases it, its grant record on this node's disk, and its id's reference.
+  void drop_vote(Votes::iterator it);
   ParsedOccKey parsed_scratch_;   // on_record's parse (not re-entered: see SchedulerHost)
   // The event handed to host_.emit, reused so that its strings keep their storage: a
   // node emits several events per occurrence, each naming the volume, entry and node.

@@ -100,7 +100,7 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
     ++counters_.granted;
     const OccKey key = occ_key(c.volume, c.occ);
     votes_.emplace(key, v);
-    retain(key.entry);
+    retain_interned(key.entry);
     host_.local_put(grant_key(c.volume, c.occ), encode(v));
   } else if (!(v == it->second)) {
     it->second = v;
@@ -137,9 +137,7 @@ void Scheduler::on_release(const Release& r) {
   auto it = votes_.find(*key);
   // Only an ordinary (round 0) claim that was never taken over may be handed back.
   if (it == votes_.end() || it->second.promised_round != 0 || !(it->second.promised_by == r.claimant)) return;
-  votes_.erase(it);
-  release(key->entry);
-  host_.local_erase(grant_key(r.volume, r.occ));
+  drop_vote(it);
   if (Occ* o = find_occ(r.volume, r.occ); o && o->holder && *o->holder == r.claimant) o->holder.reset();
 }
 
