@@ -5,6 +5,7 @@
 //   caesium-bench cluster [--json] [--entries 100000] [--window-ms 1000]
 //                         [--semantics both|at_least_once|at_most_once]
 //                         [--connections 24] [--pipeline 16] [--bin PATH] [--dir DIR] [--keep]
+//                         [--no-baseline]
 //
 // For each semantics a fresh cluster (new data directories) is started and formed;
 // then:
@@ -28,6 +29,11 @@
 //      the path gets cheaper.  It still moves with the machine's other tenants (cache
 //      and memory contention), if less than occurrences/s; tests/sim/perf_burst_100k.toml
 //      measures the node code's share deterministically.
+//   6. baseline, measured in the same run after the clusters are stopped (skip it with
+//      --no-baseline): the same N timers due in the same window, fired by one process
+//      that only records each firing durably (bench/timer_floor.h).  Caesium's figures
+//      are also printed as ratios to it, which move less with the machine than the
+//      figures themselves; the BullMQ anchor below is a constant measured elsewhere.
 // Nodes are stopped with SIGTERM (SIGKILL after 10 s) and die with the benchmark
 // (PR_SET_PDEATHSIG).  The anchor (BullMQ 5.81 on Redis 7.0, 50,000 delayed jobs due
 // within 1 s on this machine: ~9,800 jobs/s, lateness p50 2.4 s, p99 4.0 s) is printed
@@ -61,6 +67,7 @@
 
 #include "base/time.h"
 #include "bench/registry.h"
+#include "bench/timer_floor.h"
 
 namespace caesium::bench {
 namespace {
@@ -632,6 +639,21 @@ int run_cluster(const Args& args) {
     all.push_back(f);
   }
 
+  // The same-run baseline (bench/timer_floor.h): the same timers fired by one process that
+  // only records each firing durably.  Run after the clusters are gone, so it has the
+  // machine to itself as they did.
+  FloorFigures floor;
+  const bool with_floor = !args.has("no-baseline");
+  if (with_floor) {
+    std::string error;
+    const std::string dir = base + "/caesium-cluster-bench-" + std::to_string(::getpid()) + "-floor";
+    if (!run_timer_floor(entries, window_ms, dir, floor, error)) {
+      std::fprintf(stderr, "cluster (baseline): %s\n", error.c_str());
+      return 1;
+    }
+  }
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+
   bool clean = true;
   for (const auto& f : all) clean &= f.duplicates == 0 && f.misses == 0 && f.early == 0;
   if (args.json) {
@@ -642,6 +664,12 @@ int run_cluster(const Args& args) {
     j["nodes"] = 3;
     j["anchor"] = {{"system", "BullMQ 5.81 / Redis 7.0"}, {"jobs", 50000}, {"jobs_per_s", 9800},
                    {"lateness_p50_ms", 2400}, {"lateness_p99_ms", 4000}};
+    if (with_floor) {
+      j["baseline"] = {{"system", "one process, durable firing records, no replicas (timer-floor)"},
+                       {"fired", floor.fired}, {"occurrences_per_s", floor.occ_per_s},
+                       {"lateness_p50_ms", floor.late_p50}, {"lateness_p99_ms", floor.late_p99},
+                       {"lateness_max_ms", floor.late_max}, {"cpu_us_per_occurrence", floor.cpu_us_per_occurrence}};
+    }
     for (const auto& f : all) {
       j["results"].push_back({{"semantics", f.semantics}, {"due", f.due}, {"executed", f.executed},
                               {"executions", f.executions}, {"duplicates", f.duplicates}, {"misses", f.misses},
@@ -654,6 +682,10 @@ int run_cluster(const Args& args) {
                               {"cpu_us_per_occurrence", f.cpu_us_per_occurrence},
                               {"cpu_s_by_node", f.cpu_s_by_node},
                               {"vs_anchor_rate", f.occ_per_s / 9800.0}});
+      if (with_floor) {
+        j["results"].back()["vs_baseline_rate"] = ratio(f.occ_per_s, floor.occ_per_s);
+        j["results"].back()["cpu_vs_baseline"] = ratio(f.cpu_us_per_occurrence, floor.cpu_us_per_occurrence);
+      }
     }
     std::printf("%s\n", j.dump(2).c_str());
   } else {
@@ -666,8 +698,22 @@ int run_cluster(const Args& args) {
                   f.occ_per_s, static_cast<long long>(f.duplicates), static_cast<long long>(f.misses), f.late_p50,
                   f.late_p99, f.late_max, f.occ_per_s / 9800.0, f.api_writes_per_s, f.rss_mib_per_1m);
     }
+    if (with_floor) {
+      std::printf("%-14s %9.0f %6s %7s %7.0fms %7.0fms %7.0fms\n", "baseline", floor.occ_per_s, "-", "-",
+                  floor.late_p50, floor.late_p99, floor.late_max);
+    }
     std::printf("\nanchor: BullMQ 5.81 on Redis 7.0, 50,000 delayed jobs due within 1 s: ~9,800 jobs/s, "
                 "lateness p50 2.4 s, p99 4.0 s (single Redis, no partition semantics)\n");
+    if (with_floor) {
+      std::printf("baseline (same run, `caesium-bench timer-floor`): one process fires the same timers, each "
+                  "recorded durably in LMDB (group commit, fsync), no replicas, no agreement, no network: "
+                  "%lld/%lld fired, CPU %.2f us per occurrence\n",
+                  static_cast<long long>(floor.fired), static_cast<long long>(floor.due), floor.cpu_us_per_occurrence);
+      for (const auto& f : all) {
+        std::printf("%s vs baseline: rate %.2fx, CPU per occurrence %.1fx\n", f.semantics.c_str(),
+                    ratio(f.occ_per_s, floor.occ_per_s), ratio(f.cpu_us_per_occurrence, floor.cpu_us_per_occurrence));
+      }
+    }
     for (const auto& f : all) {
       std::printf("%s: RSS per 1M entries %.0f MiB, of which anonymous (heap) %.0f MiB and file pages (LMDB map) %.0f MiB\n",
                   f.semantics.c_str(), f.rss_mib_per_1m, f.anon_mib_per_1m, f.rss_mib_per_1m - f.anon_mib_per_1m);
@@ -692,7 +738,8 @@ CAESIUM_BENCH("cluster", "three real nodes: 100k one-shot entries due within 1 s
               {"semantics", "S", "both, at_least_once or at_most_once (default both)"},
               {"bin", "PATH", "the caesium binary (default: the one built beside this program)"},
               {"dir", "DIR", "where the nodes' data directories go (default: the temp directory)"},
-              {"keep", "", "keep the nodes' data directories"});
+              {"keep", "", "keep the nodes' data directories"},
+              {"no-baseline", "", "skip the same-run baseline (timer-floor)"});
 
 }  // namespace
 }  // namespace caesium::bench
