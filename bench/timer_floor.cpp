@@ -5,6 +5,7 @@
 #include <uv.h>
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cstdio>
 #include <deque>
@@ -17,6 +18,7 @@
 
 #include "bench/registry.h"
 #include "node/daemon/lmdb_storage.h"
+#include "sim/report.h"
 
 namespace caesium::bench {
 namespace {
@@ -34,12 +36,6 @@ int64_t self_cpu_us() {
   return (int64_t{u.ru_utime.tv_sec} + u.ru_stime.tv_sec) * 1'000'000 + u.ru_utime.tv_usec + u.ru_stime.tv_usec;
 }
 
-double percentile(std::vector<int64_t>& v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return static_cast<double>(v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))]);
-}
-
 // One run: the loop, the storage and the bookkeeping of what is durable.
 class Floor {
  public:
@@ -53,8 +49,8 @@ class Floor {
   bool open(const std::string& dir, std::string& error) {
     auto env = daemon::LmdbEnv::open(dir);
     if (!env.ok()) {
-      error = env.error().message;
-      return false;
+      failed_ = env.error().message;
+      return finish(error);
     }
     storage_ = std::make_unique<daemon::LmdbStorage>(
         loop_, std::move(env).value(), [this](uint64_t seq) { on_durable(seq); },
@@ -86,9 +82,12 @@ class Floor {
     f.cpu_us_per_occurrence = f.fired > 0 ? static_cast<double>(cpu_end_us_ - cpu_start_us_) / static_cast<double>(f.fired) : 0;
     const double span_s = static_cast<double>(std::max<int64_t>(window_ms_, last_durable_ms_ - t0_)) / 1000.0;
     f.occ_per_s = static_cast<double>(f.fired) / span_s;
-    f.late_p50 = percentile(late_, 0.50);
-    f.late_p99 = percentile(late_, 0.99);
-    f.late_max = late_.empty() ? 0 : static_cast<double>(late_.back());
+    if (!late_.empty()) {
+      std::sort(late_.begin(), late_.end());
+      f.late_p50 = static_cast<double>(sim::percentile(late_, 50));
+      f.late_p99 = static_cast<double>(sim::percentile(late_, 99));
+      f.late_max = static_cast<double>(late_.back());
+    }
     return finish(error);
   }
 
@@ -143,15 +142,21 @@ class Floor {
     uv_stop(loop_);
   }
 
-  // Closes the storage (waiting for a commit in flight) and the timers.
+  // Closes the storage (waiting for a commit in flight) and the timers; also after a
+  // failed open.  The loop runs until their close callbacks are done, so the handles are
+  // no longer the loop's when this object goes.
   bool finish(std::string& error) {
-    bool closed = false;
-    storage_->close([&closed] { closed = true; });
-    while (!closed) uv_run(loop_, UV_RUN_ONCE);
-    storage_.reset();
-    uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
-    uv_close(reinterpret_cast<uv_handle_t*>(&guard_), nullptr);
-    uv_run(loop_, UV_RUN_DEFAULT);
+    if (storage_) {
+      bool closed = false;
+      storage_->close([&closed] { closed = true; });
+      while (!closed) uv_run(loop_, UV_RUN_ONCE);
+      storage_.reset();
+    }
+    if (!uv_is_closing(reinterpret_cast<uv_handle_t*>(&timer_))) {
+      uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
+      uv_close(reinterpret_cast<uv_handle_t*>(&guard_), nullptr);
+      uv_run(loop_, UV_RUN_DEFAULT);
+    }
     if (!failed_.empty()) {
       error = failed_;
       return false;
@@ -189,8 +194,9 @@ bool run_timer_floor(int64_t entries, int64_t window_ms, const std::string& dir,
     Floor floor(&loop, entries, window_ms);
     ok = floor.open(dir, error) && floor.run(out, error);
   }
-  uv_run(&loop, UV_RUN_DEFAULT);
-  uv_loop_close(&loop);
+  const int closed = uv_loop_close(&loop);  // every handle was closed by Floor::finish
+  assert(closed == 0);
+  (void)closed;
   fs::remove_all(dir, ec);
   return ok;
 }
