@@ -453,6 +453,8 @@ class Scheduler {
   // `unreachable_lost`, counting the replicas that have not answered and that we cannot
   // reach as refusals too.
   bool majority_impossible(const Occ& o, const Entry& e, bool unreachable_lost = false) const;
+  // Our grants are at least half of some quorum set: nobody else can hold a majority.
+  bool holds_half(const Occ& o, const Entry& e) const;
   static bool alive_in(const PeerView& p, const ProcessId& owner);  // reachable, same boot
   bool owner_alive(const ProcessId& owner) const;
   // Not alive, or suspect and silent for owner_silence_ms (see SchedulerOptions).

@@ -232,13 +232,27 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     return;
   }
   if (majority_impossible(o, e)) {
+    // We hold half of some quorum set: no other claimant can hold a majority of it, so
+    // the holder named by the refusals cannot own o either (a split vote between two
+    // masters of a moment, each holding half).  Waiting for it (claim_give_up) would only
+    // delay o; like a split without a holder, claim again after the backoff.
+    const bool holder_cannot_win = holds_half(o, e);
     release_grants(o, &e, now);
     o.phase = Phase::kTracking;
-    if (o.holder && !(*o.holder == self_)) {
+    if (o.holder && !(*o.holder == self_) && !holder_cannot_win) {
       reconsider(o, now);  // defer to the holder, or take over if it vanished
       return;
     }
-    o.holder.reset();  // our own grant, just released
+    const bool split_with_holder = o.holder && !(*o.holder == self_);
+    o.holder.reset();  // our own grant, just released (or a holder that cannot win)
+    if (split_with_holder) {
+      // The other claimant released its half too, or will: both claim again after
+      // backoffs spread by node; at-least-once as well, since firing it degraded here
+      // would run it on both sides of a vote that is merely split.
+      const int64_t backoff = options_.claim_retry_ms * (1 + static_cast<int64_t>(hash64(self_.node) % 4));
+      set_timer(o, now.mono_ms + backoff);
+      return;
+    }
     // No holder, so abstentions (replicas that lost their disk cannot vote on o) or a
     // split vote.  At-least-once does not wait: it fires in this component, flagged.
     if (!o.at_most_once) {

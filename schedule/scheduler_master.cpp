@@ -133,6 +133,14 @@ bool Scheduler::majority_impossible(const Occ& o, const Entry& e, bool unreachab
   return false;
 }
 
+bool Scheduler::holds_half(const Occ& o, const Entry& e) const {
+  const auto quorum = quorum_sets(o.volume, e);
+  for (const auto& set : *quorum) {
+    if (!set.empty() && 2 * count_in(o.granted, set) >= set.size()) return true;
+  }
+  return false;
+}
+
 // Whether the process is alive in our view.  boot == 0 means "whatever process runs
 // on that node now" (a worker, which is named by node only).
 bool Scheduler::alive_in(const PeerView& p, const ProcessId& owner) {
