@@ -455,6 +455,7 @@ class Scheduler {
   bool majority_impossible(const Occ& o, const Entry& e, bool unreachable_lost = false) const;
   // Our grants are at least half of some quorum set: nobody else can hold a majority.
   bool holds_half(const Occ& o, const Entry& e) const;
+  int64_t split_vote_backoff_ms(const Occ& o) const;  // before claiming again after a split vote
   static bool alive_in(const PeerView& p, const ProcessId& owner);  // reachable, same boot
   bool owner_alive(const ProcessId& owner) const;
   // Not alive, or suspect and silent for owner_silence_ms (see SchedulerOptions).
