@@ -235,7 +235,7 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     // We hold half of some quorum set: no other claimant can hold a majority of it, so
     // the holder named by the refusals cannot own o either (a split vote between two
     // masters of a moment, each holding half).  Waiting for it (claim_give_up) would only
-    // delay o; like a split without a holder, claim again after the backoff.
+    // delay o; claim again after split_vote_backoff_ms instead.
     const bool holder_cannot_win = holds_half(o, e);
     release_grants(o, &e, now);
     o.phase = Phase::kTracking;
@@ -247,7 +247,7 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     o.holder.reset();  // our own grant, just released (or a holder that cannot win)
     if (split_with_holder) {
       // The other claimant released its half too, or will: both claim again after
-      // backoffs spread by node; at-least-once as well, since firing it degraded here
+      // split_vote_backoff_ms; at-least-once as well, since firing it degraded here
       // would run it on both sides of a vote that is merely split.
       set_timer(o, now.mono_ms + split_vote_backoff_ms(o));
       return;
