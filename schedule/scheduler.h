@@ -294,6 +294,7 @@ class Scheduler {
     bool holder_vouched = false;      // a replica that can see the holder says it is alive
     bool ever_owned = false;          // this process owned o at some point: never release grants
     int64_t deferred_since_mono_ms = 0;  // deferring to `holder` since (0 = not deferring)
+    int64_t owner_deferred_since_mono_ms = 0;  // deferring to another's open owner record since (0 = not)
     std::string deferred_reason;         // last kDeferred detail emitted (emit on change only)
     // ownership (phase kOwned)
     std::shared_ptr<const Entry> entry;  // captured when this node started deciding
@@ -456,6 +457,8 @@ class Scheduler {
   // Our grants are at least half of some quorum set: nobody else can hold a majority.
   bool holds_half(const Occ& o, const Entry& e) const;
   int64_t split_vote_backoff_ms(const Occ& o) const;  // before claiming again after a split vote
+  int64_t owner_stall_ms(const Entry& e) const;  // at-most-once: how long to defer to an open owner record
+  bool owner_stalled(Occ& o, const Entry& e, Clock now);
   static bool alive_in(const PeerView& p, const ProcessId& owner);  // reachable, same boot
   bool owner_alive(const ProcessId& owner) const;
   // Not alive, or suspect and silent for owner_silence_ms (see SchedulerOptions).

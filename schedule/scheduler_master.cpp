@@ -316,10 +316,24 @@ void Scheduler::reconsider(Occ& o, Clock now) {
       return;
     }
     if (!owner_gone(r.owner)) {  // its owner is at work
+      // Or it was, and a higher round superseded it: its record stays open while the
+      // process lives, and a superseded owner defers to the record of whoever
+      // superseded it.  When that one was superseded in turn (by a minority round that
+      // came to nothing), each defers to the other's record for ever (swarm seed 27011:
+      // the at-most-once occurrence never ran).  So at-most-once deferral is bounded:
+      // after an accept timeout plus claim_give_up with no live worker holding an
+      // accepted attempt, the master takes o over through a higher round — safe against
+      // an owner that is in fact at work, since the round resolves its attempts first.
+      if (o.at_most_once && owner_stalled(o, e, now)) {
+        o.owner_deferred_since_mono_ms = 0;
+        take_over_or_wait(o, e, now);
+        return;
+      }
       defer(o, now, "owner " + r.owner.node + " is at work");
       // A suspect owner that stays silent counts as gone later: look again then (an
       // earlier wake-up already set stays).
-      const int64_t at = owner_gone_at(r.owner, now);
+      int64_t at = owner_gone_at(r.owner, now);
+      if (o.at_most_once) at = std::min(at, o.owner_deferred_since_mono_ms + owner_stall_ms(e));
       if (at != kNever && (!o.timer_armed || at < o.timer_mono_ms)) set_timer(o, at);
       return;
     }
@@ -539,6 +553,25 @@ Dispatch Scheduler::make_dispatch(const Occ& o, const Entry& e, const Attempt& a
 
 // Drives an owned occurrence: accept timeouts, revocation, complete_time, worker
 // death, the misfire window.  Idempotent; called on every relevant event.
+int64_t Scheduler::owner_stall_ms(const Entry& e) const { return e.accept_timeout_ms + options_.claim_give_up_ms; }
+
+// Deferring to another process's open owner record for longer than owner_stall_ms, with
+// no live worker holding an accepted attempt of o (that one still completes).  Starts
+// the deferral clock on the first call.
+bool Scheduler::owner_stalled(Occ& o, const Entry& e, Clock now) {
+  for (const auto& [fid, w] : o.worker_records) {
+    if (w.state == WorkerState::kAccepted && owner_alive(w.worker)) {
+      o.owner_deferred_since_mono_ms = now.mono_ms;
+      return false;
+    }
+  }
+  if (o.owner_deferred_since_mono_ms == 0) {
+    o.owner_deferred_since_mono_ms = now.mono_ms;
+    return false;
+  }
+  return now.mono_ms >= o.owner_deferred_since_mono_ms + owner_stall_ms(e);
+}
+
 void Scheduler::owner_step(Occ& o, Clock now) {
   assert(o.phase == Phase::kOwned);
   const Entry& e = *o.entry;
