@@ -294,11 +294,12 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
   }
 }
 
-// After a split vote.  The first time, claim_retry_ms: a split is mostly two masters of a
-// moment (a brief suspicion), and by then one of them no longer is, so the other wins at
-// once (swarm seed 58604).  After a repeat, a backoff spread by node and by round, so two
-// claimants that both stay masters (each in its own view) fall apart rather than
-// colliding in step; a bucket fixed per node could match the other claimant's forever.
+// After a split vote.  In o's first claim round, claim_retry_ms: a split is mostly two
+// masters of a moment (a brief suspicion), and by then one of them no longer is, so the
+// other wins at once (swarm seed 58604).  In later rounds, a backoff spread by node and by
+// round, so two claimants that both stay masters (each in its own view) fall apart rather
+// than colliding in step; a bucket fixed per node could match the other claimant's
+// forever.
 int64_t Scheduler::split_vote_backoff_ms(const Occ& o) const {
   if (o.claim_rounds <= 1) return options_.claim_retry_ms;
   const uint64_t spread = hash64(self_.node, o.claim_rounds) % 4;
@@ -323,6 +324,7 @@ void Scheduler::release_grants(Occ& o, const Entry* e, Clock now) {
 
 void Scheduler::start_prepare(Occ& o, const Entry& e, Clock now) {
   o.phase = Phase::kPreparing;
+  o.owner_deferred_since_mono_ms = 0;  // a takeover began: deferring to an owner record is over
   o.granted.clear();
   o.refused.clear();
   o.answered.clear();

@@ -270,6 +270,25 @@ void Scheduler::reconsider_volume(const std::string& volume, Clock now) {
   }
 }
 
+int64_t Scheduler::owner_stall_ms(const Entry& e) const { return e.accept_timeout_ms + options_.claim_give_up_ms; }
+
+// Deferring to another process's open owner record for longer than owner_stall_ms, with
+// no live worker holding an accepted attempt of o (that one still completes).  Starts
+// the deferral clock on the first call; start_prepare stops it.
+bool Scheduler::owner_stalled(Occ& o, const Entry& e, Clock now) {
+  for (const auto& [fid, w] : o.worker_records) {
+    if (w.state == WorkerState::kAccepted && owner_alive(w.worker)) {
+      o.owner_deferred_since_mono_ms = now.mono_ms;
+      return false;
+    }
+  }
+  if (o.owner_deferred_since_mono_ms == 0) {
+    o.owner_deferred_since_mono_ms = now.mono_ms;
+    return false;
+  }
+  return now.mono_ms >= o.owner_deferred_since_mono_ms + owner_stall_ms(e);
+}
+
 void Scheduler::reconsider(Occ& o, Clock now) {
   if (terminal(o.phase)) return;
   for (const auto& [fid, w] : o.worker_records) {
@@ -325,7 +344,6 @@ void Scheduler::reconsider(Occ& o, Clock now) {
       // accepted attempt, the master takes o over through a higher round — safe against
       // an owner that is in fact at work, since the round resolves its attempts first.
       if (o.at_most_once && owner_stalled(o, e, now)) {
-        o.owner_deferred_since_mono_ms = 0;
         take_over_or_wait(o, e, now);
         return;
       }
@@ -426,7 +444,7 @@ void Scheduler::take_over_or_wait(Occ& o, const Entry& e, Clock now) {
   if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
     const bool maybe_ran = !o.owner_records.empty() || o.holder.has_value();
     finish(o, maybe_ran ? Phase::kLost : Phase::kMissed,
-           "its owner vanished and no new master could take it over within the misfire window", now);
+           "its owner vanished or stalled and no new master could take it over within the misfire window", now);
     return;
   }
   if (quorum_reachable(o.volume, e)) {
@@ -553,25 +571,6 @@ Dispatch Scheduler::make_dispatch(const Occ& o, const Entry& e, const Attempt& a
 
 // Drives an owned occurrence: accept timeouts, revocation, complete_time, worker
 // death, the misfire window.  Idempotent; called on every relevant event.
-int64_t Scheduler::owner_stall_ms(const Entry& e) const { return e.accept_timeout_ms + options_.claim_give_up_ms; }
-
-// Deferring to another process's open owner record for longer than owner_stall_ms, with
-// no live worker holding an accepted attempt of o (that one still completes).  Starts
-// the deferral clock on the first call.
-bool Scheduler::owner_stalled(Occ& o, const Entry& e, Clock now) {
-  for (const auto& [fid, w] : o.worker_records) {
-    if (w.state == WorkerState::kAccepted && owner_alive(w.worker)) {
-      o.owner_deferred_since_mono_ms = now.mono_ms;
-      return false;
-    }
-  }
-  if (o.owner_deferred_since_mono_ms == 0) {
-    o.owner_deferred_since_mono_ms = now.mono_ms;
-    return false;
-  }
-  return now.mono_ms >= o.owner_deferred_since_mono_ms + owner_stall_ms(e);
-}
-
 void Scheduler::owner_step(Occ& o, Clock now) {
   assert(o.phase == Phase::kOwned);
   const Entry& e = *o.entry;
