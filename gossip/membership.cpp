@@ -58,7 +58,10 @@ Status Membership::check_identity(std::string_view self_id, std::string_view sel
     return Error("node id must be 1 to " + std::to_string(kMaxIdBytes) + " bytes long", "id");
   if (self_addr.empty() || self_addr.size() > kMaxIdBytes)
     return Error("gossip address must be 1 to " + std::to_string(kMaxIdBytes) + " bytes long", "addr");
-  const Alive alive{std::string(self_id), 0, std::string(self_addr), meta};
+  // Room is kept for the short list of unfilled volumes (["*"], see MemberMeta), which
+  // comes and goes with anti-entropy: tags that fit now must still fit with it.
+  Alive alive{std::string(self_id), 0, std::string(self_addr), meta};
+  if (alive.meta.unfilled_volumes.empty()) alive.meta.unfilled_volumes = {"*"};
   const size_t bytes = estimated_wire_size(Update{alive});
   const size_t limit = max_update_bytes(datagram_budget_bytes(self_id, self_addr, config));
   if (bytes > limit)
@@ -193,7 +196,9 @@ void Membership::apply_meta(const MemberMeta& meta, int64_t now_ms) {
 void Membership::meta_tick(int64_t now_ms) {
   if (!pending_meta_ || left_) return;
   if (now_ms < last_alive_broadcast_ms_ + config_.load_update_min_interval_ms) return;
-  apply_meta(*pending_meta_, now_ms);
+  // Out of pending_meta_ first: apply_meta resets it, which would destroy its argument.
+  const MemberMeta meta = std::move(*pending_meta_);
+  apply_meta(meta, now_ms);
 }
 
 void Membership::on_packet(const Peer& from, const Packet& packet, int64_t now_ms) {

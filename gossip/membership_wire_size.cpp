@@ -21,8 +21,12 @@ size_t estimated_text_size(std::string_view s) { return kPointerBytes + round_up
 size_t estimated_wire_size(const MemberMeta& meta) {
   size_t tags = kListHeaderBytes;
   for (const auto& tag : meta.tags) tags += estimated_text_size(tag);
+  // A list of texts is its elements' pointers and bytes (estimated_text_size); its own
+  // pointer fits in the struct's over-count above (MemberMeta's data takes 32 of 56).
+  size_t unfilled = 0;
+  for (const auto& v : meta.unfilled_volumes) unfilled += estimated_text_size(v);
   return kStructBytes + kWideDataBytes + estimated_text_size(meta.stream_addr) +
-         estimated_text_size(meta.api_addr) + tags + 2 * kStructBytes /* capacity, load */;
+         estimated_text_size(meta.api_addr) + tags + unfilled + 2 * kStructBytes /* capacity, load */;
 }
 
 size_t estimated_wire_size(const Update& update) {

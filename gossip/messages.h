@@ -46,6 +46,7 @@ struct Capacity {
 //   2  digest push-pull (PushPull::digest_only)
 inline constexpr uint32_t kProtocolVersion = 2;
 inline constexpr uint32_t kDigestPushPullVersion = 2;
+inline constexpr size_t kMaxUnfilledListed = 8;
 
 // What a member advertises about itself.  Changing it needs a new incarnation.
 struct MemberMeta {
@@ -58,6 +59,12 @@ struct MemberMeta {
   uint64_t config_epoch = 0;      // highest cluster-config epoch this node holds
   uint32_t protocol_version = kProtocolVersion;
   uint64_t boot_id = 0;           // random per process start: tells a restart from a long pause
+  // Volumes this node replicates but has not yet copied from a replica that held them
+  // before it (an anti-entropy session since it opened them): a replica change must not
+  // drop the old replicas while a new one is still empty (Node::apply_config).  Sorted;
+  // at most kMaxUnfilledListed names, or the one name "*" (not a valid volume name) for
+  // "more than that: count every volume as unfilled".
+  std::vector<std::string> unfilled_volumes;
   bool operator==(const MemberMeta&) const = default;
 };
 

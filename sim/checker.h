@@ -46,6 +46,7 @@ enum class FaultKind : uint8_t {
   kSkew = 8,
   kSlow = 9,
   kSlowEnd = 10,
+  kConfig = 11,     // a cluster config change applied on `nodes` (detail: volume and sets)
 };
 
 const char* fault_name(FaultKind kind);

@@ -80,28 +80,47 @@ void FireChecker::on_execution(const World& world, const Execution& execution) {
   executions_[k].push_back(world.executions().size() - 1);
 }
 
-std::vector<std::string> FireChecker::eligible(const World& world, const Created& c) const {
+std::vector<std::string> FireChecker::eligible(const World& world, const Created& c, int64_t time_ms) const {
   std::vector<std::string> out;
-  for (const auto& v : world.cluster().volumes) {
-    if (v.name != c.volume) continue;
-    for (const auto& r : v.replicas) {
-      const int64_t idx = world.index_of(r);
-      if (idx < 0) continue;
-      bool match = c.entry.bind.empty();
-      for (const auto& b : c.entry.bind) {
-        if (b.rfind("tag:", 0) == 0) {
-          const auto& tags = world.spec(static_cast<uint32_t>(idx)).tags;
-          if (std::binary_search(tags.begin(), tags.end(), b.substr(4))) match = true;
-        } else if (b == r) {
-          match = true;
-        }
+  for (const auto& r : world.replicas_at(c.volume, time_ms)) {
+    const int64_t idx = world.index_of(r);
+    if (idx < 0) continue;
+    bool match = c.entry.bind.empty();
+    for (const auto& b : c.entry.bind) {
+      if (b.rfind("tag:", 0) == 0) {
+        const auto& tags = world.spec(static_cast<uint32_t>(idx)).tags;
+        if (std::binary_search(tags.begin(), tags.end(), b.substr(4))) match = true;
+      } else if (b == r) {
+        match = true;
       }
-      if (match) out.push_back(r);
     }
+    if (match) out.push_back(r);
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+// An acknowledged entry must survive every replica change: at the end, with every replica
+// of the final config up, at least one of them holds it.  (Acknowledged: its writer stayed
+// up for a moment after the write, so the write was durable and replied to.)
+bool FireChecker::entry_lost(const World& world, const Created& c) const {
+  const int64_t via = world.index_of(c.via);
+  if (via < 0 || !world.healthy_throughout(static_cast<uint32_t>(via), c.at_ms, c.at_ms + 2'000)) return false;
+  const int64_t end_ms = world.now_ms();
+  std::vector<std::string> holders = world.replicas_at(c.volume, end_ms);
+  const auto& previous = world.previous_replicas_at(c.volume, end_ms);
+  holders.insert(holders.end(), previous.begin(), previous.end());
+  bool answered = false;
+  for (const auto& r : holders) {
+    const int64_t idx = world.index_of(r);
+    if (idx < 0 || !world.is_up(static_cast<uint32_t>(idx))) return false;
+    const Process* p = world.process(static_cast<uint32_t>(idx));
+    const std::optional<bool> held = p != nullptr ? p->holds_record(c.volume, c.key) : std::nullopt;
+    if (held && *held) return false;
+    answered = answered || held.has_value();
+  }
+  return answered;
 }
 
 // Ground truth, not the fault log: every eligible replica up and not slow, every pair
@@ -138,7 +157,9 @@ void FireChecker::finish(const World& world, Report& report) {
   for (const auto& [ck, c] : created_) {
     const bool amo = c.entry.semantics == schedule::Semantics::at_most_once;
     Tally& t = tally[amo ? 1 : 0];
-    const std::vector<std::string> elig = eligible(world, c);
+    if (entry_lost(world, c)) {
+      report.violate({"entry.lost", c.volume + "/" + c.key + " is held by no replica of the volume at the end", end_ms, {}});
+    }
     int64_t cursor = c.at_utc_ms - 1;
     for (size_t n = 0; n < options_.max_occurrences_per_entry; ++n) {
       auto next = schedule::next_occurrence(c.entry, cursor);
@@ -150,6 +171,13 @@ void FireChecker::finish(const World& world, Report& report) {
       if (due_ms > end_ms - 2 * options_.detection_bound_ms) break;
       const OccKey k{c.volume, c.key, *next};
       expected.insert(k);
+      const std::vector<std::string> elig = eligible(world, c, due_ms);
+      // Liveness is judged only under a settled replica set (Options::reconfig_settle_ms),
+      // and not while a change is in flight (previous replicas listed).
+      const bool settled_config =
+          !world.config_changed_between(c.volume, std::min(c.at_ms, due_ms - options_.reconfig_settle_ms),
+                                        due_ms + options_.liveness_window_ms) &&
+          world.previous_replicas_at(c.volume, due_ms).empty();
       ++t.due;
       const std::string name = occ_name(c.volume, c.key, *next);
       size_t started = 0, counted = 0;
@@ -198,7 +226,7 @@ void FireChecker::finish(const World& world, Report& report) {
         lateness_all.push_back(late);
         const bool quiet = quiet_between(world, elig, std::max<int64_t>(0, due_ms - options_.liveness_before_ms), first_start);
         (quiet ? lateness_healthy : lateness_faulty).push_back(late);
-        if (quiet && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms) {
+        if (quiet && settled_config && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms) {
           report.violate({"lateness.healthy", name + " ran " + std::to_string(late) + " ms late with no fault around it",
                           first_start, {}});
         }
@@ -244,7 +272,7 @@ void FireChecker::finish(const World& world, Report& report) {
       // ALO: some eligible replica holding the entry stayed up long enough.
       // (A master that found it late and skipped or missed it by the entry's misfire policy
       // decided; lateness is judged separately.)
-      if (!amo && counted == 0 && !d.missed && due_ms + options_.detection_bound_ms <= end_ms) {
+      if (!amo && settled_config && counted == 0 && !d.missed && due_ms + options_.detection_bound_ms <= end_ms) {
         for (const auto& r : elig) {
           const int64_t ri = world.index_of(r);
           const int64_t vi = world.index_of(c.via);
@@ -266,7 +294,7 @@ void FireChecker::finish(const World& world, Report& report) {
       }
       // AMO liveness: a majority of the eligible replicas up and connected around the due time.
       // (Running twice is amo.duplicate's business; liveness is about running at all.)
-      if (amo && started == 0 && due_ms - c.at_ms > options_.replication_grace_ms &&
+      if (amo && settled_config && started == 0 && due_ms - c.at_ms > options_.replication_grace_ms &&
           c.entry.misfire_window_ms >= options_.detection_bound_ms) {
         const int64_t from = due_ms - options_.liveness_before_ms, to = due_ms + options_.liveness_window_ms;
         std::vector<uint32_t> healthy;

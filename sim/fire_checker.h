@@ -51,6 +51,11 @@ class FireChecker final : public Checker {
     int64_t replication_grace_ms = 5'000;  // an entry reaches its replicas within this
     int64_t healthy_lateness_ms = 1'000;   // fault-free lateness bound
     size_t max_occurrences_per_entry = 20'000;
+    // A replica change of the volume between an entry's write (or this long before an
+    // occurrence) and the end of the occurrence's liveness window exempts the occurrence
+    // from the liveness checks: the new replicas fill by anti-entropy, and which of them
+    // hold the entry is not ground truth.  Safety checks still apply.
+    int64_t reconfig_settle_ms = 30'000;
   };
   FireChecker(const Scenario& scenario, Options options);
 
@@ -80,7 +85,9 @@ class FireChecker final : public Checker {
     std::set<std::string> workers;  // every node an attempt was dispatched to
   };
 
-  std::vector<std::string> eligible(const World& world, const Created& c) const;
+  // The replicas of c's volume at time_ms (World::replicas_at) that c's binding allows.
+  std::vector<std::string> eligible(const World& world, const Created& c, int64_t time_ms) const;
+  bool entry_lost(const World& world, const Created& c) const;
   bool quiet_between(const World& world, const std::vector<std::string>& replicas, int64_t from_ms,
                      int64_t to_ms) const;
 

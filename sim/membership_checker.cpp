@@ -197,6 +197,7 @@ void MembershipChecker::on_fault(const World& world, const FaultRecord& f) {
       start_measuring();
       break;
     case FaultKind::kSkew:
+    case FaultKind::kConfig:
       break;
   }
   check_converged(world);

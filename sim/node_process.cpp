@@ -175,6 +175,33 @@ class NodeProcess final : public Process {
     return true;
   }
 
+  std::string reconfigure(const std::string& volume, const std::vector<std::string>& replicas,
+                          const std::vector<std::string>& previous, Clock now) override {
+    if (!started_) return "not started";
+    node::ClusterConfig next = node_->config();
+    next.epoch += 1;
+    auto it = std::find_if(next.volumes.begin(), next.volumes.end(),
+                           [&](const node::VolumeSpec& v) { return v.name == volume; });
+    if (it == next.volumes.end()) return "no volume " + volume + " in the config";
+    it->replicas = replicas;
+    it->previous_replicas = previous;
+    auto ack = node_->apply_config(std::move(next), now);
+    drain();
+    if (!ack) {
+      note("config change refused: " + ack.error().message);
+      return ack.error().message;
+    }
+    note("config epoch " + std::to_string(node_->config().epoch) + " applied");
+    return {};
+  }
+  std::optional<bool> holds_record(const std::string& volume, const std::string& key) const override {
+    if (!started_) return std::nullopt;
+    const schedule::VolumeStore* store = node_->store(volume);
+    if (store == nullptr) return std::nullopt;
+    auto view = store->find(key);
+    return view && view->value;
+  }
+
   void put_entry(const std::string& volume, const std::string& entity, const std::string& name,
                  const std::string& json, Clock now) override {
     nlohmann::json j = nlohmann::json::parse(json, nullptr, false);

@@ -82,6 +82,21 @@ class Process {
     (void)volume, (void)entity, (void)name, (void)json, (void)now;
   }
 
+  // A cluster config change through this node's API (the simulator's `config` fault):
+  // the next epoch of the config it holds, with `volume`'s replica sets replaced.
+  // Returns "" when applied, else why it was refused.  Default: not supported.
+  virtual std::string reconfigure(const std::string& volume, const std::vector<std::string>& replicas,
+                                  const std::vector<std::string>& previous, Clock now) {
+    (void)volume, (void)replicas, (void)previous, (void)now;
+    return "this process kind has no cluster config";
+  }
+  // Whether this node's store of `volume` holds a live record `key` (nullopt: the
+  // process cannot tell, or does not replicate the volume).
+  virtual std::optional<bool> holds_record(const std::string& volume, const std::string& key) const {
+    (void)volume, (void)key;
+    return std::nullopt;
+  }
+
   // The converged start (`[nodes] start = "joined"`): after every process started, the
   // world hands each one the others' membership records to hold as alive.  Defaults:
   // nothing to offer, nothing to take.

@@ -63,6 +63,9 @@ void apply(World& w, const FaultSpec& f) {
     case FaultSpec::Kind::kSlow:
       for (uint32_t n : indices(w, f.nodes)) w.set_slow(n, f.delay_ms, f.for_ms, f.inbound_only);
       break;
+    case FaultSpec::Kind::kConfig:
+      w.reconfigure(static_cast<uint32_t>(w.index_of(f.nodes.at(0))), f.volume, f.replicas, f.previous_replicas);
+      break;
   }
 }
 

@@ -377,6 +377,20 @@ Status validate_scenario(const Scenario& s) {
     for (const auto& id : f.nodes) {
       if (Status st = known(id, f.where, "fault"); !st.ok()) return st;
     }
+    if (f.kind == FaultSpec::Kind::kConfig) {
+      if (volumes.count(f.volume) == 0) {
+        return Error(f.where + ": fault.config.volume: unknown volume '" + f.volume + "'", "fault.config.volume");
+      }
+      for (const auto* list : {&f.replicas, &f.previous_replicas}) {
+        std::set<std::string> seen;
+        for (const auto& id : *list) {
+          if (Status st = known(id, f.where, "fault.config.replicas"); !st.ok()) return st;
+          if (!seen.insert(id).second) {
+            return Error(f.where + ": fault.config: replica '" + id + "' is listed twice", "fault.config.replicas");
+          }
+        }
+      }
+    }
     if (f.kind == FaultSpec::Kind::kSkew && (f.offset_ms > s.world.max_skew_ms || f.offset_ms < -s.world.max_skew_ms)) {
       return Error(f.where + ": fault.skew.offset: " + std::to_string(f.offset_ms) +
                    "ms is beyond clock.max_skew (" + format_duration_ms(s.world.max_skew_ms) +

@@ -24,18 +24,20 @@
 namespace caesium::sim {
 
 struct FaultSpec {
-  enum class Kind : uint8_t { kPartition, kHeal, kCut, kOneway, kCrash, kRestart, kLeave, kSkew, kSlow };
+  enum class Kind : uint8_t { kPartition, kHeal, kCut, kOneway, kCrash, kRestart, kLeave, kSkew, kSlow, kConfig };
   Kind kind = Kind::kCrash;
   int64_t at_ms = 0;
   std::vector<std::vector<std::string>> groups;               // partition
   std::vector<std::pair<std::string, std::string>> pairs;     // cut, oneway (from, to), heal
-  std::vector<std::string> nodes;                             // crash, restart, leave, skew, slow
+  std::vector<std::string> nodes;                             // crash, restart, leave, skew, slow; config: via
   bool wipe_disk = false;                                     // restart
   int64_t offset_ms = 0;                                      // skew
   double drift = 0;                                           // skew
   int64_t delay_ms = 0;                                       // slow
   int64_t for_ms = kNever;                                    // slow
   bool inbound_only = false;                                  // slow: timers stay on time
+  std::string volume;                                         // config
+  std::vector<std::string> replicas, previous_replicas;       // config
   std::string where;                                          // "file:line" for messages
 };
 

@@ -35,17 +35,17 @@ void read_oneway(TomlReader& r, const toml::table& t, FaultSpec& f) {
 
 void read_fault(TomlReader& r, FaultSpec& f) {
   r.allow_only({"at", "partition", "heal", "cut", "oneway", "crash", "restart", "wipe_disk",
-                "leave", "skew", "slow"});
+                "leave", "skew", "slow", "config"});
   auto at = r.duration("at");
   if (!at) r.fail_here("a fault needs at = \"<duration>\"");
   f.at_ms = *at;
   static const char* const kActions[] = {"partition", "heal", "cut", "oneway", "crash",
-                                         "restart", "leave", "skew", "slow"};
+                                         "restart", "leave", "skew", "slow", "config"};
   int actions = 0;
   for (const char* a : kActions) actions += r.has(a) ? 1 : 0;
   if (actions != 1) {
     r.fail_here("a fault needs exactly one of partition, heal, cut, oneway, crash, restart, "
-                "leave, skew, slow (found " + std::to_string(actions) + ")");
+                "leave, skew, slow, config (found " + std::to_string(actions) + ")");
   }
   if (r.has("wipe_disk") && !r.has("restart")) {
     r.fail(*r.node().get("wipe_disk"), "wipe_disk", "only goes with restart");
@@ -118,8 +118,23 @@ void read_fault(TomlReader& r, FaultSpec& f) {
     f.for_ms = s.duration("for").value_or(kNever);
     f.inbound_only = s.boolean("inbound_only").value_or(false);
     s.finish();
+  } else if (const toml::table* config = r.table("config")) {
+    f.kind = FaultSpec::Kind::kConfig;
+    TomlReader c(*config, r.name("config"), r.path());
+    c.allow_only({"via", "volume", "replicas", "previous_replicas"});
+    auto via = c.string("via");
+    auto volume = c.string("volume");
+    auto replicas = c.string_list("replicas");
+    if (!via || !volume || !replicas || replicas->empty()) {
+      c.fail_here("needs via = \"node\", volume = \"name\" and replicas = [\"n1\", ...]");
+    }
+    f.nodes = {*via};
+    f.volume = *volume;
+    f.replicas = *replicas;
+    f.previous_replicas = c.string_list("previous_replicas").value_or(std::vector<std::string>{});
+    c.finish();
   } else {
-    r.fail_here("skew and slow must be tables: skew = {node=\"n1\", offset=\"2s\"}");
+    r.fail_here("skew, slow and config must be tables: skew = {node=\"n1\", offset=\"2s\"}");
   }
   r.finish();
 }

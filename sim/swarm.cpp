@@ -12,6 +12,63 @@ namespace {
 // Half the time zero, otherwise uniform in (0, max].
 double sometimes(Rng& rng, double max) { return rng.chance(0.5) ? 0.0 : rng.unit() * max; }
 
+FaultSpec config_fault(int64_t at_ms, const std::string& via, const std::string& volume,
+                       std::vector<std::string> replicas, std::vector<std::string> previous) {
+  FaultSpec f;
+  f.kind = FaultSpec::Kind::kConfig;
+  f.at_ms = at_ms;
+  f.nodes = {via};
+  f.volume = volume;
+  f.replicas = std::move(replicas);
+  f.previous_replicas = std::move(previous);
+  f.where = "swarm";
+  return f;
+}
+
+// SwarmOptions::reconfig.  Each volume's changes follow one another (a change is drawn
+// against the sets the previous one asked for, whether or not it was applied).
+void add_replica_changes(uint64_t seed, Scenario& s) {
+  Rng rng(seed ^ 0xC0F16EULL);
+  const auto& nodes = s.cluster.nodes;
+  auto random_node = [&] { return nodes[rng.below(nodes.size())].id; };
+  for (const auto& v : s.cluster.volumes) {
+    if (!rng.chance(0.6)) continue;
+    std::vector<std::string> current = v.replicas;
+    int64_t t = rng.between(20, 60) * kMsPerSecond;
+    const int64_t changes = rng.between(1, 3);
+    for (int64_t i = 0; i < changes && t < s.duration_ms; ++i) {
+      std::vector<std::string> outside;
+      for (const auto& n : nodes) {
+        if (std::find(current.begin(), current.end(), n.id) == current.end()) outside.push_back(n.id);
+      }
+      std::vector<std::string> next = current;
+      const uint64_t kind = rng.below(3);
+      if (kind == 0 && !outside.empty()) {  // replace one: two epochs
+        next[rng.below(next.size())] = outside[rng.below(outside.size())];
+        std::sort(next.begin(), next.end());
+        s.faults.push_back(config_fault(t, random_node(), v.name, next, current));
+        s.faults.push_back(config_fault(t + rng.between(0, 50), random_node(), v.name, next, {}));  // refused
+        s.faults.push_back(config_fault(t + rng.between(10, 60) * kMsPerSecond, random_node(), v.name, next, {}));
+      } else if (kind == 1 && !outside.empty() && current.size() < 5) {  // add one
+        next.push_back(outside[rng.below(outside.size())]);
+        std::sort(next.begin(), next.end());
+        s.faults.push_back(config_fault(t, random_node(), v.name, next, {}));
+      } else if (current.size() > 2) {  // remove one (after the others filled)
+        next.erase(next.begin() + static_cast<std::ptrdiff_t>(rng.below(next.size())));
+        s.faults.push_back(config_fault(t, random_node(), v.name, next, {}));
+      } else {
+        continue;
+      }
+      current = std::move(next);
+      t += rng.between(60, 120) * kMsPerSecond;
+    }
+  }
+  // Within the fault phase only: the settle period must see the sets stand still.
+  std::erase_if(s.faults, [&](const FaultSpec& f) { return f.kind == FaultSpec::Kind::kConfig && f.at_ms >= s.duration_ms; });
+  std::stable_sort(s.faults.begin(), s.faults.end(),
+                   [](const FaultSpec& a, const FaultSpec& b) { return a.at_ms < b.at_ms; });
+}
+
 }  // namespace
 
 Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
@@ -78,6 +135,8 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
   rf.slow_delay_ms = rng.between(500, 3000);
   rf.stop_ms = s.duration_ms;
 
+  if (o.reconfig) add_replica_changes(seed, s);
+
   register_builtin_process_kinds();
   if (const ProcessKind* kind = find_process_kind(o.process); kind && kind->swarm_workload) {
     kind->swarm_workload(rng, s);
@@ -90,6 +149,7 @@ std::string swarm_replay_command(uint64_t seed, const SwarmOptions& o) {
   if (o.nodes > 0) cmd += " --nodes " + std::to_string(o.nodes);
   if (o.duration_ms > 0) cmd += " --duration " + format_duration_ms(o.duration_ms);
   if (o.process != "node") cmd += " --process " + o.process;
+  if (o.reconfig) cmd += " --reconfig";
   return cmd;
 }
 

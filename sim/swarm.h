@@ -21,12 +21,18 @@ struct SwarmOptions {
   int64_t nodes = 0;        // 0 = derived from the seed in [3, 7]
   int64_t duration_ms = 0;  // fault phase; 0 = derived from the seed in [2m, 10m]
   int64_t settle_ms = 3 * kMsPerMinute;
+  // Also change replica sets during the fault phase (`config` faults, drawn from a
+  // stream of their own so that every seed's other choices stay what they are without
+  // it): for 1-3 volumes, replace one replica by another node through a joint epoch,
+  // then drop the previous replicas (tried at once, which the guards refuse, and again
+  // later), or add or remove one replica in one step.
+  bool reconfig = false;
 };
 
 // The scenario for one seed.  Deterministic: same seed and options, same scenario.
 Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& options);
 
-// "caesium sim --swarm --seeds 17..17 [--nodes N] [--duration D] [--process K]"
+// "caesium sim --swarm --seeds 17..17 [--nodes N] [--duration D] [--process K] [--reconfig]"
 std::string swarm_replay_command(uint64_t seed, const SwarmOptions& options);
 
 // A short description of what the seed chose, for the per-seed line of the report.

@@ -24,6 +24,7 @@ const char* fault_name(FaultKind kind) {
     case FaultKind::kSkew: return "skew";
     case FaultKind::kSlow: return "slow";
     case FaultKind::kSlowEnd: return "slow_end";
+    case FaultKind::kConfig: return "config";
   }
   return "?";
 }

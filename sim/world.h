@@ -119,6 +119,23 @@ class World {
   // that reads its sockets late: it times out healthy peers — Lifeguard's case).
   void set_slow(uint32_t node, int64_t delay_ms, int64_t for_ms, bool inbound_only = false);
   void heal_slowness();
+  // A cluster config change through `node`'s API: the volume's replica sets become
+  // `replicas` and `previous` (empty: none) in the next epoch of the config `node` holds.
+  // Refused (counted, traced) when the node is down or its core refuses the change.
+  void reconfigure(uint32_t node, const std::string& volume, const std::vector<std::string>& replicas,
+                   const std::vector<std::string>& previous);
+  // Applied changes, in order: ground truth for the checkers' replica sets.
+  struct ConfigChange {
+    int64_t at_ms = 0;
+    std::string volume;
+    std::vector<std::string> replicas, previous;
+  };
+  const std::vector<ConfigChange>& config_changes() const { return config_changes_; }
+  // The volume's replica sets in effect at time_ms by the applied changes (the
+  // scenario's own before the first), and whether any change of it falls in (from, to].
+  const std::vector<std::string>& replicas_at(const std::string& volume, int64_t time_ms) const;
+  const std::vector<std::string>& previous_replicas_at(const std::string& volume, int64_t time_ms) const;
+  bool config_changed_between(const std::string& volume, int64_t from_ms, int64_t to_ms) const;
   // The workload's API write on `node` (ignored, and counted, when the node is down).
   void put_entry(uint32_t node, const std::string& volume, const std::string& entity,
                  const std::string& name, const std::string& json);
@@ -278,7 +295,8 @@ class World {
   std::function<void(const std::string&)> trace_sink_;
   ChannelStats datagram_, stream_;
   uint64_t ticks_ = 0, syncs_ = 0, batches_lost_ = 0, observations_ = 0, puts_ = 0,
-           puts_dropped_ = 0;
+           puts_dropped_ = 0, configs_applied_ = 0, configs_refused_ = 0;
+  std::vector<ConfigChange> config_changes_;
   int64_t now_ms_ = 0;
   uint64_t events_ = 0;
   uint64_t trace_hash_ = 0;

@@ -166,6 +166,66 @@ void World::put_entry(uint32_t node, const std::string& volume, const std::strin
   drain(node);
 }
 
+void World::reconfigure(uint32_t node, const std::string& volume, const std::vector<std::string>& replicas,
+                        const std::vector<std::string>& previous) {
+  SimNode& n = nodes_[node];
+  mix(0xC0F1 ^ hash64(volume));
+  std::string sets = volume + " -> [";
+  for (const auto& r : replicas) sets += (sets.back() == '[' ? "" : ",") + r;
+  sets += "]";
+  if (!previous.empty()) {
+    sets += " previous [";
+    for (const auto& r : previous) sets += (sets.back() == '[' ? "" : ",") + r;
+    sets += "]";
+  }
+  if (!n.up) {
+    ++configs_refused_;
+    trace(spec(node).id + " is down: config change " + sets + " refused");
+    return;
+  }
+  const std::string error = n.process->reconfigure(volume, replicas, previous, clock_of(node));
+  drain(node);
+  if (!error.empty()) {
+    ++configs_refused_;
+    trace(spec(node).id + " refused config change " + sets + ": " + error);
+    return;
+  }
+  ++configs_applied_;
+  ConfigChange c{now_ms_, volume, replicas, previous};
+  std::sort(c.replicas.begin(), c.replicas.end());
+  std::sort(c.previous.begin(), c.previous.end());
+  config_changes_.push_back(std::move(c));
+  record_fault(FaultKind::kConfig, {node}, sets);
+}
+
+const std::vector<std::string>& World::replicas_at(const std::string& volume, int64_t time_ms) const {
+  for (size_t i = config_changes_.size(); i-- > 0;) {
+    const ConfigChange& c = config_changes_[i];
+    if (c.volume == volume && c.at_ms <= time_ms) return c.replicas;
+  }
+  for (const auto& v : cluster_.volumes) {
+    if (v.name == volume) return v.replicas;
+  }
+  static const std::vector<std::string> kNone;
+  return kNone;
+}
+
+const std::vector<std::string>& World::previous_replicas_at(const std::string& volume, int64_t time_ms) const {
+  for (size_t i = config_changes_.size(); i-- > 0;) {
+    const ConfigChange& c = config_changes_[i];
+    if (c.volume == volume && c.at_ms <= time_ms) return c.previous;
+  }
+  static const std::vector<std::string> kNone;
+  return kNone;
+}
+
+bool World::config_changed_between(const std::string& volume, int64_t from_ms, int64_t to_ms) const {
+  for (const ConfigChange& c : config_changes_) {
+    if (c.volume == volume && c.at_ms > from_ms && c.at_ms <= to_ms) return true;
+  }
+  return false;
+}
+
 // --- Ground truth -------------------------------------------------------------------------------
 
 bool World::healthy_throughout(uint32_t node, int64_t from_ms, int64_t to_ms) const {
@@ -251,6 +311,8 @@ void World::finish(Report& report) {
   report.set("sim.observations", static_cast<double>(observations_));
   report.set("sim.api.puts", static_cast<double>(puts_));
   report.set("sim.api.puts_refused", static_cast<double>(puts_dropped_));
+  report.set("sim.config.applied", static_cast<double>(configs_applied_));
+  report.set("sim.config.refused", static_cast<double>(configs_refused_));
   uint64_t ok = 0, failed = 0, abandoned = 0, hung = 0, running = 0;
   for (const Execution& ex : executions_) {
     switch (ex.outcome) {

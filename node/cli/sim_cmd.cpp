@@ -2,7 +2,7 @@
 // deterministic simulator (sim/) and print the report.
 //
 //   caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]
-//   caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--json]
+//   caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig] [--json]
 //   caesium sim --kinds
 //
 // Exit status: 0 every run passed; 1 an invariant was violated or an [expect] did not
@@ -35,14 +35,14 @@ using caesium::sim::Report;
 struct Args {
   std::string scenario, seeds, process, duration;
   int64_t nodes = 0;
-  bool has_seed = false, swarm = false, json = false, trace = false, kinds = false;
+  bool has_seed = false, swarm = false, json = false, trace = false, kinds = false, reconfig = false;
   uint64_t seed = 0;
 };
 
 void print_usage(FILE* out) {
   std::fprintf(out,
                "usage: caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]\n"
-               "       caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--json]\n"
+               "       caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig] [--json]\n"
                "       caesium sim --kinds\n"
                "scenario format: tests/sim/README.md\n");
 }
@@ -126,6 +126,7 @@ int run_swarm(const Args& a) {
   caesium::sim::SwarmOptions o;
   if (!a.process.empty()) o.process = a.process;
   o.nodes = a.nodes;
+  o.reconfig = a.reconfig;
   if (!a.duration.empty()) {
     auto d = caesium::parse_duration_ms(a.duration);
     if (!d.ok() || d.value() <= 0) return usage_error("--duration: " + (d.ok() ? std::string("must be > 0") : d.error().message));
@@ -278,6 +279,8 @@ int run_sim(int argc, char** argv) {
       if (!value(a.process)) return usage_error("--process needs a kind (see --kinds)");
     } else if (arg == "--swarm") {
       a.swarm = true;
+    } else if (arg == "--reconfig") {
+      a.reconfig = true;
     } else if (arg == "--json") {
       a.json = true;
     } else if (arg == "--trace") {
@@ -305,8 +308,8 @@ int run_sim(int argc, char** argv) {
     return run_swarm(a);
   }
   if (a.scenario.empty()) return usage_error("give --scenario FILE or --swarm --seeds A..B");
-  if (!a.seeds.empty() || a.nodes > 0 || !a.duration.empty()) {
-    return usage_error("--seeds, --nodes and --duration go with --swarm");
+  if (!a.seeds.empty() || a.nodes > 0 || !a.duration.empty() || a.reconfig) {
+    return usage_error("--seeds, --nodes, --duration and --reconfig go with --swarm");
   }
   return run_one(a);
 }

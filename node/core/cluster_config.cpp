@@ -1,6 +1,7 @@
 #include "node/core/cluster_config.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -87,6 +88,78 @@ std::string ClusterConfig::encode() const {
 }
 
 uint64_t ClusterConfig::fingerprint() const { return hash64(encode(), 0xc0f16); }
+
+bool majorities_intersect(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<std::string> common;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(common));
+  const auto shared = static_cast<int64_t>(common.size());
+  const auto only_a = static_cast<int64_t>(a.size()) - shared, only_b = static_cast<int64_t>(b.size()) - shared;
+  const auto majority_a = static_cast<int64_t>(a.size()) / 2 + 1, majority_b = static_cast<int64_t>(b.size()) / 2 + 1;
+  // A majority of each that avoids the other as far as it can still takes this many of
+  // the shared nodes; if the two together need more than there are, they meet.
+  return std::max<int64_t>(0, majority_a - only_a) + std::max<int64_t>(0, majority_b - only_b) > shared;
+}
+
+namespace {
+
+std::string list(const std::vector<std::string>& ids) {
+  std::string out = "[";
+  for (const auto& id : ids) out += (out.size() > 1 ? "," : "") + id;
+  return out + "]";
+}
+
+std::vector<const std::vector<std::string>*> replica_sets(const VolumeSpec& v) {
+  std::vector<const std::vector<std::string>*> out{&v.replicas};
+  if (!v.previous_replicas.empty()) out.push_back(&v.previous_replicas);
+  return out;
+}
+
+}  // namespace
+
+Status check_config_replicas(const ClusterConfig& config) {
+  for (const auto& v : config.volumes) {
+    for (const auto* set : replica_sets(v)) {
+      for (const auto& r : *set) {
+        if (config.node(r) == nullptr) {
+          return Error("cluster config: volume '" + v.name + "' names replica '" + r +
+                           "', which is not one of the config's nodes",
+                       set == &v.replicas ? "volumes.replicas" : "volumes.previous_replicas");
+        }
+      }
+    }
+  }
+  return Status::success();
+}
+
+bool replica_sets_change(const ClusterConfig& current, const ClusterConfig& next) {
+  for (const auto& v : next.volumes) {
+    const VolumeSpec* old = current.volume(v.name);
+    if (old != nullptr && (old->replicas != v.replicas || old->previous_replicas != v.previous_replicas)) return true;
+  }
+  return false;
+}
+
+Status check_config_change(const ClusterConfig& current, const ClusterConfig& next) {
+  for (const auto& v : next.volumes) {
+    const VolumeSpec* old = current.volume(v.name);
+    if (old == nullptr) continue;  // a new volume: nothing fired under another set
+    bool meets = false;
+    for (const auto* a : replica_sets(*old)) {
+      for (const auto* b : replica_sets(v)) meets = meets || majorities_intersect(*a, *b);
+    }
+    if (!meets) {
+      return Error("cluster config: volume '" + v.name + "' would go from replicas " + list(old->replicas) +
+                       (old->previous_replicas.empty() ? "" : " (previous " + list(old->previous_replicas) + ")") +
+                       " to " + list(v.replicas) +
+                       " in one step, so a majority of the old set and one of the new could miss each other and "
+                       "an at-most-once occurrence could run twice while the change spreads; apply the new "
+                       "replicas with previous_replicas = " + list(old->replicas) +
+                       " first, and drop previous_replicas in a later epoch once every node holds that one",
+                   "volumes.previous_replicas");
+    }
+  }
+  return Status::success();
+}
 
 Result<ClusterConfig> normalize(ClusterConfig c) {
   std::set<std::string> ids;

@@ -54,6 +54,24 @@ struct ClusterConfig {
 Result<ClusterConfig> normalize(ClusterConfig config);
 Result<ClusterConfig> decode_cluster_config(std::string_view json);
 
+// Whether `next` may follow `current` in one step (DESIGN.md §4, docs/api.md#cluster-config).
+// At-most-once claims need a majority of each replica set a node's config names (the
+// replicas, and the previous replicas during a change).  While `next` spreads, some
+// nodes claim under `current` and others under `next`, so for every volume in both some
+// set of `current` and some set of `next` must be such that any majority of one meets
+// any majority of the other.  Adding or removing one replica passes; replacing one, or
+// adding two, does not: it must go through an epoch that lists the old set as
+// previous_replicas.  (Entries bound to some of the replicas are not considered: their
+// majorities are among fewer nodes.)
+Status check_config_change(const ClusterConfig& current, const ClusterConfig& next);
+// Every replica (and previous replica) of every volume is one of the config's nodes.
+Status check_config_replicas(const ClusterConfig& config);
+// Whether some volume's replica sets differ between the two (added and removed volumes
+// do not count).
+bool replica_sets_change(const ClusterConfig& current, const ClusterConfig& next);
+// Any majority of `a` and any majority of `b` (both sorted, unique) share a node.
+bool majorities_intersect(const std::vector<std::string>& a, const std::vector<std::string>& b);
+
 bool valid_node_id(std::string_view id);
 bool valid_volume_name(std::string_view name);
 

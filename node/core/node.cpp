@@ -161,7 +161,14 @@ Status Node::start(const std::vector<StoredRecord>& records, Clock now) {
   if (Status s = adopt_config(std::move(config), now, persist); !s.ok()) return s;
   for (auto& [volume, rec] : volume_records) {
     auto it = volumes_.find(volume);
-    if (it == volumes_.end()) continue;  // a volume this node no longer replicates
+    if (it == volumes_.end()) {
+      // A volume this node no longer replicates.  Still in the config: it went down
+      // before handing its records over, so it does that now (depart_volume).
+      if (config_.volume(volume) == nullptr) continue;
+      open_volume(volume, now);
+      depart_volume(volume, now);
+      it = volumes_.find(volume);
+    }
     it->second.store->merge(rec, now.utc_ms);
   }
   for (const auto* g : grants) scheduler_->on_local_record(g->key, g->value);

@@ -184,7 +184,32 @@ class Node final : private schedule::SchedulerHost {
   std::vector<OccurrenceHistory> history(const std::string& volume, const std::string& entity,
                                          const std::string& name, size_t limit) const;
   std::optional<int64_t> next_occurrence(const std::string& volume, const std::string& key) const;
-  Result<WriteAck> apply_config(ClusterConfig config, Clock now);  // REQUIRES epoch > current
+  // Adopts a new cluster config (API `PUT /v1/config`).  Refused: an epoch not above the
+  // current one, an invalid document, a replica that is not a node, a replica change
+  // whose old and new majorities may miss each other (check_config_change), and a change
+  // of replica sets while a reachable replica of a changed volume still holds an older
+  // epoch than ours (config_lagging): a node that missed the previous step would claim
+  // under sets two steps old.
+  Result<WriteAck> apply_config(ClusterConfig config, Clock now);
+  // Reachable replicas (current or previous, in ours or in `next`) of the volumes whose
+  // replica sets `next` changes that report a config epoch below ours; sorted.
+  std::vector<std::string> config_lagging(const ClusterConfig& next) const;
+  // Replicas of `next` that may not hold a volume's entries yet (not filled, not
+  // reachable, or not a replica before) when `next` removes replicas from it: removing
+  // the old ones now could lose what only they hold.  "volume: node" strings, sorted.
+  std::vector<std::string> config_unfilled(const ClusterConfig& next) const;
+  // This node replicates `volume` and has copied it from a replica that held it before
+  // (VolumeState::filled).
+  bool volume_filled(const std::string& volume) const {
+    auto it = volumes_.find(volume);
+    return it != volumes_.end() && it->second.filled && !it->second.departing;
+  }
+  // This node still holds `volume`, which it no longer replicates, until it has handed
+  // its records to a current replica (VolumeState::departing).
+  bool volume_departing(const std::string& volume) const {
+    auto it = volumes_.find(volume);
+    return it != volumes_.end() && it->second.departing;
+  }
   // The durable sequence that covers everything written so far.
   uint64_t write_barrier() const;
   uint64_t durable_seq() const { return durable_seq_; }
@@ -204,12 +229,23 @@ class Node final : private schedule::SchedulerHost {
   void check_invariants() const;
 
  private:
+  static constexpr size_t kMaxUnfilledBytes = 256;  // of volume names in MemberMeta::unfilled_volumes
   struct VolumeState {
     std::unique_ptr<schedule::VolumeStore> store;
     // A node decides for a volume only once its store has been reconciled with a peer
     // replica since it started (or it found no peer to ask): a restarted master must
     // not act on the state it had before it went down.
     bool synced = false;
+    // Copied from a replica that held the volume before this node did: an anti-entropy
+    // session with a previous replica completed since the volume was opened (or with any
+    // replica, when the config names no previous ones or this node is one).  Advertised
+    // (MemberMeta::unfilled_volumes); apply_config checks it before old replicas go.
+    bool filled = false;
+    // No longer a replica in the config, but kept open until anti-entropy with a current
+    // replica has completed: the entries and records only it holds (written during a
+    // partition, say) are handed over before it lets go.  Not a replica meanwhile: it
+    // takes no writes, decides nothing and reads are forwarded.
+    bool departing = false;
     int64_t opened_mono_ms = 0;
     std::map<std::string, schedule::Record> push;  // local writes not yet pushed, by key
     // Lazy writes not yet pushed, by key (never also in `push`), and when each may wait
@@ -278,6 +314,13 @@ class Node final : private schedule::SchedulerHost {
   // node_volumes.cpp: stores, pushes, anti-entropy, retention
   void open_volume(const std::string& name, Clock now);
   void close_volume(const std::string& name);
+  // An anti-entropy session with `peer` fills this node's copy of the volume: the peer
+  // is a previous replica, or the config names none (or this node is one).
+  bool fills_from(const VolumeSpec& spec, const std::string& peer) const;
+  // The config no longer lists this node as a replica of `name`: stand down, keep the
+  // store until it is handed over (VolumeState::departing).
+  void depart_volume(const std::string& name, Clock now);
+  void start_sync(const std::string& volume, VolumeState& v, const std::string& peer, Clock now);
   void on_store_change(const std::string& volume, const schedule::Change& change);
   void flush_pushes(Clock now);
   VolumeState* volume_for_write(const std::string& volume);  // null (counted misrouted) if not replicated here

@@ -6,12 +6,17 @@
 
 namespace caesium::node {
 
-bool Node::is_replica(std::string_view volume) const { return volumes_.count(std::string(volume)) > 0; }
+bool Node::is_replica(std::string_view volume) const {
+  auto it = volumes_.find(std::string(volume));
+  return it != volumes_.end() && !it->second.departing;
+}
 
 Result<WriteAck> Node::put_entry(const std::string& volume, const schedule::Entry& entry, Clock now, bool want_acks) {
   last_ = now;
   auto it = volumes_.find(volume);
-  if (it == volumes_.end()) return Error("this node does not replicate volume '" + volume + "'", "volume");
+  if (it == volumes_.end() || it->second.departing) {
+    return Error("this node does not replicate volume '" + volume + "'", "volume");
+  }
   if (Status s = schedule::validate(entry); !s.ok()) return s.error();
   const std::string key = schedule::entry_key(entry.entity, entry.name);
   schedule::Record rec = it->second.store->put(key, schedule::encode_entry(entry), now.utc_ms);
@@ -25,7 +30,9 @@ Result<WriteAck> Node::delete_entry(const std::string& volume, const std::string
                                     Clock now, bool want_acks) {
   last_ = now;
   auto it = volumes_.find(volume);
-  if (it == volumes_.end()) return Error("this node does not replicate volume '" + volume + "'", "volume");
+  if (it == volumes_.end() || it->second.departing) {
+    return Error("this node does not replicate volume '" + volume + "'", "volume");
+  }
   const std::string key = schedule::entry_key(entity, name);
   auto existing = it->second.store->find(key);
   if (!existing || !existing->value) return Error("no entry '" + name + "' for entity '" + entity + "'", "name");

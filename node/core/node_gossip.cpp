@@ -1,6 +1,7 @@
 // Node core, part 2: membership glue — packets out, member events in, the master of
 // each volume, this node's advertised meta, and spreading the cluster config.
 #include <algorithm>
+#include <set>
 
 #include "gossip/master.h"
 #include "node/core/node.h"
@@ -25,6 +26,18 @@ gossip::MemberMeta Node::self_meta() const {
   m.config_epoch = config_.epoch;
   m.protocol_version = gossip::kProtocolVersion;
   m.boot_id = boot_id_;
+  size_t listed_bytes = 0;
+  for (const auto& [name, v] : volumes_) {
+    if (v.filled || v.departing) continue;
+    m.unfilled_volumes.push_back(name);  // volumes_ is ordered: sorted
+    listed_bytes += name.size();
+  }
+  // Long lists would crowd the datagram the meta travels in: "*" says "all of them".
+  if (m.unfilled_volumes.size() > gossip::kMaxUnfilledListed || listed_bytes > kMaxUnfilledBytes ||
+      (!m.unfilled_volumes.empty() &&
+       !gossip::Membership::check_identity(options_.id, options_.gossip_addr, m, options_.membership).ok())) {
+    m.unfilled_volumes = {"*"};  // always fits: the size estimate reserves room for it
+  }
   return m;
 }
 
@@ -109,8 +122,8 @@ void Node::drain_membership(Clock now) {
 // next-in-line replica steps in as soon as the master is suspected.
 void Node::refresh_masters(Clock now) {
   bool pending_sync = false;
-  for (const auto& [volume, v_unused] : volumes_) {
-    (void)v_unused;
+  for (const auto& [volume, v_state] : volumes_) {
+    if (v_state.departing) continue;  // depart_volume stood it down
     const VolumeSpec* spec = config_.volume(volume);
     std::optional<std::string> m;
     if (spec && !left_) {
@@ -134,7 +147,9 @@ void Node::refresh_masters(Clock now) {
     VolumeState& vs = volumes_.at(volume);
     if (!vs.synced && spec) {
       bool peer_reachable = false;
-      for (const auto& r : spec->replicas) peer_reachable = peer_reachable || (r != options_.id && membership_->reachable(r));
+      for (const auto* set : {&spec->replicas, &spec->previous_replicas}) {
+        for (const auto& r : *set) peer_reachable = peer_reachable || (r != options_.id && membership_->reachable(r));
+      }
       if (!peer_reachable && now.mono_ms - vs.opened_mono_ms >= options_.startup_grace_ms) vs.synced = true;
     }
     const bool deciding = m && *m == options_.id && vs.synced;
@@ -239,9 +254,24 @@ Status Node::adopt_config(ClusterConfig config, Clock now, bool persist) {
     (void)v;
     if (!std::binary_search(mine.begin(), mine.end(), name)) gone.push_back(name);
   }
-  for (const auto& name : gone) close_volume(name);
+  for (const auto& name : gone) {
+    // Still in the config: hand over what only this node may hold before letting go.
+    // Gone from the config: there is nobody to hand it to.
+    if (config_.volume(name) == nullptr) {
+      close_volume(name);
+    } else {
+      depart_volume(name, now);
+    }
+  }
   for (const auto& name : mine) {
-    if (!volumes_.count(name)) open_volume(name, now);
+    auto it = volumes_.find(name);
+    if (it == volumes_.end()) {
+      open_volume(name, now);
+    } else if (it->second.departing) {
+      it->second.departing = false;  // a replica again: fills anew from the others
+      it->second.filled = false;
+      it->second.next_sync_mono_ms = now.mono_ms;
+    }
   }
   if (membership_) {
     refresh_meta(now);
@@ -254,12 +284,77 @@ Status Node::adopt_config(ClusterConfig config, Clock now, bool persist) {
   return Status::success();
 }
 
+std::vector<std::string> Node::config_lagging(const ClusterConfig& next) const {
+  std::set<std::string> out;
+  if (!membership_) return {};
+  for (const auto& v : next.volumes) {
+    const VolumeSpec* old = config_.volume(v.name);
+    if (old == nullptr || (old->replicas == v.replicas && old->previous_replicas == v.previous_replicas)) continue;
+    for (const auto* set : {&old->replicas, &old->previous_replicas, &v.replicas, &v.previous_replicas}) {
+      for (const auto& r : *set) {
+        if (r == options_.id || !membership_->reachable(r)) continue;
+        const gossip::MemberMeta* meta = membership_->meta_of(r);
+        if (meta != nullptr && meta->config_epoch < config_.epoch) out.insert(r);
+      }
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
+std::vector<std::string> Node::config_unfilled(const ClusterConfig& next) const {
+  std::vector<std::string> out;
+  for (const auto& v : next.volumes) {
+    const VolumeSpec* old = config_.volume(v.name);
+    if (old == nullptr) continue;
+    std::set<std::string> before(old->replicas.begin(), old->replicas.end()), after(v.replicas.begin(), v.replicas.end());
+    before.insert(old->previous_replicas.begin(), old->previous_replicas.end());
+    after.insert(v.previous_replicas.begin(), v.previous_replicas.end());
+    if (std::includes(after.begin(), after.end(), before.begin(), before.end())) continue;  // nobody leaves
+    for (const auto& r : v.replicas) {
+      bool filled = false;
+      if (r == options_.id) {
+        auto it = volumes_.find(v.name);
+        filled = it != volumes_.end() && it->second.filled;
+      } else if (before.count(r) && membership_ && membership_->reachable(r)) {
+        const gossip::MemberMeta* meta = membership_->meta_of(r);
+        filled = meta != nullptr && meta->config_epoch >= config_.epoch &&
+                 !std::binary_search(meta->unfilled_volumes.begin(), meta->unfilled_volumes.end(), v.name) &&
+                 !std::binary_search(meta->unfilled_volumes.begin(), meta->unfilled_volumes.end(), std::string("*"));
+      }
+      if (!filled) out.push_back(v.name + ": " + r);
+    }
+  }
+  return out;
+}
+
 Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now) {
   last_ = now;
   if (config.epoch <= config_.epoch) {
     return Error("a new cluster config needs an epoch above the current " + std::to_string(config_.epoch), "epoch");
   }
-  if (Status s = adopt_config(std::move(config), now, true); !s.ok()) return s.error();
+  auto next = normalize(std::move(config));
+  if (!next) return next.error();
+  if (Status s = check_config_replicas(*next); !s.ok()) return s.error();
+  if (Status s = check_config_change(config_, *next); !s.ok()) return s.error();
+  if (const auto lagging = config_lagging(*next); !lagging.empty()) {
+    std::string names;
+    for (const auto& n : lagging) names += (names.empty() ? "" : ", ") + n;
+    return Error("cluster config: " + names + " still hold" + (lagging.size() == 1 ? "s" : "") +
+                     " an epoch below the current " + std::to_string(config_.epoch) +
+                     "; change replica sets again once every reachable replica holds it (caesium status shows "
+                     "each node's epoch; gossip spreads a config within seconds)",
+                 "epoch");
+  }
+  if (const auto unfilled = config_unfilled(*next); !unfilled.empty()) {
+    std::string names;
+    for (const auto& n : unfilled) names += (names.empty() ? "" : ", ") + n;
+    return Error("cluster config: replicas would leave while a remaining replica may not hold the volume's "
+                     "entries yet (" + names + "): it must be reachable, have been a replica before this epoch "
+                     "and have completed anti-entropy with a previous replica; add new replicas first (with "
+                     "previous_replicas), wait for them to sync (sync_interval), then remove the old ones",
+                 "volumes.replicas");
+  }
+  if (Status s = adopt_config(std::move(*next), now, true); !s.ok()) return s.error();
   pump(now);
   WriteAck ack;
   ack.durable_seq = write_barrier();

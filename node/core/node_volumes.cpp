@@ -25,6 +25,32 @@ void Node::open_volume(const std::string& name, Clock now) {
   v.next_sync_mono_ms = now.mono_ms;
 }
 
+void Node::depart_volume(const std::string& name, Clock now) {
+  VolumeState& v = volumes_.at(name);
+  if (v.departing) return;
+  v.departing = true;
+  v.filled = false;
+  v.push.clear();  // writes of ours not pushed yet reach the replicas by the hand-over
+  v.held.clear();
+  v.held_until.clear();
+  v.acks.clear();
+  v.next_sync_mono_ms = now.mono_ms;
+  masters_.erase(name);
+  deciding_.erase(name);
+  scheduler_->set_master(name, false, now);
+  NodeEvent e;
+  e.kind = NodeEvent::Kind::kConfig;
+  e.volume = name;
+  e.text = "no longer a replica of volume " + name + ": handing its records to a current replica";
+  events_.push_back(std::move(e));
+}
+
+bool Node::fills_from(const VolumeSpec& spec, const std::string& peer) const {
+  const auto& prev = spec.previous_replicas;
+  if (prev.empty() || std::binary_search(prev.begin(), prev.end(), options_.id)) return true;
+  return std::binary_search(prev.begin(), prev.end(), peer);
+}
+
 void Node::close_volume(const std::string& name) {
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     if (it->second.volume == name) it = sessions_.erase(it);
@@ -54,7 +80,7 @@ void Node::on_store_change(const std::string& volume, const schedule::Change& ch
 
 Node::VolumeState* Node::volume_for_write(const std::string& volume) {
   auto it = volumes_.find(volume);
-  if (it != volumes_.end()) return &it->second;
+  if (it != volumes_.end() && !it->second.departing) return &it->second;
   ++counters_.misrouted;
   return nullptr;
 }
@@ -170,9 +196,32 @@ void Node::start_syncs(Clock now) {
     if (v.initiator_session != 0) continue;
     const VolumeSpec* spec = config_.volume(name);
     if (spec == nullptr) continue;
+    if (v.departing) {
+      // The hand-over goes to a current replica (previous ones are leaving too).
+      std::vector<std::string> to;
+      for (const auto& r : spec->replicas) {
+        if (r != options_.id && membership_->reachable(r)) to.push_back(r);
+      }
+      if (to.empty()) continue;
+      start_sync(name, v, to[rng_.below(to.size())], now);
+      continue;
+    }
+    // Every replica, previous ones included (during a change they hold what the new
+    // ones lack); until the volume is filled, only those it can be filled from.
     std::vector<std::string> peers;
-    for (const auto& r : spec->replicas) {
-      if (r != options_.id && membership_->reachable(r)) peers.push_back(r);
+    for (const auto* set : {&spec->replicas, &spec->previous_replicas}) {
+      for (const auto& r : *set) {
+        if (r != options_.id && membership_->reachable(r)) peers.push_back(r);
+      }
+    }
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    if (!v.filled) {
+      std::vector<std::string> sources;
+      for (const auto& p : peers) {
+        if (fills_from(*spec, p)) sources.push_back(p);
+      }
+      if (!sources.empty()) peers = std::move(sources);
     }
     if (peers.empty()) {
       // Nobody to reconcile with yet (still joining): an unsynced volume asks again soon.
@@ -185,17 +234,21 @@ void Node::start_syncs(Clock now) {
       peer = v.sync_soon_with;
     }
     v.sync_soon_with.clear();
-    const uint64_t id = rng_.next_u64() | 1;
-    Session s;
-    s.volume = name;
-    s.peer = peer;
-    s.sync = std::make_unique<gossip::SyncSession>(gossip::SyncSession::Role::kInitiator, v.store.get(), id, options_.sync);
-    s.last_activity_mono_ms = now.mono_ms;
-    queue_core(peer, s.sync->start(now.utc_ms), false);
-    sessions_.emplace(std::make_pair(peer, id), std::move(s));
-    v.initiator_session = id;
-    ++counters_.syncs_started;
+    start_sync(name, v, peer, now);
   }
+}
+
+void Node::start_sync(const std::string& volume, VolumeState& v, const std::string& peer, Clock now) {
+  const uint64_t id = rng_.next_u64() | 1;
+  Session s;
+  s.volume = volume;
+  s.peer = peer;
+  s.sync = std::make_unique<gossip::SyncSession>(gossip::SyncSession::Role::kInitiator, v.store.get(), id, options_.sync);
+  s.last_activity_mono_ms = now.mono_ms;
+  queue_core(peer, s.sync->start(now.utc_ms), false);
+  sessions_.emplace(std::make_pair(peer, id), std::move(s));
+  v.initiator_session = id;
+  ++counters_.syncs_started;
 }
 
 void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Clock now) {
@@ -226,23 +279,47 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
     queue_core(from, std::move(**reply), false);
   }
   if (!reply || s.sync->done()) {
+    bool handed_over = false;
     if (reply && !s.sync->failed()) {
       ++counters_.syncs_completed;
+      // A departing volume is handed over once a session with a current replica had
+      // nothing of ours to send: that replica then holds everything this node does.
+      if (vit->second.departing) {
+        const VolumeSpec* now_spec = config_.volume(msg.volume);
+        handed_over = s.sync->stats().records_sent == 0 && now_spec != nullptr &&
+                      std::binary_search(now_spec->replicas.begin(), now_spec->replicas.end(), from);
+        if (!handed_over) vit->second.next_sync_mono_ms = now.mono_ms;  // again at once
+      }
       if (!vit->second.synced) {
         vit->second.synced = true;
         refresh_masters(now);
+      }
+      const VolumeSpec* spec = config_.volume(msg.volume);
+      if (!vit->second.departing && !vit->second.filled && spec != nullptr && fills_from(*spec, from)) {
+        vit->second.filled = true;
+        refresh_meta(now);
       }
     }
     if (s.sync->role() == gossip::SyncSession::Role::kInitiator && vit->second.initiator_session == msg.session_id) {
       vit->second.initiator_session = 0;
     }
     sessions_.erase(it);
+    if (handed_over) {
+      close_volume(msg.volume);
+      NodeEvent e;
+      e.kind = NodeEvent::Kind::kConfig;
+      e.volume = msg.volume;
+      e.text = "volume " + msg.volume + " handed over to " + from + "; closed";
+      events_.push_back(std::move(e));
+    }
   }
 }
 
 std::vector<std::pair<std::string, uint64_t>> Node::volume_digests() const {
   std::vector<std::pair<std::string, uint64_t>> out;
-  for (const auto& [name, v] : volumes_) out.emplace_back(name, v.store->root_digest());
+  for (const auto& [name, v] : volumes_) {
+    if (!v.departing) out.emplace_back(name, v.store->root_digest());
+  }
   return out;
 }
 

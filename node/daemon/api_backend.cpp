@@ -87,6 +87,7 @@ json status_json(const node::Node& node) {
                        {"priority", meta.priority},
                        {"tags", meta.tags},
                        {"config_epoch", meta.config_epoch},
+                       {"unfilled_volumes", meta.unfilled_volumes},
                        {"load", {{"running", meta.load.running}, {"queued", meta.load.queued},
                                  {"cpu", static_cast<double>(meta.load.cpu_milli) / 1000.0}}},
                        {"capacity", {{"cores", meta.capacity.cores}, {"memory_mb", meta.capacity.memory_mb},
@@ -100,7 +101,10 @@ json status_json(const node::Node& node) {
               {"master", master ? json(*master) : json(nullptr)},
               {"replica", node.is_replica(v.name)}};
     if (!v.previous_replicas.empty()) j["previous_replicas"] = v.previous_replicas;
-    if (const auto* store = node.store(v.name)) j["records"] = store->live_size();
+    if (const auto* store = node.store(v.name)) {
+      j["records"] = store->live_size();
+      j["filled"] = node.volume_filled(v.name);
+    }
     volumes.push_back(std::move(j));
   }
   const schedule::SchedulerCounters& s = node.scheduler_counters();

@@ -147,9 +147,9 @@ std::string render_status(const json& s) {
   std::vector<std::vector<std::string>> volumes;
   for (const auto& v : array_at(s, "volumes")) {
     volumes.push_back({field(v, "name"), field(v, "replicas"), field(v, "master"), field(v, "replica"),
-                       field(v, "records")});
+                       field(v, "records"), field(v, "filled")});
   }
-  out += "\n" + render_table({"VOLUME", "REPLICAS", "MASTER", "LOCAL", "RECORDS"}, volumes);
+  out += "\n" + render_table({"VOLUME", "REPLICAS", "MASTER", "LOCAL", "RECORDS", "FILLED"}, volumes);
   return out;
 }
 

@@ -154,8 +154,21 @@ ApiAction ApiHandler::config_put(const ServerRequest& req) {
               {"current_epoch", current}};
     return respond(json_response(409, j));
   }
+  if (Status s = node::check_config_replicas(*config); !s.ok()) {
+    return respond(error_response(400, s.error().message, s.error().field));
+  }
+  // A replica change that cannot follow the current config in one step, or that comes
+  // while a replica still holds an older epoch, conflicts with the cluster's state: 409.
+  if (Status s = node::check_config_change(backend_.cluster_config(), *config); !s.ok()) {
+    return respond(error_response(409, s.error().message, s.error().field));
+  }
   auto ack = backend_.apply_config(*config);
-  if (!ack) return respond(error_response(400, ack.error().message, ack.error().field));
+  if (!ack) {
+    // What is left to refuse depends on the cluster's state (a lagging or unfilled
+    // replica), not on the document: 409, and the same request succeeds later.
+    const bool state = ack.error().field == "epoch" || ack.error().field == "volumes.replicas";
+    return respond(error_response(state ? 409 : 400, ack.error().message, ack.error().field));
+  }
   return await_write(*ack, "", 1, json_response(200, json::parse(backend_.cluster_config().encode())));
 }
 

@@ -46,6 +46,7 @@ struct MemberMeta {
   configEpoch @6 :UInt64;
   protocolVersion @7 :UInt32;
   bootId @8 :UInt64;
+  unfilledVolumes @9 :List(Text);
 }
 
 struct Alive { node @0 :Text; incarnation @1 :UInt64; addr @2 :Text; meta @3 :MemberMeta; }

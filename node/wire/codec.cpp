@@ -59,6 +59,8 @@ void put(cp::MemberMeta::Builder b, const gossip::MemberMeta& m) {
   b.setConfigEpoch(m.config_epoch);
   b.setProtocolVersion(m.protocol_version);
   b.setBootId(m.boot_id);
+  auto unfilled = b.initUnfilledVolumes(static_cast<unsigned>(m.unfilled_volumes.size()));
+  for (unsigned i = 0; i < m.unfilled_volumes.size(); ++i) unfilled.set(i, text(m.unfilled_volumes[i]));
 }
 
 gossip::MemberMeta get(cp::MemberMeta::Reader r) {
@@ -73,6 +75,7 @@ gossip::MemberMeta get(cp::MemberMeta::Reader r) {
   m.config_epoch = r.getConfigEpoch();
   m.protocol_version = r.getProtocolVersion();
   m.boot_id = r.getBootId();
+  for (auto v : r.getUnfilledVolumes()) m.unfilled_volumes.push_back(str(v));
   return m;
 }
 

@@ -36,6 +36,7 @@ gossip::Update random_update(Rng& rng) {
                      static_cast<uint32_t>(rng.next_u64())};
       a.meta.config_epoch = rng.next_u64();
       a.meta.boot_id = rng.next_u64();
+      for (uint64_t i = rng.below(gossip::kMaxUnfilledListed + 1); i > 0; --i) a.meta.unfilled_volumes.push_back(text(rng, 128));
       return a;
     }
     case 1: return gossip::Suspect{text(rng, 120), rng.next_u64() >> 3, text(rng, 120)};

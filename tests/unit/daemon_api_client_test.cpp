@@ -241,11 +241,11 @@ TEST_CASE("cli: config apply sends the file; history and status render") {
                             {"members", {{{"id", "n1"}, {"state", "alive"}, {"incarnation", 4},
                                           {"load", {{"running", 1}}}, {"capacity", {{"cores", 8}, {"memory_mb", 4096}, {"max_running", 16}}},
                                           {"priority", 30}, {"tags", {"eu"}}, {"api_addr", "127.0.0.1:7113"}}}},
-                            {"volumes", {{{"name", "v"}, {"replicas", {"n1"}}, {"master", "n1"}, {"replica", true}, {"records", 12}}}}})};
+                            {"volumes", {{{"name", "v"}, {"replicas", {"n1"}}, {"master", "n1"}, {"replica", true}, {"records", 12}, {"filled", false}}}}})};
   auto s = f.run("status", {});
   CHECK(s.out.find("node n1  config epoch 3  active yes  running invocations 0\n") == 0);
   CHECK(s.out.find("n1      alive  4            1/16  8c 4096MB  30        eu    127.0.0.1:7113") != std::string::npos);
-  CHECK(s.out.find("v       n1        n1      yes    12") != std::string::npos);
+  CHECK(s.out.find("v       n1        n1      yes    12       no") != std::string::npos);
 }
 
 TEST_CASE("cli rendering: tables, timings and odd input") {

@@ -318,6 +318,85 @@ TEST_CASE("api config: get, 409 for a stale epoch, 400 for garbage, apply a new 
   CHECK(f.n.node().config().volume("v")->replicas == std::vector<std::string>{"n1", "n3"});
 }
 
+TEST_CASE("api config: a replica change that old and new majorities could miss is 409; a non-node replica 400") {
+  Fixture f;
+  json next = json::parse(test::api_test_config(2).encode());
+  REQUIRE(next["volumes"][0]["name"] == "far");
+  next["volumes"][0]["replicas"] = {"n1"};  // "far": [n2, n3] -> [n1] in one step
+  ApiAction unsafe = f.run("PUT", "/v1/config", next.dump());
+  CHECK(unsafe.response.status == 409);
+  CHECK(body_of(unsafe.response)["field"] == "volumes.previous_replicas");
+  CHECK(body_of(unsafe.response)["error"].get<std::string>().find("previous_replicas = [n2,n3]") != std::string::npos);
+  CHECK(f.n.node().config().epoch == 1);
+
+  json ghost = json::parse(test::api_test_config(2).encode());
+  ghost["volumes"][1]["replicas"] = {"n1", "n2", "n9"};
+  ApiAction bad = f.run("PUT", "/v1/config", ghost.dump());
+  CHECK(bad.response.status == 400);
+  CHECK(body_of(bad.response)["field"] == "volumes.replicas");
+  CHECK(body_of(bad.response)["error"].get<std::string>().find("'n9'") != std::string::npos);
+
+  // The same change through a joint epoch: [n1] with previous [n2, n3], then [n1] alone.
+  next["volumes"][0]["previous_replicas"] = {"n2", "n3"};
+  REQUIRE(f.write("PUT", "/v1/config", next.dump()).status == 200);
+  CHECK(f.n.node().config().volume("far")->previous_replicas == std::vector<std::string>{"n2", "n3"});
+  // Dropping n2 and n3 needs n1 to hold the volume's entries first: it has never
+  // reconciled "far" with them (alone here), so that is refused, and nothing changes.
+  next["epoch"] = 3;
+  next["volumes"][0].erase("previous_replicas");
+  ApiAction early = f.run("PUT", "/v1/config", next.dump());
+  CHECK(early.response.status == 409);
+  CHECK(body_of(early.response)["field"] == "volumes.replicas");
+  CHECK(body_of(early.response)["error"].get<std::string>().find("far: n1") != std::string::npos);
+  CHECK(f.n.node().config().epoch == 2);
+  CHECK(f.n.node().config().volume("far")->previous_replicas == std::vector<std::string>{"n2", "n3"});
+  // Keeping all three removes nobody: allowed.  (tests/sim/config_replace_replica.toml
+  // runs the whole change on a cluster, where the new replica fills.)
+  next["volumes"][0]["replicas"] = {"n1", "n2", "n3"};
+  REQUIRE(f.write("PUT", "/v1/config", next.dump()).status == 200);
+  CHECK(f.n.node().config().volume("far")->replicas == std::vector<std::string>{"n1", "n2", "n3"});
+  CHECK(f.n.node().config().volume("far")->previous_replicas.empty());
+}
+
+TEST_CASE("cluster config: which replica changes may happen in one step") {
+  using V = std::vector<std::string>;
+  CHECK(node::majorities_intersect(V{"a", "b", "c"}, V{"a", "b", "c"}));
+  CHECK(node::majorities_intersect(V{"a", "b", "c"}, V{"a", "b", "c", "d"}));       // add one
+  CHECK(node::majorities_intersect(V{"a", "b", "c"}, V{"a", "b"}));                 // remove one
+  CHECK(node::majorities_intersect(V{"a", "b", "c", "d", "e"}, V{"a", "b", "c", "d"}));
+  CHECK(node::majorities_intersect(V{"a", "b"}, V{"b", "c"}));                      // a majority of two is both
+  CHECK(node::majorities_intersect(V{"a"}, V{"a", "b"}));
+  CHECK_FALSE(node::majorities_intersect(V{"a", "b", "c"}, V{"a", "b", "d"}));      // replace one: {a,c} / {b,d}
+  CHECK_FALSE(node::majorities_intersect(V{"a", "b", "c"}, V{"a", "b", "c", "d", "e"}));  // add two: {a,b} / {c,d,e}
+  CHECK_FALSE(node::majorities_intersect(V{"a"}, V{"b"}));
+  CHECK_FALSE(node::majorities_intersect(V{"a", "b", "c", "d"}, V{"c", "d", "e", "f"}));
+
+  auto config = [](V replicas, V previous) {
+    node::ClusterConfig c;
+    c.epoch = 1;
+    for (const char* id : {"a", "b", "c", "d", "e"}) c.nodes.push_back({id, std::nullopt, {}});
+    c.volumes = {{"v", std::move(replicas), std::move(previous)}};
+    return node::normalize(c).value();
+  };
+  const auto old = config({"a", "b", "c"}, {});
+  const auto joint = config({"a", "b", "d"}, {"a", "b", "c"});
+  const auto replaced = config({"a", "b", "d"}, {});
+  CHECK_FALSE(node::check_config_change(old, replaced).ok());
+  CHECK(node::check_config_change(old, joint).ok());
+  CHECK(node::check_config_change(joint, replaced).ok());
+  CHECK(node::check_config_change(joint, old).ok());  // back out of the change
+  CHECK_FALSE(node::check_config_change(joint, config({"a", "b", "e"}, {})).ok());
+  CHECK_FALSE(node::check_config_change(old, config({"d", "e"}, {})).ok());
+  // A volume that is new, or gone, has nothing to meet.
+  node::ClusterConfig more = old;
+  more.volumes.push_back({"w", {"d", "e"}, {}});
+  CHECK(node::check_config_change(old, node::normalize(more).value()).ok());
+  CHECK(node::check_config_change(more, old).ok());
+  CHECK(node::check_config_replicas(old).ok());
+  CHECK_FALSE(node::check_config_replicas(config({"a", "z"}, {})).ok());
+  CHECK_FALSE(node::check_config_replicas(config({"a"}, {"z"})).ok());
+}
+
 TEST_CASE("api forwarding: the order prefers the master, skips the unreachable and self") {
   std::vector<ReplicaContact> c = {{"n4", "127.0.0.1:4", true, false},
                                    {"n2", "127.0.0.1:2", true, false},

@@ -322,9 +322,17 @@ TEST_CASE("datagrams stay within the size budget with long ids and many tags", "
     CAPTURE(seed, id_bytes);
     Cluster c(seed, MembershipConfig{});
     MemberMeta meta;
-    const int tags = id_bytes > 100 ? 6 : 8;  // as many as check_identity allows
-    for (int t = 0; t < tags; ++t) meta.tags.push_back("tag-number-" + std::to_string(t) + "-abcdef");
     meta.api_addr = "http://api.example.internal:8080";
+    // As many tags as check_identity allows for the longest id of the cluster.
+    const std::string longest = std::string(id_bytes - 4, 'x') + "-129";
+    for (int t = 0;; ++t) {
+      MemberMeta more = meta;
+      more.stream_addr = longest + ":7947";
+      more.tags.push_back("tag-number-" + std::to_string(t) + "-abcdef");
+      if (!Membership::check_identity(longest, longest + ":7946", more, MembershipConfig{}).ok()) break;
+      meta.tags = more.tags;
+    }
+    REQUIRE(meta.tags.size() >= (id_bytes > 100 ? 5u : 7u));
     for (size_t i = 0; i < 30; ++i) c.add(std::string(id_bytes - 4, 'x') + "-" + std::to_string(100 + i), meta);
     for (size_t i = 0; i < 30; ++i) {
       c.run_until(c.now_ms() + 10);
@@ -459,4 +467,29 @@ TEST_CASE("the same seed gives the same run", "[membership][cluster]") {
   const auto second = run();
   CHECK(first.size() > 20);
   CHECK(first == second);
+}
+
+TEST_CASE("a load change held back by the rate limit goes out whole", "[membership][cluster]") {
+  // The held meta used to be destroyed by the call that applied it (apply_meta resets
+  // the pending copy it was handed), so its lists and long strings were read freed.
+  const uint64_t seed = test_seeds(1, 3)[0];
+  CAPTURE(seed);
+  MembershipConfig config;
+  Cluster c(seed, config);
+  c.boot_converged(3);
+  MemberMeta meta = c.m(1).self_meta();
+  meta.tags = {"a-tag-long-enough-to-live-on-the-heap", "another-tag-long-enough-for-the-heap"};
+  meta.unfilled_volumes = {"volume-with-a-name-long-enough-for-the-heap"};
+  REQUIRE(c.m(1).set_meta(meta, c.now_ms()).ok());  // not load-only: applied at once
+  const uint64_t applied = c.m(1).incarnation();
+  meta.load.running = 9;
+  REQUIRE(c.m(1).set_meta(meta, c.now_ms()).ok());  // load-only, right after: held
+  CHECK(c.m(1).incarnation() == applied);
+  c.run_until(c.now_ms() + config.load_update_min_interval_ms + 2 * kSecond);
+  CHECK(c.m(1).incarnation() == applied + 1);
+  CHECK(c.m(1).self_meta() == meta);
+  for (size_t i = 0; i < c.size(); ++i) {
+    REQUIRE(c.m(i).meta_of("n1") != nullptr);
+    CHECK(*c.m(i).meta_of("n1") == meta);
+  }
 }

@@ -48,6 +48,7 @@ gossip::MemberMeta random_meta(Rng& rng) {
   m.config_epoch = rng.next_u64();
   m.protocol_version = 1;
   m.boot_id = rng.next_u64();
+  for (uint64_t i = rng.below(3); i > 0; --i) m.unfilled_volumes.push_back(random_text(rng, 12));
   return m;
 }
 
