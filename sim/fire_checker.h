@@ -22,6 +22,11 @@
 //                  skew bound only where skewed clocks could make a quorum agree)
 //   lateness       in a fault-free window, the first execution came later than the
 //                  healthy bound
+//   entry.lost     an entry whose write was acknowledged is held by no replica of the
+//                  volume's final replica sets at the end, with all of them up
+// The replica sets are those in effect at each due time (World::replicas_at: `config`
+// faults change them); the liveness checks skip occurrences near a change
+// (Options::reconfig_settle_ms) and while previous replicas are listed.
 // Figures per semantics: due, once, duplicates, withheld, missed, lost; lateness
 // (all, healthy, after a fault); messages per occurrence; per entry
 // ("entry.<entity>/<name>.due" / ".executions"); the most nodes that believed
