@@ -190,7 +190,9 @@ class Node final : private schedule::SchedulerHost {
   // of replica sets while a reachable replica of a changed volume still holds an older
   // epoch than ours (config_lagging): a node that missed the previous step would claim
   // under sets two steps old.
-  Result<WriteAck> apply_config(ClusterConfig config, Clock now);
+  // `force` (disaster recovery: replicas lost for good) skips the last two checks, not
+  // the majority check.
+  Result<WriteAck> apply_config(ClusterConfig config, Clock now, bool force = false);
   // Reachable replicas (current or previous, in ours or in `next`) of the volumes whose
   // replica sets `next` changes that report a config epoch below ours; sorted.
   std::vector<std::string> config_lagging(const ClusterConfig& next) const;

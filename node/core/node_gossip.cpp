@@ -327,7 +327,7 @@ std::vector<std::string> Node::config_unfilled(const ClusterConfig& next) const 
   return out;
 }
 
-Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now) {
+Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now, bool force) {
   last_ = now;
   if (config.epoch <= config_.epoch) {
     return Error("a new cluster config needs an epoch above the current " + std::to_string(config_.epoch), "epoch");
@@ -336,7 +336,7 @@ Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now) {
   if (!next) return next.error();
   if (Status s = check_config_replicas(*next); !s.ok()) return s.error();
   if (Status s = check_config_change(config_, *next); !s.ok()) return s.error();
-  if (const auto lagging = config_lagging(*next); !lagging.empty()) {
+  if (const auto lagging = force ? std::vector<std::string>{} : config_lagging(*next); !lagging.empty()) {
     std::string names;
     for (const auto& n : lagging) names += (names.empty() ? "" : ", ") + n;
     return Error("cluster config: " + names + " still hold" + (lagging.size() == 1 ? "s" : "") +
@@ -345,13 +345,15 @@ Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now) {
                      "each node's epoch; gossip spreads a config within seconds)",
                  "epoch");
   }
-  if (const auto unfilled = config_unfilled(*next); !unfilled.empty()) {
+  if (const auto unfilled = force ? std::vector<std::string>{} : config_unfilled(*next); !unfilled.empty()) {
     std::string names;
     for (const auto& n : unfilled) names += (names.empty() ? "" : ", ") + n;
     return Error("cluster config: replicas would leave while a remaining replica may not hold the volume's "
                      "entries yet (" + names + "): it must be reachable, have been a replica before this epoch "
                      "and have completed anti-entropy with a previous replica; add new replicas first (with "
-                     "previous_replicas), wait for them to sync (sync_interval), then remove the old ones",
+                     "previous_replicas), wait for them to sync (sync_interval), then remove the old ones; if "
+                     "the replicas that hold the entries are lost for good, ?force=true (caesium config apply "
+                     "--force) applies it anyway",
                  "volumes.replicas");
   }
   if (Status s = adopt_config(std::move(*next), now, true); !s.ok()) return s.error();

@@ -70,7 +70,7 @@ class ApiBackend {
                                            bool want_acks) = 0;
   virtual Result<node::WriteAck> delete_entry(const std::string& volume, const std::string& entity,
                                               const std::string& name, bool want_acks) = 0;
-  virtual Result<node::WriteAck> apply_config(node::ClusterConfig config) = 0;
+  virtual Result<node::WriteAck> apply_config(node::ClusterConfig config, bool force) = 0;
   virtual std::optional<schedule::Entry> get_entry(const std::string& volume, const std::string& entity,
                                                    const std::string& name) const = 0;
   virtual std::vector<schedule::Entry> list_entries(const std::string& volume, const std::string& entity_prefix,

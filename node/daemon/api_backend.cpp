@@ -28,8 +28,8 @@ Result<node::WriteAck> NodeApiBackend::delete_entry(const std::string& volume, c
   return ack;
 }
 
-Result<node::WriteAck> NodeApiBackend::apply_config(node::ClusterConfig config) {
-  auto ack = node_.apply_config(std::move(config), hooks_.now());
+Result<node::WriteAck> NodeApiBackend::apply_config(node::ClusterConfig config, bool force) {
+  auto ack = node_.apply_config(std::move(config), hooks_.now(), force);
   wrote();
   return ack;
 }

@@ -30,7 +30,7 @@ class NodeApiBackend : public ApiBackend {
   Result<node::WriteAck> put_entry(const std::string& volume, const schedule::Entry& entry, bool want_acks) override;
   Result<node::WriteAck> delete_entry(const std::string& volume, const std::string& entity, const std::string& name,
                                       bool want_acks) override;
-  Result<node::WriteAck> apply_config(node::ClusterConfig config) override;
+  Result<node::WriteAck> apply_config(node::ClusterConfig config, bool force) override;
   std::optional<schedule::Entry> get_entry(const std::string& volume, const std::string& entity,
                                            const std::string& name) const override {
     return node_.get_entry(volume, entity, name);

@@ -305,7 +305,7 @@ int cmd_config(Session& s, const Args& a) {
     s.err << "caesium config: " << text.error().message << "\n";
     return kUsage;
   }
-  auto j = s.call("PUT", "/v1/config", *text);
+  auto j = s.call("PUT", a.has("--force") ? "/v1/config?force=true" : "/v1/config", *text);
   if (!j) return kRemoteError;
   s.print(*j, "applied cluster config epoch " + std::to_string(j->value("epoch", 0)) + "\n" + render_config(*j));
   return kOk;
@@ -339,7 +339,7 @@ const std::map<std::string, Command>& command_table() {
     t["ls"] = {"ls VOLUME [--prefix ENTITY-PREFIX] [--limit N] [--after KEY] [--all]",
                Spec{{"VOLUME"}, {"--prefix", "--limit", "--after"}, {"--all"}, {}, false}, cmd_ls};
     t["status"] = {"status", Spec{}, cmd_status};
-    t["config"] = {"config [get | apply FILE]", Spec{{"get|apply", "FILE"}, {}, {}, {}, true}, cmd_config};
+    t["config"] = {"config [get | apply FILE [--force]]", Spec{{"get|apply", "FILE"}, {}, {"--force"}, {}, true}, cmd_config};
     return t;
   }();
   return table;

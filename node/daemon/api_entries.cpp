@@ -154,6 +154,14 @@ ApiAction ApiHandler::config_put(const ServerRequest& req) {
               {"current_epoch", current}};
     return respond(json_response(409, j));
   }
+  // ?force=true: apply although a replica lags or has not filled (replicas lost for good).
+  Status qs;
+  const auto force_text = query_param(req, "force", qs);
+  if (!qs.ok()) return respond(error_response(400, qs.error().message, qs.error().field));
+  if (force_text && *force_text != "true" && *force_text != "false") {
+    return respond(error_response(400, "force must be true or false", "force"));
+  }
+  const bool force = force_text && *force_text == "true";
   if (Status s = node::check_config_replicas(*config); !s.ok()) {
     return respond(error_response(400, s.error().message, s.error().field));
   }
@@ -162,7 +170,7 @@ ApiAction ApiHandler::config_put(const ServerRequest& req) {
   if (Status s = node::check_config_change(backend_.cluster_config(), *config); !s.ok()) {
     return respond(error_response(409, s.error().message, s.error().field));
   }
-  auto ack = backend_.apply_config(*config);
+  auto ack = backend_.apply_config(*config, force);
   if (!ack) {
     // What is left to refuse depends on the cluster's state (a lagging or unfilled
     // replica), not on the document: 409, and the same request succeeds later.

@@ -225,6 +225,9 @@ TEST_CASE("cli: config apply sends the file; history and status render") {
   CHECK(f.sent[0].body == R"({"epoch": 2, "nodes": [], "volumes": []})");
   CHECK(r.out.find("applied cluster config epoch 2") == 0);
   CHECK(r.out.find("v       n1,n2     -") != std::string::npos);
+  f.answers = {answer(200, {{"epoch", 3}, {"nodes", json::array()}, {"volumes", json::array()}})};
+  REQUIRE(f.run("config", {"apply", file, "--force"}).status == 0);
+  CHECK(f.sent.back().path == "/v1/config?force=true");
   f.answers = {answer(200, {{"occurrences",
                              {{{"scheduled", "2026-03-20T10:00:00Z"}, {"outcome", "completed"}, {"runs", 2}, {"duplicates", 1},
                                {"owners", {{{"node", "n1"}, {"path", "takeover"}}}},

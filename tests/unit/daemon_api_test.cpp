@@ -350,12 +350,25 @@ TEST_CASE("api config: a replica change that old and new majorities could miss i
   CHECK(body_of(early.response)["error"].get<std::string>().find("far: n1") != std::string::npos);
   CHECK(f.n.node().config().epoch == 2);
   CHECK(f.n.node().config().volume("far")->previous_replicas == std::vector<std::string>{"n2", "n3"});
+  CHECK(body_of(early.response)["error"].get<std::string>().find("--force") != std::string::npos);
+  CHECK(f.run("PUT", "/v1/config?force=maybe", next.dump()).response.status == 400);
+  // Forcing skips the fill check, never the majority check.
+  json forced_unsafe = next;
+  forced_unsafe["volumes"][1]["replicas"] = {"n3"};  // "pair": [n1,n2] -> [n3]
+  CHECK(f.run("PUT", "/v1/config?force=true", forced_unsafe.dump()).response.status == 409);
+  CHECK(f.n.node().config().epoch == 2);
   // Keeping all three removes nobody: allowed.  (tests/sim/config_replace_replica.toml
   // runs the whole change on a cluster, where the new replica fills.)
   next["volumes"][0]["replicas"] = {"n1", "n2", "n3"};
   REQUIRE(f.write("PUT", "/v1/config", next.dump()).status == 200);
   CHECK(f.n.node().config().volume("far")->replicas == std::vector<std::string>{"n1", "n2", "n3"});
   CHECK(f.n.node().config().volume("far")->previous_replicas.empty());
+  // n2 and n3 lost for good: removing them is refused until forced.
+  next["epoch"] = 4;
+  next["volumes"][0]["replicas"] = {"n1", "n2"};
+  CHECK(f.run("PUT", "/v1/config", next.dump()).response.status == 409);
+  REQUIRE(f.write("PUT", "/v1/config?force=true", next.dump()).status == 200);
+  CHECK(f.n.node().config().volume("far")->replicas == std::vector<std::string>{"n1", "n2"});
 }
 
 TEST_CASE("cluster config: which replica changes may happen in one step") {
