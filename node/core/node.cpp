@@ -309,6 +309,7 @@ void Node::on_tick(Clock now) {
   maybe_activate(now);
   scheduler_->on_tick(now);
   expire_sessions(now);
+  retry_config_requests(now);
   if (!all_synced_) refresh_masters(now);  // a lone node stops waiting for a sync partner
   start_syncs(now);
   if (now.mono_ms >= next_maintenance_mono_ms_) {
@@ -507,6 +508,7 @@ int64_t Node::next_deadline_mono() const {
   // for work released by a durability notification.
   int64_t best = std::min(membership_->next_deadline_ms(), scheduler_->next_deadline_mono());
   best = std::min(best, maintenance_running_ ? last_.mono_ms : next_maintenance_mono_ms_);
+  best = std::min(best, config_retry_mono_);
   for (const auto& [name, v] : volumes_) {
     best = std::min(best, v.next_sync_mono_ms);
     if (!v.held_until.empty()) best = std::min(best, v.held_until.front().first);

@@ -357,6 +357,9 @@ class Node final : private schedule::SchedulerHost {
   std::map<std::string, bool> deciding_;                          // volume -> this node decides
   bool all_synced_ = false;
   std::map<std::string, int64_t> config_requested_mono_;           // peer -> last request time
+  int64_t config_retry_mono_ = kNever;  // retry_config_requests is due (kNever: not behind)
+  void want_newer_config(const std::string& peer, uint64_t epoch, Clock now);
+  void retry_config_requests(Clock now);
   std::map<std::string, uint64_t> known_boots_;                    // peer -> boot id last seen
   HashKeyedMap<int64_t> last_heard_mono_;  // hash64(peer id) -> last authenticated frame (lookups only)
 

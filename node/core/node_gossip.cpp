@@ -95,13 +95,7 @@ void Node::drain_membership(Clock now) {
       scheduler_->on_peer_change(ev.node, now);
       changed = true;
     }
-    if (meta && meta->config_epoch > config_.epoch) {
-      auto& last = config_requested_mono_[ev.node];
-      if (last == 0 || now.mono_ms - last >= 1'000) {
-        last = now.mono_ms;
-        queue_core(ev.node, wire::ConfigRequest{meta->config_epoch}, false);
-      }
-    }
+    if (meta && meta->config_epoch > config_.epoch) want_newer_config(ev.node, meta->config_epoch, now);
   }
   if (changed) refresh_masters(now);
   // Refutations and meta changes raise our incarnation; persist it so a restart starts
@@ -239,6 +233,29 @@ void Node::on_config_doc(const std::string& from, const wire::ConfigDoc& doc, Cl
     e.text = "cluster config conflict: node " + from + " holds a different config with the same epoch " +
              std::to_string(config->epoch) + "; keeping ours";
     events_.push_back(std::move(e));
+  }
+}
+
+// Asks `peer` for its newer config, at most once a second per peer.  A request held back
+// by that limit, or lost (its answer never came), is made again from on_tick
+// (retry_config_requests) until no reachable member advertises a newer epoch: member
+// events alone came too rarely — a second epoch applied within a second of the first
+// never spread (tests/cluster/scenario_reconfig.py found it).
+void Node::want_newer_config(const std::string& peer, uint64_t epoch, Clock now) {
+  auto& last = config_requested_mono_[peer];
+  if (last == 0 || now.mono_ms - last >= 1'000) {
+    last = now.mono_ms;
+    queue_core(peer, wire::ConfigRequest{epoch}, false);
+  }
+  config_retry_mono_ = std::min(config_retry_mono_, last + 1'000);
+}
+
+void Node::retry_config_requests(Clock now) {
+  if (now.mono_ms < config_retry_mono_) return;
+  config_retry_mono_ = kNever;
+  for (const auto& m : membership_->members()) {
+    if (m.node == options_.id || m.meta.config_epoch <= config_.epoch || !membership_->reachable(m.node)) continue;
+    want_newer_config(m.node, m.meta.config_epoch, now);
   }
 }
 

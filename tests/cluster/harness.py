@@ -454,11 +454,13 @@ class Cluster:
 
     ids: node ids, in priority order (the first is the highest priority: the master of
     every volume while it is up).  ips: one address per node (loopback by default).
+    replicas: the replicas of volume "main" at epoch 1 (default: every node).
     """
 
     def __init__(self, run, ids=("n1", "n2", "n3"), ips=None, netns=None, entries="",
-                 tuning=DEFAULT_TUNING, log_level="info", name="c"):
+                 tuning=DEFAULT_TUNING, log_level="info", name="c", replicas=None):
         self.run = run
+        self.replicas = list(replicas) if replicas else list(ids)  # of volume "main"
         self.dir = os.path.join(run.dir, name)
         os.makedirs(self.dir, exist_ok=True)
         self.cluster_name = "test-" + run.name
@@ -499,7 +501,7 @@ class Cluster:
         for i, nid in enumerate(self.ids):
             parts += ["[[cluster.node]]", 'id = "%s"' % nid, "priority = %d" % (100 - 10 * i), ""]
         parts += ["[[cluster.volume]]", 'name = "main"',
-                  "replicas = [%s]" % ", ".join('"%s"' % n for n in self.ids), "", self.entries]
+                  "replicas = [%s]" % ", ".join('"%s"' % n for n in self.replicas), "", self.entries]
         with open(self.common_path, "w") as f:
             f.write("\n".join(parts))
 

@@ -31,6 +31,7 @@ SCENARIOS = {
     "partition": ("scenario_partition", "partition"),
     "hostile": ("scenario_hostile", "hostile"),
     "full_restart": ("scenario_full_restart", "full_restart"),
+    "reconfig": ("scenario_reconfig", "reconfig"),
 }
 
 
