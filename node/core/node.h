@@ -223,6 +223,8 @@ class Node final : private schedule::SchedulerHost {
   const gossip::Membership& membership() const { return *membership_; }
   const NodeCounters& counters() const { return counters_; }
   const schedule::SchedulerCounters& scheduler_counters() const { return scheduler_->counters(); }
+  // The master of `volume` in this node's view (replicated or not); nullopt when no
+  // replica is alive in it.
   std::optional<std::string> master_of(const std::string& volume) const;
   const schedule::VolumeStore* store(const std::string& volume) const;
   std::vector<std::pair<std::string, uint64_t>> volume_digests() const;
@@ -322,6 +324,7 @@ class Node final : private schedule::SchedulerHost {
   // The config no longer lists this node as a replica of `name`: stand down, keep the
   // store until it is handed over (VolumeState::departing).
   void depart_volume(const std::string& name, Clock now);
+  std::optional<std::string> elect_master(const VolumeSpec& spec) const;  // highest (priority, id) alive replica
   void start_sync(const std::string& volume, VolumeState& v, const std::string& peer, Clock now);
   void on_store_change(const std::string& volume, const schedule::Change& change);
   void flush_pushes(Clock now);

@@ -114,28 +114,30 @@ void Node::drain_membership(Clock now) {
 // occurrence due meanwhile.  Claims make two deciders at once safe (majorities
 // intersect) and free of duplicates (the loser defers to the holder), so the
 // next-in-line replica steps in as soon as the master is suspected.
+std::optional<std::string> Node::elect_master(const VolumeSpec& spec) const {
+  std::vector<gossip::MasterCandidate> candidates;
+  for (const auto& r : spec.replicas) {
+    gossip::MasterCandidate c;
+    c.id = r;
+    if (r == options_.id) {
+      c.reachable = true;
+      c.priority = membership_->self_meta().priority;
+    } else if (const gossip::MemberMeta* meta = membership_->meta_of(r)) {
+      c.reachable = membership_->state_of(r) == gossip::MemberState::kAlive;
+      c.priority = meta->priority;
+    }
+    candidates.push_back(std::move(c));
+  }
+  return gossip::choose_master(candidates);
+}
+
 void Node::refresh_masters(Clock now) {
   bool pending_sync = false;
   for (const auto& [volume, v_state] : volumes_) {
     if (v_state.departing) continue;  // depart_volume stood it down
     const VolumeSpec* spec = config_.volume(volume);
     std::optional<std::string> m;
-    if (spec && !left_) {
-      std::vector<gossip::MasterCandidate> candidates;
-      for (const auto& r : spec->replicas) {
-        gossip::MasterCandidate c;
-        c.id = r;
-        if (r == options_.id) {
-          c.reachable = true;
-          c.priority = membership_->self_meta().priority;
-        } else if (const gossip::MemberMeta* meta = membership_->meta_of(r)) {
-          c.reachable = membership_->state_of(r) == gossip::MemberState::kAlive;
-          c.priority = meta->priority;
-        }
-        candidates.push_back(std::move(c));
-      }
-      m = gossip::choose_master(candidates);
-    }
+    if (spec && !left_) m = elect_master(*spec);
     // Not synced yet: decide only if no peer replica can be asked (alone after the
     // startup grace), never on the state from before a restart.
     VolumeState& vs = volumes_.at(volume);
@@ -164,7 +166,12 @@ void Node::refresh_masters(Clock now) {
 
 std::optional<std::string> Node::master_of(const std::string& volume) const {
   auto it = masters_.find(volume);
-  return it == masters_.end() ? std::nullopt : it->second;
+  if (it != masters_.end()) return it->second;
+  // A volume this node does not replicate: the same election, from this node's view
+  // (for status, and for forwarding to the master first).
+  const VolumeSpec* spec = config_.volume(volume);
+  if (spec == nullptr || !membership_ || left_) return std::nullopt;
+  return elect_master(*spec);
 }
 
 void Node::maybe_activate(Clock now) {

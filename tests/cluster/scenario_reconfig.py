@@ -9,7 +9,8 @@ A  PUT /v1/config through n1: main becomes [n1,n2,n4] with previous [n1,n2,n3].
 B  at once, the final step ([n1,n2,n4] alone): refused with 409 (a replica still holds epoch 1,
    or n4 has not filled); retried until it is applied.
 C  n4 holds every entry (status: filled, records; the 40 listed through its own API),
-   and n3 hands its copy over and lets go of the volume (its status has no records).
+   and n3 hands its copy over and lets go of the volume (its status has no records, and
+   names n1, elected from its own view, as the master).
 D  kill -9 n3: it no longer matters; the new majority keeps firing.
 Throughout: at-most-once exactly once, at-least-once every occurrence.
 """
@@ -85,6 +86,9 @@ def reconfig(run):
     if len(listed) != LOAD:
         raise TestFailure("n4 lists %d of the %d entries written through n3" % (len(listed), LOAD))
     wait_until(lambda: "records" not in main_volume(c["n3"]), 30, "n3 to hand volume main over and let go")
+    v3 = main_volume(c["n3"])
+    if v3.get("replica") or v3.get("master") != "n1":
+        raise TestFailure("n3, no longer a replica, should see n1 as master of main: %s" % v3)
     run.note("C: n4 filled with %d records; n3 handed its copy over" % v4["records"])
 
     # D: n3 no longer matters.

@@ -121,6 +121,9 @@ TEST_CASE("api status: members, volumes with master and replica flag, epoch") {
   REQUIRE(s["volumes"].size() == 3);
   CHECK(s["volumes"][0]["name"] == "far");
   CHECK(s["volumes"][0]["replica"] == false);
+  CHECK(s["volumes"][0]["master"] == nullptr);  // not a replica, and none of its replicas is alive here
+  CHECK_FALSE(s["volumes"][0].contains("records"));
+  CHECK(s["volumes"][1]["master"] == "n1");
   CHECK(s["volumes"][2]["name"] == "v");
   CHECK(s["volumes"][2]["replica"] == true);
   CHECK(s["pending"].contains("running_invocations"));
