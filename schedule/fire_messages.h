@@ -62,6 +62,13 @@ struct Claim {
   ClaimKind kind = ClaimKind::kClaim;
   uint64_t round = 0;
   AttemptInfo attempt;       // kClaim, kAccept
+  // The claimant's cluster config epoch and a hash of the volume's replica sets in it
+  // (Topology::Volume::sets_hash).  A replica whose config is newer and names other sets
+  // for the volume answers kStale: a claimant that missed a replica change must not
+  // gather a majority of sets the cluster has left (docs/firing.md, Replica changes).
+  // 0 and 0 from a sender that predates the fields: never refused as stale.
+  uint64_t config_epoch = 0;
+  uint64_t sets_hash = 0;
   bool operator==(const Claim&) const = default;
 };
 
@@ -70,6 +77,7 @@ enum class ClaimOutcome : uint8_t {
   kHeld = 1,        // already granted to `holder`
   kNotDue = 2,      // not due by this replica's clock yet; retry after `retry_after_ms`
   kAbstain = 3,     // this replica cannot vote on o (amnesia horizon, not a replica, unknown entry)
+  kStale = 4,       // the claim names replica sets of an older config epoch; retry after `retry_after_ms`
 };
 
 struct ClaimReply {

@@ -43,9 +43,18 @@ Scheduler::~Scheduler() = default;
 
 // --- configuration ----------------------------------------------------------------------
 
+uint64_t sets_hash(const Topology::Volume& v) {
+  uint64_t h = hash64("caesium-replica-sets");
+  for (const auto& r : v.replicas) h = hash_combine(h, hash64(r));
+  h = hash_combine(h, v.replicas.size());
+  for (const auto& r : v.previous_replicas) h = hash_combine(h, hash64(r));
+  return hash_combine(h, v.previous_replicas.size());
+}
+
 void Scheduler::set_topology(Topology topology, Clock now) {
   last_ = now;
   topology_ = std::move(topology);
+  for (auto& [name, v] : topology_.volumes) v.sets_hash = sets_hash(v);
   volume_quorum_sets_.clear();
   const Entry unbound;  // no binding: every replica is eligible
   for (const auto& [name, v] : topology_.volumes) volume_quorum_sets_[name] = make_quorum_sets(&v, unbound);

@@ -67,10 +67,16 @@ struct Topology {
   struct Volume {
     std::vector<std::string> replicas;           // sorted
     std::vector<std::string> previous_replicas;  // non-empty while a replica change is in flight
+    uint64_t sets_hash = 0;  // of both lists; set by Scheduler::set_topology (sets_hash())
   };
+  uint64_t epoch = 0;  // the cluster config epoch this topology comes from
   std::map<std::string, Volume> volumes;
   std::map<std::string, std::vector<std::string>> node_tags;  // sorted tags per node id
 };
+
+// A hash of a volume's replica sets (both lists, in order): two configs that give the
+// volume the same sets hash alike, whatever else changed between them.
+uint64_t sets_hash(const Topology::Volume& v);
 
 // The membership view of one node, as the scheduler needs it.
 struct PeerView {
@@ -174,6 +180,9 @@ struct SchedulerCounters {
   // Thrifty round-0 claims that had to ask the replicas left out (a refusal, a "not due",
   // or no majority by the first retry).
   uint64_t claims_widened = 0;
+  // Claims refused because the claimant's config named other replica sets for the volume
+  // at an older epoch, and claims of ours refused so.
+  uint64_t stale_claims_refused = 0, stale_claims_sent = 0;
 };
 
 class Scheduler {
@@ -392,6 +401,12 @@ class Scheduler {
   void purge_votes(Clock now);  // sets votes_expiring_ when expired votes remain
   int64_t utc_to_mono(int64_t utc_ms) const;
   bool is_replica(const std::string& volume) const;
+  // Claims carry this node's config epoch and the volume's sets hash (on_claim's check).
+  void stamp_config(Claim& c) const;
+  // A replica answered kStale: forget its grant, ask it again after its delay.
+  void stale_refusal(Occ& o, const std::string& from, const ClaimReply& r, Clock now);
+  // Whether a claim names other replica sets for its volume than ours, from an older epoch.
+  bool stale_claim(const Claim& c) const;
 
   // scheduler_master.cpp: deciding, claiming, owning
   void reconsider(Occ& o, Clock now);

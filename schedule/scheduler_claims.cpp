@@ -97,12 +97,26 @@ std::vector<std::string> Scheduler::thrifty_claim_targets(const Occ& o, const En
   return out;
 }
 
+void Scheduler::stamp_config(Claim& c) const {
+  c.config_epoch = topology_.epoch;
+  auto it = topology_.volumes.find(c.volume);
+  c.sets_hash = it == topology_.volumes.end() ? 0 : it->second.sets_hash;
+}
+
+void Scheduler::stale_refusal(Occ& o, const std::string& from, const ClaimReply& r, Clock now) {
+  ++counters_.stale_claims_sent;
+  o.granted.erase(from);
+  o.answered.erase(from);
+  o.not_due_until_mono[from] = now.mono_ms + std::max<int64_t>(1, r.retry_after_ms);
+}
+
 void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
   Claim c;
   c.volume = o.volume;
   c.occ = o.id;
   c.claimant = self_;
   c.fire_utc_ms = o.fire_utc_ms;
+  stamp_config(c);
   if (o.phase == Phase::kPreparing) {
     c.kind = ClaimKind::kPrepare;
     c.round = o.round;
@@ -187,6 +201,12 @@ void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clo
       // The replica's clock is behind ours: ask again when it says o is due.
       o->answered.erase(from);
       o->not_due_until_mono[from] = now.mono_ms + std::max<int64_t>(1, r.retry_after_ms);
+      break;
+    case ClaimOutcome::kStale:
+      // Our config is older than the replica's and gave the volume other replica sets:
+      // nothing it granted us before counts, and we ask again once the newer config
+      // (which the replica advertises in its gossip) has reached us.
+      stale_refusal(*o, from, r, now);
       break;
     case ClaimOutcome::kAbstain:
       o->refused.insert(from);
@@ -365,6 +385,9 @@ void Scheduler::on_prepare_reply(Occ& o, const std::string& from, const ClaimRep
       o.answered.erase(from);
       o.not_due_until_mono[from] = now.mono_ms + std::max<int64_t>(1, r.retry_after_ms);
       break;
+    case ClaimOutcome::kStale:
+      stale_refusal(o, from, r, now);
+      break;
     case ClaimOutcome::kAbstain:
       o.refused.insert(from);
       break;
@@ -450,6 +473,7 @@ void Scheduler::send_accepts(Occ& o, const Entry& e, Attempt& a, Clock now) {
   c.kind = ClaimKind::kAccept;
   c.round = o.round;
   c.attempt = a.info;
+  stamp_config(c);
   for (const auto& n : claim_targets(o, e)) {
     if (a.accepted_by.count(n)) continue;
     if (n != self_.node && !host_.peer(n).reachable) continue;

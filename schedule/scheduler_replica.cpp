@@ -29,6 +29,13 @@ void Scheduler::on_message(const std::string& from, const FireMessage& msg, Cloc
 // Votes (the replica side of claims).  A round is first-come: round 0 (the ordinary
 // claim) belongs to the first claimant that asks, a higher round to the first process
 // that prepares it.  Everything a vote promises is durable before the reply leaves.
+bool Scheduler::stale_claim(const Claim& c) const {
+  if (c.config_epoch >= topology_.epoch) return false;       // ours is not newer
+  if (c.config_epoch == 0 && c.sets_hash == 0) return false;  // a sender without the fields
+  auto it = topology_.volumes.find(c.volume);
+  return it != topology_.volumes.end() && it->second.sets_hash != c.sets_hash;
+}
+
 void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
   ClaimReply reply;
   reply.volume = c.volume;
@@ -38,6 +45,16 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
   reply.round = c.round;
   const bool well_formed = (c.kind == ClaimKind::kClaim) == (c.round == 0) || c.kind == ClaimKind::kAccept;
   if (!is_replica(c.volume) || c.claimant.node != from || !well_formed) {
+    host_.send(from, std::move(reply), false);
+    return;
+  }
+  if (stale_claim(c) && !options_.test_grant_every_claim) {
+    // The claimant missed a change of this volume's replica sets: granting it could
+    // complete a majority of sets the cluster has left, while the new sets decide too
+    // (docs/firing.md, Replica changes).  It retries once it has our config.
+    ++counters_.stale_claims_refused;
+    reply.outcome = ClaimOutcome::kStale;
+    reply.retry_after_ms = options_.claim_retry_ms;
     host_.send(from, std::move(reply), false);
     return;
   }

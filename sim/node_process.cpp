@@ -164,6 +164,7 @@ class NodeProcess final : public Process {
             {"store.records_merged", static_cast<double>(c.records_merged)},
             {"scheduler.granted", static_cast<double>(node_->scheduler_counters().granted)},
             {"scheduler.claims_widened", static_cast<double>(node_->scheduler_counters().claims_widened)},
+            {"scheduler.stale_claims_refused", static_cast<double>(node_->scheduler_counters().stale_claims_refused)},
             {"scheduler.dispatches_ignored_after_wipe",
              static_cast<double>(node_->scheduler_counters().dispatches_ignored_after_wipe)}};
   }

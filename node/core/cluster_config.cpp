@@ -60,7 +60,8 @@ std::vector<std::string> ClusterConfig::volumes_of(std::string_view node) const 
 
 schedule::Topology ClusterConfig::topology() const {
   schedule::Topology t;
-  for (const auto& v : volumes) t.volumes[v.name] = {v.replicas, v.previous_replicas};
+  t.epoch = epoch;
+  for (const auto& v : volumes) t.volumes[v.name] = {v.replicas, v.previous_replicas, 0};
   for (const auto& n : nodes) t.node_tags[n.id] = n.tags;
   return t;
 }

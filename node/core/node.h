@@ -190,12 +190,21 @@ class Node final : private schedule::SchedulerHost {
   // of replica sets while a reachable replica of a changed volume still holds an older
   // epoch than ours (config_lagging): a node that missed the previous step would claim
   // under sets two steps old.
-  // `force` (disaster recovery: replicas lost for good) skips the last two checks, not
+  // And a change while fewer than a majority of a current replica set is known to hold
+  // our epoch (config_unadopted).
+  // `force` (disaster recovery: replicas lost for good) skips the last three checks, not
   // the majority check.
   Result<WriteAck> apply_config(ClusterConfig config, Clock now, bool force = false);
   // Reachable replicas (current or previous, in ours or in `next`) of the volumes whose
   // replica sets `next` changes that report a config epoch below ours; sorted.
   std::vector<std::string> config_lagging(const ClusterConfig& next) const;
+  // Volumes whose replica sets `next` changes where fewer than a majority of one of the
+  // current sets (replicas, previous replicas) are known to hold our epoch — reachable or
+  // not, by the epoch their gossip last advertised.  Until a majority of each set holds
+  // it, a node cut off since before it may still gather a majority under the sets of the
+  // epoch before, which a further change could leave disjoint from the next sets
+  // (docs/api.md, Replica changes).  "volume: node, node of [set]" strings.
+  std::vector<std::string> config_unadopted(const ClusterConfig& next) const;
   // Replicas of `next` that may not hold a volume's entries yet (not filled, not
   // reachable, or not a replica before) when `next` removes replicas from it: removing
   // the old ones now could lose what only they hold.  "volume: node" strings, sorted.

@@ -325,6 +325,30 @@ std::vector<std::string> Node::config_lagging(const ClusterConfig& next) const {
   return {out.begin(), out.end()};
 }
 
+std::vector<std::string> Node::config_unadopted(const ClusterConfig& next) const {
+  std::vector<std::string> out;
+  for (const auto& v : next.volumes) {
+    const VolumeSpec* old = config_.volume(v.name);
+    if (old == nullptr || (old->replicas == v.replicas && old->previous_replicas == v.previous_replicas)) continue;
+    for (const auto* set : {&old->replicas, &old->previous_replicas}) {
+      if (set->empty()) continue;
+      std::vector<std::string> behind;
+      for (const auto& r : *set) {
+        if (r == options_.id) continue;
+        const gossip::MemberMeta* meta = membership_ ? membership_->meta_of(r) : nullptr;
+        if (meta == nullptr || meta->config_epoch < config_.epoch) behind.push_back(r);
+      }
+      if (set->size() - behind.size() >= set->size() / 2 + 1) continue;
+      std::string line = v.name + ": ";
+      for (size_t i = 0; i < behind.size(); ++i) line += (i ? ", " : "") + behind[i];
+      line += " of [";
+      for (size_t i = 0; i < set->size(); ++i) line += (i ? "," : "") + (*set)[i];
+      out.push_back(line + "]");
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> Node::config_unfilled(const ClusterConfig& next) const {
   std::vector<std::string> out;
   for (const auto& v : next.volumes) {
@@ -379,6 +403,16 @@ Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now, bool force)
                      "the replicas that hold the entries are lost for good, ?force=true (caesium config apply "
                      "--force) applies it anyway",
                  "volumes.replicas");
+  }
+  if (const auto unadopted = force ? std::vector<std::string>{} : config_unadopted(*next); !unadopted.empty()) {
+    std::string names;
+    for (const auto& n : unadopted) names += (names.empty() ? "" : "; ") + n;
+    return Error("cluster config: fewer than a majority of a current replica set is known to hold epoch " +
+                     std::to_string(config_.epoch) + " (" + names + "): a node cut off since before it could "
+                     "still fire under the sets of the epoch before; change replica sets again once the rest "
+                     "are back (caesium status shows each node's epoch); if they are lost for good, "
+                     "?force=true (caesium config apply --force) applies it anyway",
+                 "epoch");
   }
   if (Status s = adopt_config(std::move(*next), now, true); !s.ok()) return s.error();
   pump(now);

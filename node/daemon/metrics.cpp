@@ -157,6 +157,9 @@ void render_node(PromWriter& w, const node::Node& node) {
   counter(w, "caesium_dispatches_ignored_after_wipe_total",
           "At-most-once dispatches left unanswered: issued before this node restarted without its disk.",
           node.scheduler_counters().dispatches_ignored_after_wipe);
+  counter(w, "caesium_stale_claims_refused_total",
+          "Claims this node refused: the claimant's older config gave the volume other replica sets.",
+          node.scheduler_counters().stale_claims_refused);
 
   const node::NodeCounters& c = node.counters();
   in_out(w, "caesium_gossip_datagrams_total", "Gossip datagrams (UDP).", c.datagrams_in, c.datagrams_out);

@@ -156,9 +156,11 @@ struct Claim {
   kind @5 :ClaimKind;
   round @6 :UInt64;
   attempt @7 :AttemptInfo;
+  configEpoch @8 :UInt64;  # the claimant's cluster config epoch (0: unknown)
+  setsHash @9 :UInt64;     # hash of the volume's replica sets in that config
 }
 
-enum ClaimOutcome { granted @0; held @1; notDue @2; abstain @3; }
+enum ClaimOutcome { granted @0; held @1; notDue @2; abstain @3; stale @4; }
 
 struct ClaimReply {
   volume @0 :Text;

@@ -363,6 +363,8 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setKind(static_cast<cp::ClaimKind>(m.kind));
           x.setRound(m.round);
           put(x.initAttempt(), m.attempt);
+          x.setConfigEpoch(m.config_epoch);
+          x.setSetsHash(m.sets_hash);
         } else if constexpr (std::is_same_v<T, schedule::ClaimReply>) {
           auto x = b.initClaimReply();
           x.setVolume(text(m.volume));
@@ -463,11 +465,11 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       if (!kind) return kind.error();
       return CoreMessage{schedule::Claim{str(x.getVolume()), get(x.getOcc()), get(x.getClaimant()),
                                          str(x.getWorker()), x.getFireUtcMs(), *kind, x.getRound(),
-                                         get(x.getAttempt())}};
+                                         get(x.getAttempt()), x.getConfigEpoch(), x.getSetsHash()}};
     }
     case cp::CoreMessage::CLAIM_REPLY: {
       auto x = r.getClaimReply();
-      auto outcome = get_enum<schedule::ClaimOutcome>(static_cast<uint16_t>(x.getOutcome()), 3, "claim outcome");
+      auto outcome = get_enum<schedule::ClaimOutcome>(static_cast<uint16_t>(x.getOutcome()), 4, "claim outcome");
       if (!outcome) return outcome.error();
       auto kind = get_enum<schedule::ClaimKind>(static_cast<uint16_t>(x.getKind()), 2, "claim kind");
       if (!kind) return kind.error();

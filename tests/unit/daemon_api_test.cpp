@@ -340,8 +340,16 @@ TEST_CASE("api config: a replica change that old and new majorities could miss i
   CHECK(body_of(bad.response)["error"].get<std::string>().find("'n9'") != std::string::npos);
 
   // The same change through a joint epoch: [n1] with previous [n2, n3], then [n1] alone.
+  // n2 and n3 have never been heard from, so neither is known to hold epoch 1: a node
+  // cut off since an epoch before could still gather a majority of "far" under older
+  // sets, and the change is refused until they are back or it is forced.
   next["volumes"][0]["previous_replicas"] = {"n2", "n3"};
-  REQUIRE(f.write("PUT", "/v1/config", next.dump()).status == 200);
+  ApiAction unheard = f.run("PUT", "/v1/config", next.dump());
+  CHECK(unheard.response.status == 409);
+  CHECK(body_of(unheard.response)["field"] == "epoch");
+  CHECK(body_of(unheard.response)["error"].get<std::string>().find("far: n2, n3 of [n2,n3]") != std::string::npos);
+  CHECK(f.n.node().config().epoch == 1);
+  REQUIRE(f.write("PUT", "/v1/config?force=true", next.dump()).status == 200);
   CHECK(f.n.node().config().volume("far")->previous_replicas == std::vector<std::string>{"n2", "n3"});
   // Dropping n2 and n3 needs n1 to hold the volume's entries first: it has never
   // reconciled "far" with them (alone here), so that is refused, and nothing changes.
@@ -360,10 +368,14 @@ TEST_CASE("api config: a replica change that old and new majorities could miss i
   forced_unsafe["volumes"][1]["replicas"] = {"n3"};  // "pair": [n1,n2] -> [n3]
   CHECK(f.run("PUT", "/v1/config?force=true", forced_unsafe.dump()).response.status == 409);
   CHECK(f.n.node().config().epoch == 2);
-  // Keeping all three removes nobody: allowed.  (tests/sim/config_replace_replica.toml
-  // runs the whole change on a cluster, where the new replica fills.)
+  // Keeping all three removes nobody, so the fill check passes; n2 and n3 are still
+  // unheard of, so it takes force here.  (tests/sim/config_replace_replica.toml runs the
+  // whole change on a cluster, where the new replica fills and every node adopts.)
   next["volumes"][0]["replicas"] = {"n1", "n2", "n3"};
-  REQUIRE(f.write("PUT", "/v1/config", next.dump()).status == 200);
+  ApiAction keep = f.run("PUT", "/v1/config", next.dump());
+  CHECK(keep.response.status == 409);
+  CHECK(body_of(keep.response)["field"] == "epoch");
+  REQUIRE(f.write("PUT", "/v1/config?force=true", next.dump()).status == 200);
   CHECK(f.n.node().config().volume("far")->replicas == std::vector<std::string>{"n1", "n2", "n3"});
   CHECK(f.n.node().config().volume("far")->previous_replicas.empty());
   // n2 and n3 lost for good: removing them is refused until forced.

@@ -113,12 +113,13 @@ CoreMessage random_core(Rng& rng) {
                                    random_text(rng, 8), rng.between(0, int64_t{1} << 42),
                                    static_cast<schedule::ClaimKind>(rng.below(3)), rng.next_u64(),
                                    {static_cast<uint32_t>(rng.below(9)), random_text(rng, 16), random_text(rng, 8),
-                                    rng.between(0, int64_t{1} << 42)}};
+                                    rng.between(0, int64_t{1} << 42)},
+                                   rng.next_u64(), rng.next_u64()};
     case 1: {
       schedule::ClaimReply r;
       r.volume = random_text(rng, 8);
       r.occ = random_occ(rng);
-      r.outcome = static_cast<schedule::ClaimOutcome>(rng.below(4));
+      r.outcome = static_cast<schedule::ClaimOutcome>(rng.below(5));
       r.holder = {random_text(rng, 8), rng.next_u64()};
       r.retry_after_ms = rng.between(0, 10000);
       r.holder_alive = rng.chance(0.5);
