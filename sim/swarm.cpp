@@ -29,6 +29,10 @@ FaultSpec config_fault(int64_t at_ms, const std::string& via, const std::string&
 // against the sets the previous one asked for, whether or not it was applied).
 void add_replica_changes(uint64_t seed, Scenario& s) {
   Rng rng(seed ^ 0xC0F16EULL);
+  // Moves (a replacement of a majority) and the cut-offs around them draw from a stream
+  // of their own: every other draw of a seed stays what it was.
+  Rng cut_rng(seed ^ 0xC17C0FFULL);
+  std::vector<FaultSpec> cuts;
   const auto& nodes = s.cluster.nodes;
   auto random_node = [&] { return nodes[rng.below(nodes.size())].id; };
   for (const auto& v : s.cluster.volumes) {
@@ -45,10 +49,47 @@ void add_replica_changes(uint64_t seed, Scenario& s) {
       const uint64_t kind = rng.below(3);
       if (kind == 0 && !outside.empty()) {  // replace one: two epochs
         next[rng.below(next.size())] = outside[rng.below(outside.size())];
+        // Or move a majority of the set to other nodes, and perhaps cut the nodes that
+        // leave off from everyone else from just before the joint epoch until after the
+        // final step: they stay a majority of the sets they hold, so the final step must
+        // wait for them (tests/sim/config_stale_pair.toml; docs/firing.md, Replica changes).
+        // A replacement of one keeps most of a cut majority in the new set, and the fill
+        // check alone holds its final step back.
+        std::vector<std::string> leaving;
+        if (outside.size() >= current.size() / 2 + 1 && cut_rng.chance(0.4)) {
+          leaving = current;
+          cut_rng.shuffle(leaving.begin(), leaving.end());
+          leaving.resize(current.size() / 2 + 1);
+          std::vector<std::string> joining = outside;
+          cut_rng.shuffle(joining.begin(), joining.end());
+          next.clear();
+          for (const auto& n : current) {
+            if (std::find(leaving.begin(), leaving.end(), n) == leaving.end()) next.push_back(n);
+          }
+          next.insert(next.end(), joining.begin(), joining.begin() + static_cast<std::ptrdiff_t>(leaving.size()));
+        }
         std::sort(next.begin(), next.end());
         s.faults.push_back(config_fault(t, random_node(), v.name, next, current));
         s.faults.push_back(config_fault(t + rng.between(0, 50), random_node(), v.name, next, {}));  // refused
         s.faults.push_back(config_fault(t + rng.between(10, 60) * kMsPerSecond, random_node(), v.name, next, {}));
+        if (!leaving.empty() && cut_rng.chance(0.6)) {
+          const std::vector<std::string>& cut = leaving;
+          std::vector<std::string> rest;
+          for (const auto& n : nodes) {
+            if (std::find(cut.begin(), cut.end(), n.id) == cut.end()) rest.push_back(n.id);
+          }
+          if (!rest.empty()) {
+            FaultSpec p;
+            p.kind = FaultSpec::Kind::kPartition;
+            p.at_ms = std::max<int64_t>(1, t - cut_rng.between(0, 5) * kMsPerSecond);
+            p.groups = {cut, rest};
+            p.where = "swarm";
+            cuts.push_back(p);
+            p.at_ms = s.faults.back().at_ms + cut_rng.between(5, 40) * kMsPerSecond;
+            p.groups.clear();  // the partition ends (cuts and one-way links stay)
+            cuts.push_back(p);
+          }
+        }
       } else if (kind == 1 && !outside.empty() && current.size() < 5) {  // add one
         next.push_back(outside[rng.below(outside.size())]);
         std::sort(next.begin(), next.end());
@@ -62,6 +103,10 @@ void add_replica_changes(uint64_t seed, Scenario& s) {
       current = std::move(next);
       t += rng.between(60, 120) * kMsPerSecond;
     }
+  }
+  for (auto& c : cuts) {
+    c.at_ms = std::min(c.at_ms, s.duration_ms - 1);
+    s.faults.push_back(std::move(c));
   }
   // Within the fault phase only: the settle period must see the sets stand still.
   std::erase_if(s.faults, [&](const FaultSpec& f) { return f.kind == FaultSpec::Kind::kConfig && f.at_ms >= s.duration_ms; });
