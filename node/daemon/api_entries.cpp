@@ -154,7 +154,8 @@ ApiAction ApiHandler::config_put(const ServerRequest& req) {
               {"current_epoch", current}};
     return respond(json_response(409, j));
   }
-  // ?force=true: apply although a replica lags or has not filled (replicas lost for good).
+  // ?force=true: apply although a replica lags, has not filled or has not been heard holding
+  // the epoch (replicas lost for good).
   Status qs;
   const auto force_text = query_param(req, "force", qs);
   if (!qs.ok()) return respond(error_response(400, qs.error().message, qs.error().field));
