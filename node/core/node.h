@@ -191,8 +191,9 @@ class Node final : private schedule::SchedulerHost {
   // epoch than ours (config_lagging): a node that missed the previous step would claim
   // under sets two steps old.
   // And a change while fewer than a majority of a current replica set is known to hold
-  // our epoch (config_unadopted).
-  // `force` (disaster recovery: replicas lost for good) skips the last three checks, not
+  // our epoch (config_unadopted), or while we see fewer than a majority of the nodes
+  // alive (config_nodes_not_alive: field "nodes", 503 at the API).
+  // `force` (disaster recovery: replicas lost for good) skips the last four checks, not
   // the majority check.
   Result<WriteAck> apply_config(ClusterConfig config, Clock now, bool force = false);
   // Reachable replicas (current or previous, in ours or in `next`) of the volumes whose
@@ -205,6 +206,10 @@ class Node final : private schedule::SchedulerHost {
   // epoch before, which a further change could leave disjoint from the next sets
   // (docs/api.md, Replica changes).  "volume: node, node of [set]" strings.
   std::vector<std::string> config_unadopted(const ClusterConfig& next) const;
+  // The nodes of our config, other than us, that are not alive in our view.  A config
+  // change needs a majority of the nodes alive (us included), so that the two sides of a
+  // partition cannot both apply one of the same epoch.
+  std::vector<std::string> config_nodes_not_alive() const;
   // Replicas of `next` that may not hold a volume's entries yet (not filled, not
   // reachable, or not a replica before) when `next` removes replicas from it: removing
   // the old ones now could lose what only they hold.  "volume: node" strings, sorted.

@@ -349,6 +349,15 @@ std::vector<std::string> Node::config_unadopted(const ClusterConfig& next) const
   return out;
 }
 
+std::vector<std::string> Node::config_nodes_not_alive() const {
+  std::vector<std::string> out;
+  for (const auto& n : config_.nodes) {
+    if (n.id == options_.id) continue;
+    if (!membership_ || membership_->state_of(n.id) != gossip::MemberState::kAlive) out.push_back(n.id);
+  }
+  return out;
+}
+
 std::vector<std::string> Node::config_unfilled(const ClusterConfig& next) const {
   std::vector<std::string> out;
   for (const auto& v : next.volumes) {
@@ -413,6 +422,24 @@ Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now, bool force)
                      "are back (caesium status shows each node's epoch); if they are lost for good, "
                      "?force=true (caesium config apply --force) applies it anyway",
                  "epoch");
+  }
+  if (!force) {
+    // Two sides of a partition that each apply a config of the same epoch keep them both,
+    // reported and never merged (DESIGN.md §4), and a volume whose sets differ between
+    // them can stall: each side waits for a master that, by its own config, is not one
+    // (swarm seed 512 with --reconfig: a move applied on a cut-off pair while the other
+    // side changed another volume; 78 at-least-once occurrences never ran after the
+    // heal).  Only one side of a partition sees a majority of the nodes alive.
+    const std::vector<std::string> missing = config_nodes_not_alive();
+    if (missing.size() >= config_.nodes.size() - config_.nodes.size() / 2) {
+      std::string names;
+      for (const auto& n : missing) names += (names.empty() ? "" : ", ") + n;
+      return Error("cluster config: this node sees fewer than a majority of the cluster's nodes alive (not alive: " +
+                       names + "); apply the change through a node on the majority side, so that the other "
+                       "side cannot apply a different config with the same epoch; if those nodes are lost for "
+                       "good, ?force=true (caesium config apply --force) applies it anyway",
+                   "nodes");
+    }
   }
   if (Status s = adopt_config(std::move(*next), now, true); !s.ok()) return s.error();
   pump(now);

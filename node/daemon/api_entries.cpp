@@ -155,7 +155,7 @@ ApiAction ApiHandler::config_put(const ServerRequest& req) {
     return respond(json_response(409, j));
   }
   // ?force=true: apply although a replica lags, has not filled or has not been heard holding
-  // the epoch (replicas lost for good).
+  // the epoch, or a majority of the nodes is not alive (replicas lost for good).
   Status qs;
   const auto force_text = query_param(req, "force", qs);
   if (!qs.ok()) return respond(error_response(400, qs.error().message, qs.error().field));
@@ -176,7 +176,9 @@ ApiAction ApiHandler::config_put(const ServerRequest& req) {
     // What is left to refuse depends on the cluster's state (a lagging or unfilled
     // replica), not on the document: 409, and the same request succeeds later.
     const bool state = ack.error().field == "epoch" || ack.error().field == "volumes.replicas";
-    return respond(error_response(state ? 409 : 400, ack.error().message, ack.error().field));
+    // Too few nodes alive to change the config safely: unavailable here for now.
+    const int code = ack.error().field == "nodes" ? 503 : state ? 409 : 400;
+    return respond(error_response(code, ack.error().message, ack.error().field));
   }
   return await_write(*ack, "", 1, json_response(200, json::parse(backend_.cluster_config().encode())));
 }

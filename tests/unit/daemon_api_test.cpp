@@ -314,7 +314,15 @@ TEST_CASE("api config: get, 409 for a stale epoch, 400 for garbage, apply a new 
   CHECK(f.run("PUT", "/v1/config", R"({"epoch": 5})").response.status == 400);
   json next = json::parse(test::api_test_config(2).encode());
   next["volumes"][2]["replicas"] = {"n1", "n3"};  // "v" gains a replica
-  ServerResponse applied = f.write("PUT", "/v1/config", next.dump());
+  // This node is alone: n2 and n3 are not alive in its view, so it is not on the majority
+  // side of the cluster and may not change the config (the other side could apply
+  // another epoch 2).  503, naming them; forcing applies it.
+  ApiAction alone = f.run("PUT", "/v1/config", next.dump());
+  CHECK(alone.response.status == 503);
+  CHECK(body_of(alone.response)["field"] == "nodes");
+  CHECK(body_of(alone.response)["error"].get<std::string>().find("not alive: n2, n3") != std::string::npos);
+  CHECK(f.n.node().config().epoch == 1);
+  ServerResponse applied = f.write("PUT", "/v1/config?force=true", next.dump());
   REQUIRE(applied.status == 200);
   CHECK(body_of(applied)["epoch"] == 2);
   CHECK(f.n.node().config().epoch == 2);
