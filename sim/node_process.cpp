@@ -235,6 +235,10 @@ class NodeProcess final : public Process {
     return out;
   }
   std::vector<std::pair<std::string, uint64_t>> volume_digests() const override { return node_->volume_digests(); }
+  std::optional<std::pair<uint64_t, uint64_t>> config_identity() const override {
+    if (!started_) return std::nullopt;
+    return std::make_pair(node_->config().epoch, node_->config().fingerprint());
+  }
 
  private:
   void note(std::string text) {
