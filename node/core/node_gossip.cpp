@@ -2,11 +2,25 @@
 // each volume, this node's advertised meta, and spreading the cluster config.
 #include <algorithm>
 #include <set>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "gossip/master.h"
 #include "node/core/node.h"
 
 namespace caesium::node {
+
+namespace {
+
+// "a, b, c" for the refusals of apply_config.
+std::string joined(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out.append(i ? sep : "").append(parts[i]);
+  return out;
+}
+
+}  // namespace
 
 gossip::MemberMeta Node::self_meta() const {
   gossip::MemberMeta m;
@@ -339,11 +353,7 @@ std::vector<std::string> Node::config_unadopted(const ClusterConfig& next) const
         if (meta == nullptr || meta->config_epoch < config_.epoch) behind.push_back(r);
       }
       if (set->size() - behind.size() >= set->size() / 2 + 1) continue;
-      std::string line = v.name + ": ";
-      for (size_t i = 0; i < behind.size(); ++i) line += (i ? ", " : "") + behind[i];
-      line += " of [";
-      for (size_t i = 0; i < set->size(); ++i) line += (i ? "," : "") + (*set)[i];
-      out.push_back(line + "]");
+      out.push_back(v.name + ": " + joined(behind, ", ") + " of [" + joined(*set, ",") + "]");
     }
   }
   return out;
@@ -394,8 +404,7 @@ Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now, bool force)
   if (Status s = check_config_replicas(*next); !s.ok()) return s.error();
   if (Status s = check_config_change(config_, *next); !s.ok()) return s.error();
   if (const auto lagging = force ? std::vector<std::string>{} : config_lagging(*next); !lagging.empty()) {
-    std::string names;
-    for (const auto& n : lagging) names += (names.empty() ? "" : ", ") + n;
+    const std::string names = joined(lagging, ", ");
     return Error("cluster config: " + names + " still hold" + (lagging.size() == 1 ? "s" : "") +
                      " an epoch below the current " + std::to_string(config_.epoch) +
                      "; change replica sets again once every reachable replica holds it (caesium status shows "
@@ -403,8 +412,7 @@ Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now, bool force)
                  "epoch");
   }
   if (const auto unfilled = force ? std::vector<std::string>{} : config_unfilled(*next); !unfilled.empty()) {
-    std::string names;
-    for (const auto& n : unfilled) names += (names.empty() ? "" : ", ") + n;
+    const std::string names = joined(unfilled, ", ");
     return Error("cluster config: replicas would leave while a remaining replica may not hold the volume's "
                      "entries yet (" + names + "): it must be reachable, have been a replica before this epoch "
                      "and have completed anti-entropy with a previous replica; add new replicas first (with "
@@ -414,8 +422,7 @@ Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now, bool force)
                  "volumes.replicas");
   }
   if (const auto unadopted = force ? std::vector<std::string>{} : config_unadopted(*next); !unadopted.empty()) {
-    std::string names;
-    for (const auto& n : unadopted) names += (names.empty() ? "" : "; ") + n;
+    const std::string names = joined(unadopted, "; ");
     return Error("cluster config: fewer than a majority of a current replica set is known to hold epoch " +
                      std::to_string(config_.epoch) + " (" + names + "): a node cut off since before it could "
                      "still fire under the sets of the epoch before; change replica sets again once the rest "
@@ -430,12 +437,11 @@ Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now, bool force)
     // (swarm seed 512 with --reconfig: a move applied on a cut-off pair while the other
     // side changed another volume; 78 at-least-once occurrences never ran after the
     // heal).  Only one side of a partition sees a majority of the nodes alive.
+    // A config that lists no nodes has no majority to ask for.
     const std::vector<std::string> missing = config_nodes_not_alive();
-    if (missing.size() >= config_.nodes.size() - config_.nodes.size() / 2) {
-      std::string names;
-      for (const auto& n : missing) names += (names.empty() ? "" : ", ") + n;
+    if (!config_.nodes.empty() && missing.size() >= config_.nodes.size() - config_.nodes.size() / 2) {
       return Error("cluster config: this node sees fewer than a majority of the cluster's nodes alive (not alive: " +
-                       names + "); apply the change through a node on the majority side, so that the other "
+                       joined(missing, ", ") + "); apply the change through a node on the majority side, so that the other "
                        "side cannot apply a different config with the same epoch; if those nodes are lost for "
                        "good, ?force=true (caesium config apply --force) applies it anyway",
                    "nodes");

@@ -515,3 +515,30 @@ TEST_CASE("node: fire events go to the fire observer, and to the queue only with
     }
   }
 }
+
+TEST_CASE("cluster config: a config that lists no nodes is not refused for want of a majority of them") {
+  node::NodeOptions o;
+  o.id = "n1";
+  o.gossip_addr = "127.0.0.1:17001";
+  o.stream_addr = "127.0.0.1:17002";
+  o.api_addr = "127.0.0.1:17003";
+  o.initial_config.epoch = 1;  // a [cluster] section with neither nodes nor volumes
+  node::Node n(std::move(o), 7);
+  const Clock now{1'000, test::kApiTestStartUtcMs};
+  REQUIRE(n.start({}, now).ok());
+  node::ClusterConfig next;
+  next.epoch = 2;
+  auto applied = n.apply_config(next, now);
+  REQUIRE(applied.ok());
+  CHECK(n.config().epoch == 2);
+  // Once the config lists nodes, the check is back: n2 and n3 are not alive here.
+  next.epoch = 3;
+  next.nodes = {{"n1", std::nullopt, {}}, {"n2", std::nullopt, {}}, {"n3", std::nullopt, {}}};
+  REQUIRE(n.apply_config(next, now).ok());
+  next.epoch = 4;
+  auto refused = n.apply_config(next, now);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().field == "nodes");
+  CHECK(refused.error().message.find("not alive: n2, n3") != std::string::npos);
+  CHECK(n.config().epoch == 3);
+}
