@@ -403,6 +403,8 @@ class Scheduler {
   bool is_replica(const std::string& volume) const;
   // Claims carry this node's config epoch and the volume's sets hash (on_claim's check).
   void stamp_config(Claim& c) const;
+  // A replica answered "not due" or "stale": ask it again after the delay it named.
+  void ask_again_later(Occ& o, const std::string& from, const ClaimReply& r, Clock now);
   // A replica answered kStale: forget its grant, ask it again after its delay.
   void stale_refusal(Occ& o, const std::string& from, const ClaimReply& r, Clock now);
   // Whether a claim names other replica sets for its volume than ours, from an older epoch.

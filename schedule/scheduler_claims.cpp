@@ -103,11 +103,15 @@ void Scheduler::stamp_config(Claim& c) const {
   c.sets_hash = it == topology_.volumes.end() ? 0 : it->second.sets_hash;
 }
 
+void Scheduler::ask_again_later(Occ& o, const std::string& from, const ClaimReply& r, Clock now) {
+  o.answered.erase(from);
+  o.not_due_until_mono[from] = now.mono_ms + std::max<int64_t>(1, r.retry_after_ms);
+}
+
 void Scheduler::stale_refusal(Occ& o, const std::string& from, const ClaimReply& r, Clock now) {
   ++counters_.stale_claims_sent;
   o.granted.erase(from);
-  o.answered.erase(from);
-  o.not_due_until_mono[from] = now.mono_ms + std::max<int64_t>(1, r.retry_after_ms);
+  ask_again_later(o, from, r, now);
 }
 
 void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
@@ -199,8 +203,7 @@ void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clo
       break;
     case ClaimOutcome::kNotDue:
       // The replica's clock is behind ours: ask again when it says o is due.
-      o->answered.erase(from);
-      o->not_due_until_mono[from] = now.mono_ms + std::max<int64_t>(1, r.retry_after_ms);
+      ask_again_later(*o, from, r, now);
       break;
     case ClaimOutcome::kStale:
       // Our config is older than the replica's and gave the volume other replica sets:
@@ -382,8 +385,7 @@ void Scheduler::on_prepare_reply(Occ& o, const std::string& from, const ClaimRep
       o.refused.insert(from);
       break;
     case ClaimOutcome::kNotDue:
-      o.answered.erase(from);
-      o.not_due_until_mono[from] = now.mono_ms + std::max<int64_t>(1, r.retry_after_ms);
+      ask_again_later(o, from, r, now);
       break;
     case ClaimOutcome::kStale:
       stale_refusal(o, from, r, now);

@@ -26,9 +26,6 @@ void Scheduler::on_message(const std::string& from, const FireMessage& msg, Cloc
 
 // --- votes ----------------------------------------------------------------------------------
 
-// Votes (the replica side of claims).  A round is first-come: round 0 (the ordinary
-// claim) belongs to the first claimant that asks, a higher round to the first process
-// that prepares it.  Everything a vote promises is durable before the reply leaves.
 bool Scheduler::stale_claim(const Claim& c) const {
   if (c.config_epoch >= topology_.epoch) return false;       // ours is not newer
   if (c.config_epoch == 0 && c.sets_hash == 0) return false;  // a sender without the fields
@@ -36,6 +33,9 @@ bool Scheduler::stale_claim(const Claim& c) const {
   return it != topology_.volumes.end() && it->second.sets_hash != c.sets_hash;
 }
 
+// Votes (the replica side of claims).  A round is first-come: round 0 (the ordinary
+// claim) belongs to the first claimant that asks, a higher round to the first process
+// that prepares it.  Everything a vote promises is durable before the reply leaves.
 void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
   ClaimReply reply;
   reply.volume = c.volume;
