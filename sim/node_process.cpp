@@ -112,6 +112,7 @@ class NodeProcess final : public Process {
     Status st = node_->start(disk, now);
     if (!st.ok()) note("start failed: " + st.error().message);
     started_ = st.ok();
+    if (started_) seen_config_ = node_->config();  // the config it starts from is no change
     drain();
   }
   std::optional<gossip::Alive> self_alive() const override {
@@ -187,12 +188,18 @@ class NodeProcess final : public Process {
     it->replicas = replicas;
     it->previous_replicas = previous;
     auto ack = node_->apply_config(std::move(next), now);
-    drain();
     if (!ack) {
+      drain();
       note("config change refused: " + ack.error().message);
       return ack.error().message;
     }
-    note("config epoch " + std::to_string(node_->config().epoch) + " applied");
+    if (ack->config_proposal != 0) {
+      pending_proposal_ = ack->config_proposal;
+      note("config change of epoch " + std::to_string(node_->config().epoch + 1) + " proposed");
+    } else {
+      config_result({});
+    }
+    drain();
     return {};
   }
   std::optional<bool> holds_record(const std::string& volume, const std::string& key) const override {
@@ -283,8 +290,38 @@ class NodeProcess final : public Process {
       }
       observations_.push_back(std::move(o));
     }
+    if (!started_) return;
+    if (node_->config().epoch > seen_config_.epoch) {
+      // Report every volume whose replica sets the newly adopted config changed.
+      for (const auto& v : node_->config().volumes) {
+        const node::VolumeSpec* old = seen_config_.volume(v.name);
+        if (old != nullptr && old->replicas == v.replicas && old->previous_replicas == v.previous_replicas) continue;
+        Observation o;
+        o.kind = Observation::Kind::kConfigAdopted;
+        o.volume = v.name;
+        o.epoch = node_->config().epoch;
+        o.replicas = v.replicas;
+        o.previous = v.previous_replicas;
+        observations_.push_back(std::move(o));
+      }
+      seen_config_ = node_->config();
+    }
+    if (pending_proposal_ != 0) {
+      if (auto outcome = node_->config_outcome(pending_proposal_)) {
+        pending_proposal_ = 0;
+        config_result(outcome->ok() ? std::string() : outcome->error().message);
+      }
+    }
+  }
+  void config_result(std::string error) {
+    Observation o;
+    o.kind = Observation::Kind::kConfigResult;
+    o.text = std::move(error);
+    observations_.push_back(std::move(o));
   }
 
+  node::ClusterConfig seen_config_;  // the config last reported (kConfigAdopted)
+  uint64_t pending_proposal_ = 0;    // a reconfigure being agreed
   std::string id_;
   std::unique_ptr<node::Node> node_;
   bool started_ = false;

@@ -35,6 +35,8 @@ struct Observation {
     kEntry = 3,        // an API write created/replaced entry `key` in `volume` at `at_utc_ms`
     kFire = 4,         // a scheduler decision on occurrence (volume, key, scheduled_utc_ms): `text`
                        // is the event kind (withheld, missed, lost, owned, dispatched, ...)
+    kConfigAdopted = 5,  // the node adopted config `epoch`, which gives `volume` these sets
+    kConfigResult = 6,   // the node's reconfigure() ended: `text` is "" (adopted) or why not
   };
   Kind kind = Kind::kMemberState;
   std::string subject;
@@ -48,6 +50,8 @@ struct Observation {
   int64_t at_utc_ms = 0;         // kEntry: the node's clock when it accepted the write
   bool at_most_once = false;     // kFire
   std::string detail;            // kFire: path ("quorum"/"degraded"/"takeover") or reason
+  uint64_t epoch = 0;                                // kConfigAdopted
+  std::vector<std::string> replicas, previous;       // kConfigAdopted: the volume's sets in it
 };
 
 class Process {
@@ -84,7 +88,8 @@ class Process {
 
   // A cluster config change through this node's API (the simulator's `config` fault):
   // the next epoch of the config it holds, with `volume`'s replica sets replaced.
-  // Returns "" when applied, else why it was refused.  Default: not supported.
+  // Returns "" when applied or being agreed (the outcome follows as a kConfigResult
+  // observation), else why it was refused.  Default: not supported.
   virtual std::string reconfigure(const std::string& volume, const std::vector<std::string>& replicas,
                                   const std::vector<std::string>& previous, Clock now) {
     (void)volume, (void)replicas, (void)previous, (void)now;

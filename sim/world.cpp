@@ -408,11 +408,17 @@ void World::observe(uint32_t node, const Observation& obs) {
       case Observation::Kind::kEntry:
         trace(spec(node).id + " entry " + obs.volume + "/" + obs.key + " created at " + format_rfc3339_utc(obs.at_utc_ms));
         break;
+      case Observation::Kind::kConfigAdopted:
+      case Observation::Kind::kConfigResult:
+        break;  // observe_config traces them
       default:
         trace(spec(node).id + " observes " + obs.subject + " state " + std::to_string(obs.state) +
               (obs.text.empty() ? "" : " " + obs.text));
         break;
     }
+  }
+  if (obs.kind == Observation::Kind::kConfigAdopted || obs.kind == Observation::Kind::kConfigResult) {
+    observe_config(node, obs);
   }
   for (Checker* c : checkers_) c->on_observation(*this, node, obs);
 }

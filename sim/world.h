@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -124,6 +125,8 @@ class World {
   // Refused (counted, traced) when the node is down or its core refuses the change.
   void reconfigure(uint32_t node, const std::string& volume, const std::vector<std::string>& replicas,
                    const std::vector<std::string>& previous);
+  // A process adopted a config that changes a volume's sets, or its reconfigure ended.
+  void observe_config(uint32_t node, const Observation& obs);
   // Applied changes, in order: ground truth for the checkers' replica sets.
   struct ConfigChange {
     int64_t at_ms = 0;
@@ -297,6 +300,7 @@ class World {
   uint64_t ticks_ = 0, syncs_ = 0, batches_lost_ = 0, observations_ = 0, puts_ = 0,
            puts_dropped_ = 0, configs_applied_ = 0, configs_refused_ = 0;
   std::vector<ConfigChange> config_changes_;
+  std::set<std::pair<uint64_t, std::string>> configs_seen_;  // (epoch, volume) recorded in config_changes_
   int64_t now_ms_ = 0;
   uint64_t events_ = 0;
   uint64_t trace_hash_ = 0;

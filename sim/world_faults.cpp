@@ -184,18 +184,38 @@ void World::reconfigure(uint32_t node, const std::string& volume, const std::vec
     return;
   }
   const std::string error = n.process->reconfigure(volume, replicas, previous, clock_of(node));
-  drain(node);
   if (!error.empty()) {
+    drain(node);
     ++configs_refused_;
     trace(spec(node).id + " refused config change " + sets + ": " + error);
     return;
   }
-  ++configs_applied_;
-  ConfigChange c{now_ms_, volume, replicas, previous};
+  // Applied, or being agreed: counted when the process reports how it ended
+  // (kConfigResult), and in effect from when the first node adopts it (kConfigAdopted).
+  record_fault(FaultKind::kConfig, {node}, sets);
+  drain(node);
+}
+
+void World::observe_config(uint32_t node, const Observation& obs) {
+  if (obs.kind == Observation::Kind::kConfigResult) {
+    if (obs.text.empty()) {
+      ++configs_applied_;
+      trace(spec(node).id + " config change agreed");
+    } else {
+      ++configs_refused_;
+      trace(spec(node).id + " refused config change: " + obs.text);
+    }
+    return;
+  }
+  std::string sets = obs.volume + " -> [";
+  for (const auto& r : obs.replicas) sets += (sets.back() == '[' ? "" : ",") + r;
+  sets += "]";
+  trace(spec(node).id + " adopted config epoch " + std::to_string(obs.epoch) + ": " + sets);
+  if (!configs_seen_.insert({obs.epoch, obs.volume}).second) return;
+  ConfigChange c{now_ms_, obs.volume, obs.replicas, obs.previous};
   std::sort(c.replicas.begin(), c.replicas.end());
   std::sort(c.previous.begin(), c.previous.end());
   config_changes_.push_back(std::move(c));
-  record_fault(FaultKind::kConfig, {node}, sets);
 }
 
 const std::vector<std::string>& World::replicas_at(const std::string& volume, int64_t time_ms) const {

@@ -18,6 +18,7 @@ constexpr std::string_view kClusterKey = "n/cluster";
 constexpr std::string_view kIncarnationKey = "n/incarnation";
 constexpr std::string_view kHorizonKey = "n/horizon";
 constexpr std::string_view kConfigKey = "c/config";
+constexpr std::string_view kConfigVoteKey = "c/vote";  // node_config_vote.cpp
 constexpr std::string_view kVolumePrefix = "v/";
 
 std::string encode_i64(int64_t v) {
@@ -126,6 +127,8 @@ Status Node::start(const std::vector<StoredRecord>& records, Clock now) {
       auto r = decode_stored_record(rest.substr(slash + 1), rec.value);
       if (!r) return r.error();
       volume_records.emplace_back(std::string(rest.substr(0, slash)), std::move(*r));
+    } else if (rec.key == kConfigVoteKey) {
+      if (Status s = load_config_acceptor(rec.value); !s.ok()) return s;
     } else if (rec.key.rfind(schedule::kGrantPrefix, 0) == 0) {
       grants.push_back(&rec);
     } else {
@@ -291,6 +294,8 @@ void Node::on_core_message(const std::string& from, wire::CoreMessage& msg, Cloc
     if (config_.epoch >= req->epoch) queue_core(from, wire::ConfigDoc{config_.epoch, config_.encode()}, false);
   } else if (auto* doc = std::get_if<wire::ConfigDoc>(&msg)) {
     on_config_doc(from, *doc, now);
+  } else if (auto* vote = std::get_if<wire::ConfigVote>(&msg)) {
+    on_config_vote(from, *vote, now);
   } else if (auto* push = std::get_if<wire::StorePush>(&msg)) {
     on_store_push(from, *push, now);
   } else if (auto* sync = std::get_if<gossip::SyncMessage>(&msg)) {
@@ -310,6 +315,7 @@ void Node::on_tick(Clock now) {
   scheduler_->on_tick(now);
   expire_sessions(now);
   retry_config_requests(now);
+  config_proposal_tick(now);
   if (!all_synced_) refresh_masters(now);  // a lone node stops waiting for a sync partner
   start_syncs(now);
   if (now.mono_ms >= next_maintenance_mono_ms_) {
@@ -509,6 +515,11 @@ int64_t Node::next_deadline_mono() const {
   int64_t best = std::min(membership_->next_deadline_ms(), scheduler_->next_deadline_mono());
   best = std::min(best, maintenance_running_ ? last_.mono_ms : next_maintenance_mono_ms_);
   best = std::min(best, config_retry_mono_);
+  if (proposal_) {
+    best = std::min(best, proposal_->started_mono_ms + kConfigVoteTimeoutMs);
+    best = std::min(best, proposal_->retry_mono_ms != 0 ? proposal_->retry_mono_ms
+                                                        : proposal_->sent_mono_ms + kConfigVoteResendMs);
+  }
   for (const auto& [name, v] : volumes_) {
     best = std::min(best, v.next_sync_mono_ms);
     if (!v.held_until.empty()) best = std::min(best, v.held_until.front().first);

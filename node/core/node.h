@@ -114,6 +114,9 @@ struct NodeCounters {
 struct WriteAck {
   schedule::Record record;
   uint64_t durable_seq = 0;
+  // A config change being agreed (apply_config): answer once config_outcome(id) says how
+  // it ended.  0: nothing to wait for but durability.
+  uint64_t config_proposal = 0;
 };
 
 std::string encode_incarnation(uint64_t incarnation);  // "n/incarnation"
@@ -195,7 +198,22 @@ class Node final : private schedule::SchedulerHost {
   // alive (config_nodes_not_alive: field "nodes", 503 at the API).
   // `force` (disaster recovery: replicas lost for good) skips the last four checks, not
   // the majority check.
+  //
+  // A change that passes these checks is not adopted at once: the nodes of the current
+  // config agree on it first (node_config_vote.cpp; docs/config.md, *How a change is
+  // agreed*), so two changes of the same epoch, applied at once through two nodes, can
+  // never both be adopted.  The ack then names the proposal (WriteAck::config_proposal);
+  // config_outcome says how it ended.  `force`, and a config that lists no nodes, adopt
+  // at once as before.
   Result<WriteAck> apply_config(ClusterConfig config, Clock now, bool force = false);
+  // How the config proposal `id` ended: nullopt while it is being agreed; success when
+  // its config was adopted; an error (field "epoch": another change took the epoch, or
+  // this node learnt of a newer epoch; field "nodes": no majority answered in time)
+  // otherwise.  Outcomes are kept for the last 64 proposals; an older or unknown id is
+  // an error.
+  std::optional<Status> config_outcome(uint64_t id) const;
+  // A proposal is being agreed through this node.
+  bool config_proposing() const { return proposal_.has_value(); }
   // Reachable replicas (current or previous, in ours or in `next`) of the volumes whose
   // replica sets `next` changes that report a config epoch below ours; sorted.
   std::vector<std::string> config_lagging(const ClusterConfig& next) const;
@@ -327,6 +345,62 @@ class Node final : private schedule::SchedulerHost {
   gossip::MemberMeta self_meta() const;
   void on_config_doc(const std::string& from, const wire::ConfigDoc& doc, Clock now);
   Status adopt_config(ClusterConfig config, Clock now, bool persist);
+
+  // node_config_vote.cpp: agreeing on each epoch's config before it is adopted
+  // (single-decree Paxos per epoch among the current config's nodes).
+  struct Ballot {
+    uint64_t number = 0;  // 0: none
+    std::string proposer;
+    auto operator<=>(const Ballot&) const = default;
+  };
+  // This node's votes on the next epoch (config_.epoch + 1), durable ("c/vote") before
+  // any answer leaves; votes on an epoch at or below ours are moot.
+  struct ConfigAcceptor {
+    uint64_t epoch = 0;
+    Ballot promised;
+    Ballot accepted;
+    std::string value;  // the accepted config, encoded
+  };
+  struct ConfigProposal {
+    uint64_t id = 0;
+    uint64_t epoch = 0;  // being decided: the config's epoch + 1 when it started
+    Ballot ballot;
+    std::string mine;   // the change asked for, encoded
+    std::string value;  // proposed in phase 2: `mine`, or a value a promise named
+    bool accepting = false;
+    std::set<std::string> answered;  // in this phase
+    Ballot best;                     // the highest accepted value the promises named
+    std::string best_value;
+    uint64_t highest_nack = 0;
+    int ballots = 1;
+    int64_t started_mono_ms = 0, sent_mono_ms = 0, retry_mono_ms = 0;
+  };
+  static constexpr int64_t kConfigVoteResendMs = 300;
+  static constexpr int64_t kConfigVoteTimeoutMs = 5'000;
+  static constexpr int kConfigMaxBallots = 4;
+  static constexpr size_t kConfigOutcomesKept = 64;
+  uint64_t start_config_proposal(std::string doc, Clock now);
+  void on_config_vote(const std::string& from, const wire::ConfigVote& vote, Clock now);
+  void config_vote_as_acceptor(const std::string& from, const wire::ConfigVote& vote, Clock now);
+  void config_vote_as_proposer(const std::string& from, const wire::ConfigVote& vote, Clock now);
+  void send_config_votes(Clock now);
+  void config_proposal_tick(Clock now);
+  void config_chosen(std::string value, Clock now);
+  void end_config_proposal(Status outcome);
+  size_t config_majority() const { return config_.nodes.size() / 2 + 1; }
+  bool config_node(const std::string& id) const;
+  std::string encode_config_acceptor() const;
+  Status load_config_acceptor(std::string_view bytes);
+  ConfigAcceptor acceptor_;
+  std::optional<ConfigProposal> proposal_;
+  uint64_t next_proposal_id_ = 0;
+  uint64_t ballot_floor_ = 0;  // the highest ballot number this node has seen (next ballot above it)
+  struct ConfigOutcome {
+    uint64_t id = 0;
+    Status status;
+    uint64_t barrier = 0;  // reported once durable up to here
+  };
+  std::deque<ConfigOutcome> config_outcomes_;
   void maybe_activate(Clock now);
 
   // node_volumes.cpp: stores, pushes, anti-entropy, retention

@@ -319,6 +319,18 @@ Status Node::adopt_config(ClusterConfig config, Clock now, bool persist) {
   e.kind = NodeEvent::Kind::kConfig;
   e.text = "cluster config epoch " + std::to_string(config_.epoch) + " adopted";
   events_.push_back(std::move(e));
+  if (proposal_ && config_.epoch >= proposal_->epoch) {
+    // The epoch our proposal was for is decided: by it, or by another change.
+    if (config_.epoch == proposal_->epoch && config_.encode() == proposal_->mine) {
+      end_config_proposal(Status::success());
+    } else {
+      end_config_proposal(Error("cluster config: epoch " + std::to_string(proposal_->epoch) +
+                                    " was taken by another change applied at the same time (now at epoch " +
+                                    std::to_string(config_.epoch) + "); yours was not applied: read the config "
+                                    "(caesium config) and apply yours again on top of it",
+                                "epoch"));
+    }
+  }
   return Status::success();
 }
 
@@ -399,6 +411,11 @@ Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now, bool force)
   if (config.epoch <= config_.epoch) {
     return Error("a new cluster config needs an epoch above the current " + std::to_string(config_.epoch), "epoch");
   }
+  if (proposal_) {
+    return Error("cluster config: a change of epoch " + std::to_string(proposal_->epoch) +
+                     " is being agreed through this node; apply yours once it is done",
+                 "epoch");
+  }
   auto next = normalize(std::move(config));
   if (!next) return next.error();
   if (Status s = check_config_replicas(*next); !s.ok()) return s.error();
@@ -447,9 +464,15 @@ Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now, bool force)
                    "nodes");
     }
   }
-  if (Status s = adopt_config(std::move(*next), now, true); !s.ok()) return s.error();
-  pump(now);
   WriteAck ack;
+  if (!force && !config_.nodes.empty()) {
+    // Agreed by a majority of the nodes first (node_config_vote.cpp); the API answers
+    // once config_outcome says how it ended.
+    ack.config_proposal = start_config_proposal(next->encode(), now);
+  } else if (Status s = adopt_config(std::move(*next), now, true); !s.ok()) {
+    return s.error();
+  }
+  pump(now);
   ack.durable_seq = write_barrier();
   return ack;
 }

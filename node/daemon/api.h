@@ -82,6 +82,9 @@ class ApiBackend {
   virtual std::vector<ReplicaContact> replica_contacts(const std::string& volume) const = 0;
   virtual nlohmann::json status() const = 0;
   virtual std::string metrics_text() const = 0;
+  // How a config change being agreed ended (node::Node::config_outcome): nullopt while
+  // it is being agreed.
+  virtual std::optional<Status> config_outcome(uint64_t id) const = 0;
   // Durability progress, for kAwaitWrite.
   virtual uint64_t durable_seq() const = 0;
   virtual size_t replica_acks(const std::string& volume, const std::string& key,
@@ -96,6 +99,9 @@ struct WriteWait {
   std::string key;
   schedule::Version version;
   size_t replicas = 1;  // w: replicas that must hold the version (this node included)
+  // A config change being agreed (node::WriteAck::config_proposal): answer with
+  // ApiHandler::config_response(outcome) once it ended, instead of `response`.
+  uint64_t config_proposal = 0;
   int64_t deadline_mono_ms = 0;
 };
 
@@ -152,6 +158,14 @@ class ApiHandler {
   ApiAction entry_history(const ServerRequest& req, const std::string& volume, const std::string& entity,
                           const std::string& name);
   ApiAction config_put(const ServerRequest& req);
+
+ public:
+  // The answer to PUT /v1/config once the change ended: 200 with the config now held, or
+  // the refusal (409 when the cluster's state or another change stood in the way, 503
+  // when too few nodes were alive or answered, 400 otherwise).
+  ServerResponse config_response(const Status& outcome) const;
+
+ private:
   ApiAction chronos_put(const ServerRequest& req, std::string id);
   ApiAction chronos_delete(const ServerRequest& req, const std::string& id);
   // Local replica: nullopt (go on).  Otherwise the forward (or 404/503) to return.

@@ -49,6 +49,7 @@ class NodeApiBackend : public ApiBackend {
   std::vector<ReplicaContact> replica_contacts(const std::string& volume) const override;
   nlohmann::json status() const override;
   std::string metrics_text() const override;
+  std::optional<Status> config_outcome(uint64_t id) const override { return node_.config_outcome(id); }
   uint64_t durable_seq() const override { return node_.durable_seq(); }
   size_t replica_acks(const std::string& volume, const std::string& key,
                       const schedule::Version& version) const override {

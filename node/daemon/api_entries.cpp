@@ -172,15 +172,26 @@ ApiAction ApiHandler::config_put(const ServerRequest& req) {
     return respond(error_response(409, s.error().message, s.error().field));
   }
   auto ack = backend_.apply_config(*config, force);
-  if (!ack) {
-    // What is left to refuse depends on the cluster's state (a lagging or unfilled
-    // replica), not on the document: 409, and the same request succeeds later.
-    const bool state = ack.error().field == "epoch" || ack.error().field == "volumes.replicas";
-    // Too few nodes alive to change the config safely: unavailable here for now.
-    const int code = ack.error().field == "nodes" ? 503 : state ? 409 : 400;
-    return respond(error_response(code, ack.error().message, ack.error().field));
+  if (!ack) return respond(config_response(ack.error()));
+  ApiAction a = await_write(*ack, "", 1, config_response(Status::success()));
+  if (ack->config_proposal != 0) {
+    // Agreed by a majority of the nodes first; the node gives up after 5 s.
+    a.wait.config_proposal = ack->config_proposal;
+    a.wait.deadline_mono_ms = std::max(a.wait.deadline_mono_ms, backend_.now().mono_ms + 10'000);
   }
-  return await_write(*ack, "", 1, json_response(200, json::parse(backend_.cluster_config().encode())));
+  return a;
+}
+
+ServerResponse ApiHandler::config_response(const Status& outcome) const {
+  if (outcome.ok()) return json_response(200, json::parse(backend_.cluster_config().encode()));
+  const auto& e = outcome.error();
+  // What is left to refuse depends on the cluster's state (a lagging or unfilled
+  // replica, another change of the same epoch), not on the document: 409, and the same
+  // request (or one on top of the other change) succeeds later.
+  const bool state = e.field == "epoch" || e.field == "volumes.replicas";
+  // Too few nodes alive, or answering, to change the config safely: unavailable for now.
+  const int code = e.field == "nodes" ? 503 : state ? 409 : 400;
+  return error_response(code, e.message, e.field);
 }
 
 }  // namespace caesium::daemon

@@ -120,6 +120,19 @@ void ApiServer::poll_waiters() {
   std::vector<std::pair<HttpServer::Respond, ServerResponse>> ready;
   std::vector<Waiter> still;
   for (auto& w : waiters_) {
+    if (w.wait.config_proposal != 0) {
+      if (auto outcome = backend_.config_outcome(w.wait.config_proposal)) {
+        ready.emplace_back(std::move(w.respond), handler_.config_response(*outcome));
+      } else if (now_mono >= w.wait.deadline_mono_ms) {
+        ready.emplace_back(std::move(w.respond),
+                           error_response(503, "the config change was not agreed within the API's wait; it may still "
+                                               "be adopted: read the config (caesium config) before applying it again",
+                                          "nodes"));
+      } else {
+        still.push_back(std::move(w));
+      }
+      continue;
+    }
     const bool durable_here = durable >= w.wait.durable_seq;
     size_t acks = 1;
     if (w.wait.replicas > 1) acks = backend_.replica_acks(w.wait.volume, w.wait.key, w.wait.version);

@@ -110,6 +110,7 @@ struct CoreMessage {
     configDoc @10 :ConfigDoc;
     sync @11 :SyncMessage;
     storeAck @12 :StoreAck;
+    configVote @13 :ConfigVote;
   }
 }
 
@@ -222,6 +223,19 @@ struct RevokeReply {
 # gossip asks for the document.
 struct ConfigRequest { epoch @0 :UInt64; }
 struct ConfigDoc { epoch @0 :UInt64; document @1 :Data; }
+
+# Agreeing on the config of an epoch before anyone adopts it (docs/config.md, *How a
+# change is agreed*): single-decree Paxos among the nodes of the current config, one
+# decision per epoch.  Ballots order by (ballot, proposer).
+struct ConfigVote {
+  kind @0 :UInt8;              # 0 prepare, 1 promise, 2 accept, 3 accepted, 4 nack
+  epoch @1 :UInt64;            # the epoch being decided
+  ballot @2 :UInt64;
+  proposer @3 :Text;
+  acceptedBallot @4 :UInt64;   # promise: of the value accepted (0: none); nack: the ballot promised
+  acceptedProposer @5 :Text;
+  document @6 :Data;           # accept: the value; promise: the value accepted, if any
+}
 
 # Anti-entropy (gossip/sync_messages.h): range-based reconciliation over the store's
 # key-hash ordered digest, one level per half round trip, both sides descending.

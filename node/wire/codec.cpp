@@ -426,6 +426,15 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           auto x = b.initConfigDoc();
           x.setEpoch(m.epoch);
           x.setDocument(data(m.document));
+        } else if constexpr (std::is_same_v<T, ConfigVote>) {
+          auto x = b.initConfigVote();
+          x.setKind(static_cast<uint8_t>(m.kind));
+          x.setEpoch(m.epoch);
+          x.setBallot(m.ballot);
+          x.setProposer(text(m.proposer));
+          x.setAcceptedBallot(m.accepted_ballot);
+          x.setAcceptedProposer(text(m.accepted_proposer));
+          x.setDocument(data(m.document));
         } else if constexpr (std::is_same_v<T, StorePush>) {
           auto x = b.initStorePush();
           x.setVolume(text(m.volume));
@@ -532,6 +541,13 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       return CoreMessage{ConfigRequest{r.getConfigRequest().getEpoch()}};
     case cp::CoreMessage::CONFIG_DOC:
       return CoreMessage{ConfigDoc{r.getConfigDoc().getEpoch(), str(r.getConfigDoc().getDocument())}};
+    case cp::CoreMessage::CONFIG_VOTE: {
+      auto x = r.getConfigVote();
+      auto kind = get_enum<ConfigVote::Kind>(x.getKind(), 4, "config vote kind");
+      if (!kind) return kind.error();
+      return CoreMessage{ConfigVote{*kind, x.getEpoch(), x.getBallot(), str(x.getProposer()), x.getAcceptedBallot(),
+                                    str(x.getAcceptedProposer()), str(x.getDocument())}};
+    }
     case cp::CoreMessage::STORE_PUSH: {
       StorePush p;
       p.volume = str(r.getStorePush().getVolume());

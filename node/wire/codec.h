@@ -34,6 +34,19 @@ struct ConfigDoc {
   bool operator==(const ConfigDoc&) const = default;
 };
 
+// A vote of the agreement on each epoch's config (node/core/node_config_vote.cpp).
+struct ConfigVote {
+  enum class Kind : uint8_t { kPrepare = 0, kPromise = 1, kAccept = 2, kAccepted = 3, kNack = 4 };
+  Kind kind = Kind::kPrepare;
+  uint64_t epoch = 0;  // the epoch being decided
+  uint64_t ballot = 0;
+  std::string proposer;
+  uint64_t accepted_ballot = 0;  // kPromise: the accepted value's (0: none); kNack: the promised one
+  std::string accepted_proposer;
+  std::string document;  // kAccept: the value; kPromise: the accepted value
+  bool operator==(const ConfigVote&) const = default;
+};
+
 // Replication push: records just written on the sender, for one volume.
 struct StorePush {
   std::string volume;
@@ -56,7 +69,8 @@ struct UnknownMessage {
 using CoreMessage =
     std::variant<UnknownMessage, schedule::Claim, schedule::ClaimReply, schedule::Release,
                  schedule::Dispatch, schedule::DispatchReply, schedule::Revoke,
-                 schedule::RevokeReply, ConfigRequest, ConfigDoc, StorePush, gossip::SyncMessage, StoreAck>;
+                 schedule::RevokeReply, ConfigRequest, ConfigDoc, StorePush, gossip::SyncMessage, StoreAck,
+                 ConfigVote>;
 
 struct UnknownBody {
   bool operator==(const UnknownBody&) const = default;

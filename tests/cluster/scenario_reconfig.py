@@ -5,6 +5,10 @@ Four nodes; volume main is replicated on n1, n2, n3 and n4 is a node without it.
 entries firing every 2 s are static entries of n1's file; 40 more are written through
 n3's API (due in an hour), so before the change only n1..n3 hold them.
 
+R  Two changes of the same epoch at the same instant, through n2 and n4 (each tags n4
+   differently): at most one is applied (200), the other is refused (409), and every
+   node ends with the same config — the nodes agree on each epoch before adopting it
+   (docs/config.md, How a change is agreed).
 A  PUT /v1/config through n1: main becomes [n1,n2,n4] with previous [n1,n2,n3].
 B  at once, the final step ([n1,n2,n4] alone): refused with 409 (a replica still holds epoch 1,
    or n4 has not filled); retried until it is applied.
@@ -16,6 +20,7 @@ Throughout: at-most-once exactly once, at-least-once every occurrence.
 """
 
 import json
+import threading
 
 import checks
 from harness import Cluster, TestFailure, alo_amo_entries, now_ms, wait_until
@@ -56,15 +61,52 @@ def reconfig(run):
     if "records" in main_volume(c["n4"]):
         raise TestFailure("n4 holds volume main before the change")
 
-    # A: the joint epoch.
+    # R: two changes of one epoch at once.
     config = c["n1"].api_json("GET", "/v1/config")
-    status, text = c["n1"].api("PUT", "/v1/config", with_main(config, 2, ["n1", "n2", "n4"], ["n1", "n2", "n3"]))
-    if status != 200:
-        raise TestFailure("the joint epoch was refused: %s %s" % (status, text[:500]))
+    answers = {}
+
+    def tag_n4(via, tag):
+        doc = json.loads(json.dumps(config))
+        doc["epoch"] = config["epoch"] + 1
+        for n in doc["nodes"]:
+            if n["id"] == "n4":
+                n["tags"] = [tag]
+        answers[via] = c[via].api("PUT", "/v1/config", json.dumps(doc))
+    racers = [threading.Thread(target=tag_n4, args=(via, tag)) for via, tag in (("n2", "race-a"), ("n4", "race-b"))]
+    for t in racers:
+        t.start()
+    for t in racers:
+        t.join()
+    codes = sorted(a[0] for a in answers.values())
+    if codes.count(200) > 1 or any(code not in (200, 409) for code in codes):
+        raise TestFailure("two changes of one epoch at once answered %s" % answers)
+
+    def one_config():
+        held = [c[n].api_json("GET", "/v1/config") for n in ("n1", "n2", "n3", "n4")]
+        return all(h == held[0] for h in held)
+    wait_until(one_config, 10, "every node to hold the same config after the race")
+    config = c["n1"].api_json("GET", "/v1/config")
+    won = [n["tags"] for n in config["nodes"] if n["id"] == "n4"]
+    if codes.count(200) == 1 and config["epoch"] != 2:
+        raise TestFailure("the race was won but the config is at epoch %d" % config["epoch"])
+    run.note("R: answers %s; n4's tags now %s (epoch %d)" % (codes, won, config["epoch"]))
+
+    # A: the joint epoch.
+    # (Refused with 409 until n1 has heard, through gossip, that the others hold it.)
+    epoch = config["epoch"] + 1
+    joint = with_main(config, epoch, ["n1", "n2", "n4"], ["n1", "n2", "n3"])
+    last = []
+
+    def joint_applied():
+        last[:] = c["n1"].api("PUT", "/v1/config", joint)
+        return last[0] == 200 or last[0] != 409
+    wait_until(joint_applied, 15, "the joint epoch to be accepted")
+    if last[0] != 200:
+        raise TestFailure("the joint epoch was refused: %s %s" % (last[0], last[1][:500]))
     change = now_ms()
 
     # B: the final step at once is refused; later it is applied.
-    final = with_main(config, 3, ["n1", "n2", "n4"])
+    final = with_main(config, epoch + 1, ["n1", "n2", "n4"])
     status, text = c["n1"].api("PUT", "/v1/config", final)
     if status != 409:
         raise TestFailure("the final step right after the joint one answered %s, not 409: %s" % (status, text[:500]))

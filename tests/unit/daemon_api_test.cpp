@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "node/daemon/api.h"
@@ -541,4 +542,106 @@ TEST_CASE("cluster config: a config that lists no nodes is not refused for want 
   CHECK(refused.error().field == "nodes");
   CHECK(refused.error().message.find("not alive: n2, n3") != std::string::npos);
   CHECK(n.config().epoch == 3);
+}
+
+namespace {
+
+// A one-node cluster whose config lists its node: changes go through the agreement
+// (node_config_vote.cpp) with this node as the whole majority.
+node::NodeOptions lone_node_options() {
+  node::NodeOptions o;
+  o.id = "n1";
+  o.gossip_addr = "127.0.0.1:17011";
+  o.stream_addr = "127.0.0.1:17012";
+  o.api_addr = "127.0.0.1:17013";
+  o.initial_config.epoch = 1;
+  o.initial_config.nodes = {{"n1", std::nullopt, {}}};
+  return o;
+}
+
+// Makes everything written durable and delivers what that released, `turns` times;
+// what was written lands in `disk`.
+void settle_storage(node::Node& n, Clock now, std::map<std::string, std::string>& disk, int turns = 8) {
+  for (int i = 0; i < turns; ++i) {
+    node::StorageBatch b;
+    while (n.poll_storage(b)) {
+      for (const auto& op : b.ops) {
+        if (op.kind == node::StorageOp::Kind::kPut) {
+          disk[op.key] = op.value;
+        } else {
+          disk.erase(op.key);
+        }
+      }
+      n.on_durable(b.seq, now);
+    }
+    n.on_tick(now);
+  }
+}
+
+std::vector<node::StoredRecord> records_of(const std::map<std::string, std::string>& disk) {
+  std::vector<node::StoredRecord> out;
+  for (const auto& [k, v] : disk) out.push_back({k, v});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cluster config: a change is adopted only once the nodes agreed on it, and the votes survive a restart") {
+  std::map<std::string, std::string> disk;
+  const Clock now{1'000, test::kApiTestStartUtcMs};
+  node::ClusterConfig next;
+  {
+    node::Node n(lone_node_options(), 7);
+    REQUIRE(n.start({}, now).ok());
+    settle_storage(n, now, disk);
+    next = n.config();
+    next.epoch = 2;
+    next.nodes[0].tags = {"blue"};
+    auto ack = n.apply_config(next, now);
+    REQUIRE(ack.ok());
+    REQUIRE(ack->config_proposal != 0);
+    // Not adopted yet: its own promise is not durable.
+    CHECK(n.config().epoch == 1);
+    CHECK(n.config_proposing());
+    CHECK_FALSE(n.config_outcome(ack->config_proposal).has_value());
+    // One change at a time through a node.
+    next.epoch = 3;
+    auto second = n.apply_config(next, now);
+    REQUIRE_FALSE(second.ok());
+    CHECK(second.error().field == "epoch");
+    CHECK(second.error().message.find("being agreed") != std::string::npos);
+
+    settle_storage(n, now, disk);
+    CHECK(n.config().epoch == 2);
+    CHECK(n.config().nodes[0].tags == std::vector<std::string>{"blue"});
+    auto outcome = n.config_outcome(ack->config_proposal);
+    REQUIRE(outcome.has_value());
+    CHECK(outcome->ok());
+    CHECK_FALSE(n.config_proposing());
+    // The vote is on disk: epoch 2, promised and accepted.
+    REQUIRE(disk.count("c/vote") == 1);
+    // An id never handed out is an error, not a wait.
+    auto unknown = n.config_outcome(ack->config_proposal + 100);
+    REQUIRE(unknown.has_value());
+    CHECK_FALSE(unknown->ok());
+  }
+  SECTION("a restart keeps the config and the votes") {
+    node::Node again(lone_node_options(), 8);
+    REQUIRE(again.start(records_of(disk), now).ok());
+    CHECK(again.config().epoch == 2);
+    next.epoch = 3;
+    next.nodes[0].tags = {"green"};
+    auto ack = again.apply_config(next, now);
+    REQUIRE(ack.ok());
+    settle_storage(again, now, disk);
+    CHECK(again.config().epoch == 3);
+    REQUIRE(again.config_outcome(ack->config_proposal).has_value());
+  }
+  SECTION("a corrupt vote record is a clear start error") {
+    disk["c/vote"] = std::string("\x01\xff", 2);
+    node::Node again(lone_node_options(), 8);
+    Status st = again.start(records_of(disk), now);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().message.find("config vote record is corrupt") != std::string::npos);
+  }
 }

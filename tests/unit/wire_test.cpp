@@ -73,7 +73,7 @@ schedule::Record random_record(Rng& rng) {
 }
 
 CoreMessage random_core(Rng& rng) {
-  switch (rng.below(12)) {
+  switch (rng.below(13)) {
     case 9: {
       StorePush p;
       p.volume = random_text(rng, 8);
@@ -156,6 +156,9 @@ CoreMessage random_core(Rng& rng) {
     case 6: return schedule::RevokeReply{random_text(rng, 8), random_occ(rng), random_text(rng, 16),
                                          static_cast<schedule::RevokeOutcome>(rng.below(4)), rng.next_u64()};
     case 7: return ConfigRequest{rng.next_u64()};
+    case 12:
+      return ConfigVote{static_cast<ConfigVote::Kind>(rng.below(5)), rng.next_u64(), rng.next_u64(), random_text(rng, 8),
+                        rng.next_u64(), random_text(rng, 8), random_string(rng, 200)};
     default: return ConfigDoc{rng.next_u64(), random_string(rng, 200)};
   }
 }
