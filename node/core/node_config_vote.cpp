@@ -9,7 +9,7 @@
 // on who votes):
 //
 //   proposer                         acceptor (every node of config e, the proposer too)
-//   PREPARE(e+1, b)           ->     promise b if above every ballot promised; durable;
+//   PREPARE(e+1, b)           ->     promise b unless a higher ballot was promised; durable;
 //                             <-     PROMISE naming the value accepted (if any), or NACK
 //   with a majority of promises: the value is the highest-ballot one they named, else
 //   the change asked for
@@ -138,7 +138,9 @@ void Node::config_vote_as_acceptor(const std::string& from, const wire::ConfigVo
   reply.ballot = vote.ballot;
   reply.proposer = vote.proposer;
   const bool prepare = vote.kind == wire::ConfigVote::Kind::kPrepare;
-  if (prepare ? b > acceptor_.promised : b >= acceptor_.promised) {
+  // At or above the ballot promised: the proposer's retransmission of a message whose
+  // answer was lost is answered again, not refused.
+  if (b >= acceptor_.promised) {
     if (!prepare) {
       auto doc = decode_cluster_config(vote.document);
       if (!doc || doc->epoch != vote.epoch) {

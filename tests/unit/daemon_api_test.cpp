@@ -645,3 +645,31 @@ TEST_CASE("cluster config: a change is adopted only once the nodes agreed on it,
     CHECK(st.error().message.find("config vote record is corrupt") != std::string::npos);
   }
 }
+
+TEST_CASE("cluster config: a vote asked again (its answer slow or lost) is answered again, not refused") {
+  std::map<std::string, std::string> disk;
+  Clock now{1'000, test::kApiTestStartUtcMs};
+  node::Node n(lone_node_options(), 7);
+  REQUIRE(n.start({}, now).ok());
+  settle_storage(n, now, disk);
+  node::ClusterConfig next = n.config();
+  next.epoch = 2;
+  next.nodes[0].tags = {"blue"};
+  auto ack = n.apply_config(next, now);
+  REQUIRE(ack.ok());
+  // The promise waits for its write; meanwhile the proposer asks again.
+  now.mono_ms += 400;
+  now.utc_ms += 400;
+  n.on_tick(now);
+  settle_storage(n, now, disk);
+  CHECK(n.config().epoch == 2);
+  auto outcome = n.config_outcome(ack->config_proposal);
+  REQUIRE(outcome.has_value());
+  CHECK(outcome->ok());
+  // Still the first ballot: the repeated prepare was promised again, not refused (a
+  // refusal sends the proposer to a higher ballot, and after four of them it gives up).
+  const std::string& vote = disk.at("c/vote");
+  REQUIRE(vote.size() > 3);
+  CHECK(static_cast<uint8_t>(vote[1]) == 2);  // epoch
+  CHECK(static_cast<uint8_t>(vote[2]) == 1);  // ballot promised
+}
