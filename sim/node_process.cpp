@@ -167,7 +167,8 @@ class NodeProcess final : public Process {
             {"scheduler.claims_widened", static_cast<double>(node_->scheduler_counters().claims_widened)},
             {"scheduler.stale_claims_refused", static_cast<double>(node_->scheduler_counters().stale_claims_refused)},
             {"scheduler.dispatches_ignored_after_wipe",
-             static_cast<double>(node_->scheduler_counters().dispatches_ignored_after_wipe)}};
+             static_cast<double>(node_->scheduler_counters().dispatches_ignored_after_wipe)},
+            {"config.votes_refused", static_cast<double>(c.config_votes_refused)}};
   }
   bool poll_observation(Observation& out) override {
     drain();

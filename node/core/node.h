@@ -106,6 +106,9 @@ struct NodeCounters {
   uint64_t store_pushes_out = 0, store_pushes_in = 0, records_pushed = 0, records_merged = 0;
   uint64_t syncs_started = 0, syncs_completed = 0, syncs_failed = 0, sync_records_applied = 0;
   uint64_t config_conflicts = 0;
+  // Config changes proposed through this node (node_config_vote.cpp), by how they ended,
+  // and votes this node refused (a higher ballot was promised).
+  uint64_t config_agreed = 0, config_not_agreed = 0, config_votes_refused = 0;
   uint64_t storage_ops = 0;
 };
 

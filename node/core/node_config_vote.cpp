@@ -159,6 +159,7 @@ void Node::config_vote_as_acceptor(const std::string& from, const wire::ConfigVo
       reply.document = acceptor_.value;
     }
   } else {
+    ++counters_.config_votes_refused;
     reply.kind = wire::ConfigVote::Kind::kNack;
     reply.accepted_ballot = acceptor_.promised.number;
     reply.accepted_proposer = acceptor_.promised.proposer;
@@ -256,6 +257,7 @@ void Node::config_chosen(std::string value, Clock now) {
 
 void Node::end_config_proposal(Status outcome) {
   if (!proposal_) return;
+  ++(outcome.ok() ? counters_.config_agreed : counters_.config_not_agreed);
   NodeEvent e;
   e.kind = NodeEvent::Kind::kConfig;
   e.text = "cluster config change for epoch " + std::to_string(proposal_->epoch) +

@@ -176,6 +176,11 @@ void render_node(PromWriter& w, const node::Node& node) {
   w.sample("caesium_sync_sessions_total", {{"result", "failed"}}, d(c.syncs_failed));
   counter(w, "caesium_sync_records_applied_total", "Records repaired by anti-entropy.", c.sync_records_applied);
   counter(w, "caesium_config_conflicts_total", "Different cluster configs seen with the same epoch.", c.config_conflicts);
+  w.family("caesium_config_changes_total", "counter", "Config changes proposed through this node, by outcome.");
+  w.sample("caesium_config_changes_total", {{"outcome", "agreed"}}, d(c.config_agreed));
+  w.sample("caesium_config_changes_total", {{"outcome", "not_agreed"}}, d(c.config_not_agreed));
+  counter(w, "caesium_config_votes_refused_total", "Config votes refused: a higher ballot was promised.",
+          c.config_votes_refused);
 }
 
 void render_fire(PromWriter& w, const FireMetrics::Counts& f) {
