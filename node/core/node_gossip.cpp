@@ -324,10 +324,12 @@ Status Node::adopt_config(ClusterConfig config, Clock now, bool persist) {
     if (config_.epoch == proposal_->epoch && config_.encode() == proposal_->mine) {
       end_config_proposal(Status::success());
     } else {
+      const std::string now_at = config_.epoch > proposal_->epoch ? "; this node is now at epoch " + std::to_string(config_.epoch) : "";
       end_config_proposal(Error("cluster config: epoch " + std::to_string(proposal_->epoch) +
-                                    " was taken by another change applied at the same time (now at epoch " +
-                                    std::to_string(config_.epoch) + "); yours was not applied: read the config "
-                                    "(caesium config) and apply yours again on top of it",
+                                    " was taken by another change (applied at about the same time through another "
+                                    "node, or left half-agreed by one that went down" + now_at +
+                                    "); yours was not applied: read the config (caesium config) and apply yours "
+                                    "again on top of it",
                                 "epoch"));
     }
   }
