@@ -224,6 +224,9 @@ class Scheduler {
   size_t entry_count() const { return entry_index_.size(); }
   size_t tracked_occurrences() const { return occs_.size(); }
   size_t running_invocations() const { return running_.size(); }
+  // Handlers of `volume`'s occurrences running here: their completion records are still
+  // to be written (a node that stops replicating the volume keeps it open until then).
+  bool running_in(const std::string& volume) const;
   size_t grant_count() const { return votes_.size(); }
   // Rows of the interned (volume, entry key) table, free ones included: it never grows
   // past the most entries occurrences and votes named at one time.

@@ -1,6 +1,7 @@
 // Scheduler, part 3: the replica side (votes on claims) and the worker side (accepts,
 // runs, revokes).  Every promise made here is durable before it is sent: grants,
 // acceptances, refusals and revocations.
+#include <algorithm>
 #include <cassert>
 
 #include "schedule/scheduler.h"
@@ -308,6 +309,10 @@ void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
   host_.send(from, std::move(reply), true);
 }
 
+bool Scheduler::running_in(const std::string& volume) const {
+  return std::any_of(running_.begin(), running_.end(), [&](const auto& r) { return r.second.volume == volume; });
+}
+
 void Scheduler::on_invocation_done(const InvocationResult& result, Clock now) {
   last_ = now;
   auto it = running_.find(result.id);
@@ -322,7 +327,11 @@ void Scheduler::on_invocation_done(const InvocationResult& result, Clock now) {
   rec.finished_utc_ms = now.utc_ms;
   rec.possible_duplicate = r.possible_duplicate;
   rec.detail = result.detail;
-  if (is_replica(r.volume)) put_worker_record(r.volume, r.occ, r.fire_id, rec, now);
+  // Written even when this node has stopped replicating the volume since it accepted the
+  // attempt: the host keeps the departing volume open while a handler runs and hands the
+  // record over with the rest (without it, the run looked unfinished and a later takeover
+  // ran an at-most-once occurrence again: swarm seed 2000 with --reconfig).
+  put_worker_record(r.volume, r.occ, r.fire_id, rec, now);
   if (result.ok) ++counters_.completed;
   else ++counters_.failed;
   FireEvent ev;

@@ -79,8 +79,13 @@ void Node::on_store_change(const std::string& volume, const schedule::Change& ch
 }
 
 Node::VolumeState* Node::volume_for_write(const std::string& volume) {
+  // A departing volume still takes the scheduler's records: they are facts of this
+  // node's own work (a handler that finishes after the node stopped replicating the
+  // volume writes its completion here), pushed to the current replicas and handed over
+  // with the rest.  Dropping them lost the completion of an at-most-once run, which a
+  // later takeover then ran again (swarm seed 1163 with --reconfig).
   auto it = volumes_.find(volume);
-  if (it != volumes_.end() && !it->second.departing) return &it->second;
+  if (it != volumes_.end()) return &it->second;
   ++counters_.misrouted;
   return nullptr;
 }
@@ -288,7 +293,13 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
         const VolumeSpec* now_spec = config_.volume(msg.volume);
         handed_over = s.sync->stats().records_sent == 0 && now_spec != nullptr &&
                       std::binary_search(now_spec->replicas.begin(), now_spec->replicas.end(), from);
-        if (!handed_over) vit->second.next_sync_mono_ms = now.mono_ms;  // again at once
+        if (handed_over && scheduler_->running_in(msg.volume)) {
+          // A handler of the volume still runs here: its completion record is yet to come.
+          handed_over = false;
+          vit->second.next_sync_mono_ms = now.mono_ms + 1'000;
+        } else if (!handed_over) {
+          vit->second.next_sync_mono_ms = now.mono_ms;  // again at once
+        }
       }
       if (!vit->second.synced) {
         vit->second.synced = true;
