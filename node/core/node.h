@@ -203,7 +203,7 @@ class Node final : private schedule::SchedulerHost {
   // the majority check.
   //
   // A change that passes these checks is not adopted at once: the nodes of the current
-  // config agree on it first (node_config_vote.cpp; docs/config.md, *How a change is
+  // config agree on it first (node_config_vote.cpp; docs/api.md, *How a change is
   // agreed*), so two changes of the same epoch, applied at once through two nodes, can
   // never both be adopted.  The ack then names the proposal (WriteAck::config_proposal);
   // config_outcome says how it ended.  `force`, and a config that lists no nodes, adopt

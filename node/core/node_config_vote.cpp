@@ -22,7 +22,7 @@
 // An acceptor that already holds an epoch at or above the one asked about answers with
 // its config document instead, which the proposer adopts.  The operator's change fails
 // (409, field "epoch") when another value won the epoch, and (503, field "nodes") when
-// no majority answered within kConfigVoteTimeoutMs.  docs/config.md, *How a change is
+// no majority answered within kConfigVoteTimeoutMs.  docs/api.md, *How a change is
 // agreed*.
 #include <algorithm>
 

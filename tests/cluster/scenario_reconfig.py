@@ -8,7 +8,7 @@ n3's API (due in an hour), so before the change only n1..n3 hold them.
 R  Two changes of the same epoch at the same instant, through n2 and n4 (each tags n4
    differently): at most one is applied (200), the other is refused (409), and every
    node ends with the same config — the nodes agree on each epoch before adopting it
-   (docs/config.md, How a change is agreed).
+   (docs/api.md, How a change is agreed).
 A  PUT /v1/config through n1: main becomes [n1,n2,n4] with previous [n1,n2,n3].
 B  at once, the final step ([n1,n2,n4] alone): refused with 409 (a replica still holds epoch 1,
    or n4 has not filled); retried until it is applied.
