@@ -278,6 +278,7 @@ void Node::on_stream(std::string_view from_addr, std::string_view bytes, Clock n
   if (auto* pp = std::get_if<gossip::PushPull>(&env.body)) {
     membership_->on_push_pull(gossip::Peer{env.sender, env.sender_addr}, *pp, now.mono_ms);
   } else if (auto* batch = std::get_if<std::vector<wire::CoreMessage>>(&env.body)) {
+    counters_.unknown_messages += env.unknown_messages;
     for (auto& m : *batch) on_core_message(env.sender, m, now);
   } else if (std::holds_alternative<wire::UnknownBody>(env.body)) {
     ++counters_.unknown_messages;

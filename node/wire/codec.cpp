@@ -29,6 +29,29 @@ std::string str(::capnp::Data::Reader r) {
   return {reinterpret_cast<const char*>(r.begin()), r.size()};
 }
 
+// List elements left to the message being decoded (decode() sets it to the input's
+// size).  Every element a sender of this schema writes holds a non-zero word (a
+// pointer, a name, a union tag), and a non-zero word packs to at least two bytes; an
+// empty element packs to nothing.  So a list longer than its message is forged: a few
+// bytes could declare thousands of empty elements, within the reader's traversal limit
+// (it charges one word each), which decode to messages that encode again to more words
+// than that limit allows for their size (frame_fuzz, crash 4a60bb75: 29 bytes, 6,720
+// empty batch elements).
+thread_local size_t t_elements_left = 0;
+
+class TooManyElements : public std::exception {
+ public:
+  const char* what() const noexcept override { return "a list declares more elements than the message has bytes"; }
+};
+
+// Counts `n` elements against the budget; throws TooManyElements (caught in decode()).
+template <typename List>
+List counted(List list) {
+  if (list.size() > t_elements_left) throw TooManyElements();
+  t_elements_left -= list.size();
+  return list;
+}
+
 class StringOutputStream final : public kj::OutputStream {
  public:
   explicit StringOutputStream(std::string& out) : out_(out) {}
@@ -68,14 +91,14 @@ gossip::MemberMeta get(cp::MemberMeta::Reader r) {
   m.stream_addr = str(r.getStreamAddr());
   m.api_addr = str(r.getApiAddr());
   m.priority = r.getPriority();
-  for (auto t : r.getTags()) m.tags.push_back(str(t));
+  for (auto t : counted(r.getTags())) m.tags.push_back(str(t));
   m.capacity = {r.getCapacity().getCores(), r.getCapacity().getMemoryMb(),
                 r.getCapacity().getMaxRunning()};
   m.load = {r.getLoad().getRunning(), r.getLoad().getQueued(), r.getLoad().getCpuMilli()};
   m.config_epoch = r.getConfigEpoch();
   m.protocol_version = r.getProtocolVersion();
   m.boot_id = r.getBootId();
-  for (auto v : r.getUnfilledVolumes()) m.unfilled_volumes.push_back(str(v));
+  for (auto v : counted(r.getUnfilledVolumes())) m.unfilled_volumes.push_back(str(v));
   return m;
 }
 
@@ -183,7 +206,7 @@ Result<gossip::Packet> get(cp::GossipPacket::Reader r) {
     case cp::GossipPacket::Primary::NACK: p.primary = gossip::Nack{prim.getNack().getSeq()}; break;
     default: return Error("unknown gossip primary message");
   }
-  for (auto u : r.getUpdates()) {
+  for (auto u : counted(r.getUpdates())) {
     auto update = get(u);
     if (!update) return update.error();
     p.updates.push_back(std::move(*update));
@@ -214,7 +237,7 @@ Result<gossip::PushPull> get(cp::PushPull::Reader r) {
   pp.reply_wanted = r.getReplyWanted();
   pp.digest_only = r.getDigestOnly();
   pp.digest = r.getDigest();
-  for (auto x : r.getMembers()) {
+  for (auto x : counted(r.getMembers())) {
     auto state = get_state(x.getState());
     if (!state) return state.error();
     pp.members.push_back(gossip::MemberRecord{str(x.getNode()), str(x.getAddr()), x.getIncarnation(),
@@ -297,7 +320,7 @@ Result<gossip::SyncMessage> get(cp::SyncMessage::Reader r) {
   m.sender_done = r.getSenderDone();
   m.final = r.getFinal();
   if (r.getRoot().isValue()) m.root = gossip::SyncRoot{r.getRoot().getValue().getDigest(), r.getRoot().getValue().getCount()};
-  for (auto f : r.getFingerprints()) {
+  for (auto f : counted(r.getFingerprints())) {
     gossip::SyncFingerprints x;
     x.prefix = f.getPrefix();
     x.prefix_bits = f.getPrefixBits();
@@ -306,16 +329,17 @@ Result<gossip::SyncMessage> get(cp::SyncMessage::Reader r) {
     for (auto v : f.getFingerprints()) x.fingerprints.push_back(v);
     m.fingerprints.push_back(std::move(x));
   }
-  for (auto l : r.getItemLists()) {
+  for (auto l : counted(r.getItemLists())) {
     gossip::SyncItemList x;
     x.prefix = l.getPrefix();
     x.prefix_bits = l.getPrefixBits();
-    x.items.reserve(l.getItems().size());
-    for (auto it : l.getItems()) x.items.push_back({it.getKeyHash(), it.getFingerprint()});
+    auto items = counted(l.getItems());
+    x.items.reserve(items.size());
+    for (auto it : items) x.items.push_back({it.getKeyHash(), it.getFingerprint()});
     m.item_lists.push_back(std::move(x));
   }
   for (auto w : r.getWanted()) m.wanted.push_back(w);
-  for (auto rec : r.getRecords()) {
+  for (auto rec : counted(r.getRecords())) {
     auto x = get(rec);
     if (!x) return x.error();
     m.records.push_back(std::move(*x));
@@ -352,7 +376,7 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
       [&](const auto& m) {
         using T = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<T, UnknownMessage>) {
-          b.setUnknown();
+          b.setUnknown();  // not reached: encode() leaves unknown messages out
         } else if constexpr (std::is_same_v<T, schedule::Claim>) {
           auto x = b.initClaim();
           x.setVolume(text(m.volume));
@@ -551,7 +575,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
     case cp::CoreMessage::STORE_PUSH: {
       StorePush p;
       p.volume = str(r.getStorePush().getVolume());
-      for (auto rec : r.getStorePush().getRecords()) {
+      for (auto rec : counted(r.getStorePush().getRecords())) {
         auto x = get(rec);
         if (!x) return x.error();
         p.records.push_back(std::move(*x));
@@ -564,6 +588,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       if (x.getKeys().size() != x.getVersions().size()) return Error("store ack: keys and versions differ in count");
       StoreAck a;
       a.volume = str(x.getVolume());
+      counted(x.getKeys());
       for (unsigned i = 0; i < x.getKeys().size(); ++i) {
         auto v = x.getVersions()[i];
         a.records.emplace_back(str(x.getKeys()[i]), schedule::Version{v.getPhysicalMs(), v.getLogical(), str(v.getOrigin())});
@@ -610,8 +635,15 @@ std::string encode(const Envelope& e) {
         } else if constexpr (std::is_same_v<T, gossip::PushPull>) {
           put(body.initPushPull(), b);
         } else {
-          auto list = body.initBatch(static_cast<unsigned>(b.size()));
-          for (unsigned i = 0; i < b.size(); ++i) put(list[i], b[i]);
+          // A message this version does not know cannot be written again: it is left
+          // out (a receiver would only count it and drop it).
+          const auto known = static_cast<unsigned>(
+              std::count_if(b.begin(), b.end(), [](const CoreMessage& m) { return !std::holds_alternative<UnknownMessage>(m); }));
+          auto list = body.initBatch(known);
+          unsigned at = 0;
+          for (const CoreMessage& m : b) {
+            if (!std::holds_alternative<UnknownMessage>(m)) put(list[at++], m);
+          }
         }
       },
       e.body);
@@ -646,12 +678,16 @@ static Result<Envelope> decode_root(cp::Envelope::Reader root) {
     }
     case cp::Envelope::Body::BATCH: {
       std::vector<CoreMessage> batch;
-      auto list = body.getBatch();
+      auto list = counted(body.getBatch());
       batch.reserve(list.size());
       for (auto m : list) {
         auto msg = get(m);
         if (!msg) return msg.error();
-        batch.push_back(std::move(*msg));
+        if (std::holds_alternative<UnknownMessage>(*msg)) {
+          ++e.unknown_messages;
+        } else {
+          batch.push_back(std::move(*msg));
+        }
       }
       e.body = std::move(batch);
       break;
@@ -676,6 +712,7 @@ Result<Envelope> decode(std::string_view bytes) {
     // enormous traversal.  Legitimate messages stay far below 16 words per input byte.
     options.traversalLimitInWords = std::max<size_t>(8192, 16 * bytes.size());
     options.nestingLimit = 16;
+    t_elements_left = bytes.size();
     // The reader's destructor may throw (kj checks the stream when it is done): it runs
     // before `out` is read, so no result is half-returned when it does.
     std::optional<Result<Envelope>> out;
@@ -690,6 +727,8 @@ Result<Envelope> decode(std::string_view bytes) {
     return std::move(*out);
   } catch (const kj::Exception& ex) {
     return Error(std::string("malformed message: ") + ex.getDescription().cStr());
+  } catch (const TooManyElements& ex) {
+    return Error(std::string("malformed message: ") + ex.what());
   } catch (const std::exception& ex) {
     return Error(std::string("malformed message: ") + ex.what());
   }

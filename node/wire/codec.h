@@ -3,9 +3,12 @@
 // Encoding is packed Cap'n Proto.  Decoding treats its input as hostile: any
 // malformed, truncated, oversized or too-deep input is an Error, never a crash (the
 // Cap'n Proto reader's exceptions are caught here and nowhere else), with traversal
-// and nesting limits so a small packet cannot make the reader do unbounded work.
-// An envelope from a newer sender whose body member we do not know decodes with
-// `Body = Unknown`, so the caller can count and drop it.
+// and nesting limits so a small packet cannot make the reader do unbounded work, and
+// no list may declare more elements than the message has bytes (empty elements pack to
+// nothing; no sender writes them).  An envelope from a newer sender whose body member
+// we do not know decodes with `Body = Unknown`, and core messages of kinds we do not
+// know are left out of the batch and counted in `unknown_messages`, so the caller can
+// count and drop them.
 #pragma once
 
 #include <cstdint>
@@ -86,6 +89,10 @@ struct Envelope {
   uint64_t seq = 0;
   uint64_t boot_id = 0;
   Body body;
+  // Core messages of a kind this version does not know (from a newer sender): decode()
+  // leaves them out of the batch and counts them here; encode() ignores this field and
+  // any UnknownMessage in a batch.
+  uint32_t unknown_messages = 0;
   bool operator==(const Envelope&) const = default;
 };
 

@@ -6,7 +6,8 @@
 //      cannot authenticate) or, when it opens, decode() must not crash.
 //   1  the payload sealed with the cluster key, then opened and decoded: this reaches the
 //      Cap'n Proto decoder with arbitrary plaintext.  Anything that decodes must encode
-//      and decode again to the same envelope.
+//      and decode again to the same envelope (minus the messages of unknown kinds,
+//      which decoding counts and leaves out).
 //   2  the payload with one byte flipped after sealing: open must refuse it.
 //   3  the payload as key file text: Keyring::parse succeeds or names the problem; a
 //      parsed keyring prints to text that parses to the same keys.
@@ -51,7 +52,10 @@ void decode_and_roundtrip(std::string_view plaintext) {
   }
   auto again = decode(encode(*env));
   check(again.ok(), "re-encoded envelope does not decode");
-  check(*again == *env, "encode/decode round trip changed the envelope");
+  // Messages of unknown kinds were counted and left out; they are not written again.
+  Envelope expected = *env;
+  expected.unknown_messages = 0;
+  check(*again == expected, "encode/decode round trip changed the envelope");
 }
 
 }  // namespace

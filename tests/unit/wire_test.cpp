@@ -10,6 +10,11 @@
 #include "base/rng.h"
 #include "node/wire/codec.h"
 #include "node/wire/frame.h"
+#include "wire/caesium.capnp.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize-packed.h>
+#include <kj/io.h>
 
 using namespace caesium;
 using namespace caesium::wire;
@@ -268,6 +273,67 @@ TEST_CASE("a tiny message declaring a huge segment is refused without allocating
   bad += '\xfe';
   auto r = decode(bad);
   REQUIRE_FALSE(r.ok());
+}
+
+TEST_CASE("a list longer than its message is refused", "[wire]") {
+  // frame_fuzz crash 4a60bb75: 29 bytes declaring a batch of 6,720 empty elements.  The
+  // reader's traversal limit lets them through (one word each); each would decode to a
+  // message that encodes again to two words, so its own encoding would be refused.
+  const unsigned char crash[] = {0x10, 0x09, 0x58, 0x00, 0x05, 0x03, 0x45, 0x01, 0x03, 0x23,
+                                 0x20, 0x23, 0x0a, 0x0a, 0x0a, 0x0a, 0x0a, 0xc6, 0x21, 0x00,
+                                 0x2c, 0x00, 0x00, 0x00, 0x00, 0x21, 0x41, 0xd2};
+  auto r = decode(std::string_view(reinterpret_cast<const char*>(crash), sizeof crash));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("more elements than the message has bytes") != std::string::npos);
+
+  // The same shape built on purpose: a batch of messages of no kind (what a newer
+  // sender's unknown kinds decode to).  2,000 of them alone pack into a few dozen bytes
+  // and are refused; 20 among 20 real messages are counted and left out.
+  auto build = [](unsigned unknown, unsigned real) {
+    ::capnp::MallocMessageBuilder builder;
+    auto root = builder.initRoot<caesium::wire::capnp::Envelope>();
+    root.setVersion(kProtocolVersion);
+    root.setSender("n1");
+    auto list = root.getBody().initBatch(unknown + real);
+    for (unsigned i = 0; i < unknown + real; ++i) {
+      if (i < real) {
+        auto release = list[i].initRelease();
+        release.setVolume("v1");
+        release.initOcc().setEntryKey("e/" + std::to_string(i));
+        release.initClaimant().setNode("n1");
+      } else {
+        list[i].setUnknown();
+      }
+    }
+    kj::VectorOutputStream out;
+    ::capnp::writePackedMessage(out, builder);
+    return std::string(reinterpret_cast<const char*>(out.getArray().begin()), out.getArray().size());
+  };
+  const std::string forged = build(2000, 0);
+  INFO("forged batch: " << forged.size() << " bytes");
+  CHECK(forged.size() < 100);
+  CHECK_FALSE(decode(forged).ok());
+
+  auto mixed = decode(build(20, 20));
+  REQUIRE(mixed.ok());
+  const auto* got = std::get_if<std::vector<CoreMessage>>(&mixed->body);
+  REQUIRE(got != nullptr);
+  CHECK(got->size() == 20);
+  CHECK(mixed->unknown_messages == 20);
+  for (const CoreMessage& m : *got) CHECK(std::holds_alternative<schedule::Release>(m));
+
+  // encode() leaves out what it does not know, and the rest round-trips.
+  Envelope e;
+  e.sender = "n1";
+  e.body = std::vector<CoreMessage>{schedule::Release{"v1", {"e/x", 1000}, {"n1", 7}}, UnknownMessage{},
+                                    schedule::Release{"v1", {"e/y", 2000}, {"n1", 7}}};
+  auto back = decode(encode(e));
+  REQUIRE(back.ok());
+  CHECK(back->unknown_messages == 0);
+  const auto* batch = std::get_if<std::vector<CoreMessage>>(&back->body);
+  REQUIRE(batch != nullptr);
+  REQUIRE(batch->size() == 2);
+  CHECK(std::get<schedule::Release>((*batch)[1]).occ.entry_key == "e/y");
 }
 
 TEST_CASE("an envelope with a body this version does not know decodes as Unknown", "[wire]") {
