@@ -80,9 +80,33 @@ void FireChecker::on_execution(const World& world, const Execution& execution) {
   executions_[k].push_back(world.executions().size() - 1);
 }
 
+namespace {
+
+// Calls f(t) for `from`, for the time of every change of the volume's sets in (from, to],
+// and for `to`: one instant in each config in force over [from, to].
+template <typename F>
+void for_each_config_time(const World& world, const std::string& volume, int64_t from, int64_t to, F&& f) {
+  f(from);
+  for (const World::ConfigChange& change : world.config_changes()) {
+    if (change.volume == volume && change.at_ms > from && change.at_ms <= to) f(change.at_ms);
+  }
+  f(to);
+}
+
+}  // namespace
+
 std::vector<std::string> FireChecker::eligible(const World& world, const Created& c, int64_t time_ms) const {
+  return eligible_among(world, c, world.replicas_at(c.volume, time_ms));
+}
+
+std::vector<std::string> FireChecker::eligible_previous(const World& world, const Created& c, int64_t time_ms) const {
+  return eligible_among(world, c, world.previous_replicas_at(c.volume, time_ms));
+}
+
+std::vector<std::string> FireChecker::eligible_among(const World& world, const Created& c,
+                                                     const std::vector<std::string>& replicas) const {
   std::vector<std::string> out;
-  for (const auto& r : world.replicas_at(c.volume, time_ms)) {
+  for (const auto& r : replicas) {
     const int64_t idx = world.index_of(r);
     if (idx < 0) continue;
     bool match = c.entry.bind.empty();
@@ -199,16 +223,27 @@ void FireChecker::finish(const World& world, Report& report) {
           if (e.outcome != Execution::Outcome::kAbandoned) ++counted;
           if (first_start < 0 || e.start_ms < first_start) first_start = e.start_ms;
           // Never early.  A quorum cannot agree early unless a majority of the eligible
-          // clocks run ahead; a degraded fire may be early by its own node's skew.
-          size_t skewed_eligible = 0;
-          for (const auto& r : elig) {
-            const int64_t idx_r = world.index_of(r);
-            if (idx_r >= 0 && skewed_nodes_.count(static_cast<uint32_t>(idx_r))) ++skewed_eligible;
-          }
-          const bool quorum_could_skew = skewed_eligible * 2 > elig.size();
+          // clocks run ahead; a degraded fire may be early by its own node's skew.  The
+          // grants come from the sets of the claimant's config, which may be older than
+          // the one in force at the due instant, so every set in force from a while
+          // before the start to the due instant counts (swarm --reconfig seed 2927: n3
+          // and n4, both ahead, granted in [n1,n3,n4] a second early; n4 was removed
+          // before the due instant, and [n1,n3] alone has no skewed majority).
+          bool any_skewed = false, quorum_could_skew = false;
+          for_each_config_time(world, c.volume, e.start_ms - options_.reconfig_settle_ms, due_ms, [&](int64_t at) {
+            for (const auto& set : {eligible(world, c, at), eligible_previous(world, c, at)}) {
+              size_t skewed = 0;
+              for (const auto& r : set) {
+                const int64_t idx_r = world.index_of(r);
+                if (idx_r >= 0 && skewed_nodes_.count(static_cast<uint32_t>(idx_r))) ++skewed;
+              }
+              any_skewed = any_skewed || skewed > 0;
+              quorum_could_skew = quorum_could_skew || skewed * 2 > set.size();
+            }
+          });
           // A degraded or takeover fire is decided by one node alone: early by its skew.
           const int64_t allowance =
-              (e.invocation.possible_duplicate && skewed_eligible > 0) || quorum_could_skew ? world.max_skew_ms() : 0;
+              (e.invocation.possible_duplicate && any_skewed) || quorum_could_skew ? world.max_skew_ms() : 0;
           if (e.start_ms < due_ms - allowance) {
             report.violate({"early", name + " started " + std::to_string(due_ms - e.start_ms) + " ms before it was due (fire id " +
                                          e.invocation.fire_id + ")",

@@ -91,7 +91,12 @@ class FireChecker final : public Checker {
   };
 
   // The replicas of c's volume at time_ms (World::replicas_at) that c's binding allows.
+  // The replicas (or, during a change, the previous replicas) at time_ms that the entry's
+  // binding allows, sorted.
   std::vector<std::string> eligible(const World& world, const Created& c, int64_t time_ms) const;
+  std::vector<std::string> eligible_previous(const World& world, const Created& c, int64_t time_ms) const;
+  std::vector<std::string> eligible_among(const World& world, const Created& c,
+                                          const std::vector<std::string>& replicas) const;
   bool entry_lost(const World& world, const Created& c) const;
   bool quiet_between(const World& world, const std::vector<std::string>& replicas, int64_t from_ms,
                      int64_t to_ms) const;
