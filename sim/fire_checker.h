@@ -19,13 +19,15 @@
 //                  report the occurrence lost rather than run it again
 //   healthy.once   in a run without faults, an occurrence did not run exactly once
 //   early          an execution started before the due time (allowing the configured
-//                  skew bound only where skewed clocks could make a quorum agree)
+//                  skew bound only where skewed clocks could make a quorum agree, or a
+//                  flagged lone fire was decided by a skewed replica — in the sets of
+//                  any config in force from reconfig_settle_ms before the start)
 //   lateness       in a fault-free window, the first execution came later than the
 //                  healthy bound
 //   entry.lost     an entry whose write was acknowledged is held by no replica of the
 //                  volume's final replica sets at the end, with all of them up
 // The replica sets are those in effect at each due time (World::replicas_at: `config`
-// faults change them); the liveness checks skip occurrences near a change
+// faults change them; the early check also looks at earlier ones); the liveness checks skip occurrences near a change
 // (Options::reconfig_settle_ms) and while previous replicas are listed.
 // Figures per semantics: due, once, duplicates, withheld, missed, lost; lateness
 // (all, healthy, after a fault); messages per occurrence; per entry
