@@ -82,15 +82,15 @@ void FireChecker::on_execution(const World& world, const Execution& execution) {
 
 namespace {
 
-// Calls f(t) for `from`, for the time of every change of the volume's sets in (from, to],
-// and for `to`: one instant in each config in force over [from, to].
-template <typename F>
-void for_each_config_time(const World& world, const std::string& volume, int64_t from, int64_t to, F&& f) {
-  f(from);
+// `from`, the time of every change of the volume's sets in (from, to], and `to`: one
+// instant in each config in force over [from, to].
+std::vector<int64_t> config_times(const World& world, const std::string& volume, int64_t from, int64_t to) {
+  std::vector<int64_t> out{from};
   for (const World::ConfigChange& change : world.config_changes()) {
-    if (change.volume == volume && change.at_ms > from && change.at_ms <= to) f(change.at_ms);
+    if (change.volume == volume && change.at_ms > from && change.at_ms <= to) out.push_back(change.at_ms);
   }
-  f(to);
+  out.push_back(to);
+  return out;
 }
 
 }  // namespace
@@ -230,7 +230,7 @@ void FireChecker::finish(const World& world, Report& report) {
           // and n4, both ahead, granted in [n1,n3,n4] a second early; n4 was removed
           // before the due instant, and [n1,n3] alone has no skewed majority).
           bool any_skewed = false, quorum_could_skew = false;
-          for_each_config_time(world, c.volume, e.start_ms - options_.reconfig_settle_ms, due_ms, [&](int64_t at) {
+          for (const int64_t at : config_times(world, c.volume, e.start_ms - options_.reconfig_settle_ms, due_ms)) {
             for (const auto& set : {eligible(world, c, at), eligible_previous(world, c, at)}) {
               size_t skewed = 0;
               for (const auto& r : set) {
@@ -240,7 +240,7 @@ void FireChecker::finish(const World& world, Report& report) {
               any_skewed = any_skewed || skewed > 0;
               quorum_could_skew = quorum_could_skew || skewed * 2 > set.size();
             }
-          });
+          }
           // A degraded or takeover fire is decided by one node alone: early by its skew.
           const int64_t allowance =
               (e.invocation.possible_duplicate && any_skewed) || quorum_could_skew ? world.max_skew_ms() : 0;
