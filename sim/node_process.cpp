@@ -168,7 +168,8 @@ class NodeProcess final : public Process {
             {"scheduler.stale_claims_refused", static_cast<double>(node_->scheduler_counters().stale_claims_refused)},
             {"scheduler.dispatches_ignored_after_wipe",
              static_cast<double>(node_->scheduler_counters().dispatches_ignored_after_wipe)},
-            {"config.votes_refused", static_cast<double>(c.config_votes_refused)}};
+            {"config.votes_refused", static_cast<double>(c.config_votes_refused)},
+            {"clock.skew_warnings", static_cast<double>(c.clock_skew_warnings)}};
   }
   bool poll_observation(Observation& out) override {
     drain();

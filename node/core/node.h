@@ -35,6 +35,7 @@
 #include "base/rng.h"
 #include "gossip/anti_entropy.h"
 #include "gossip/membership.h"
+#include "node/core/clock_watch.h"
 #include "node/core/cluster_config.h"
 #include "node/core/io.h"
 #include "node/wire/codec.h"
@@ -110,6 +111,9 @@ struct NodeCounters {
   // and votes this node refused (a higher ballot was promised).
   uint64_t config_agreed = 0, config_not_agreed = 0, config_votes_refused = 0;
   uint64_t storage_ops = 0;
+  // Peers found further ahead of this node's clock than the skew bound allows (clock_watch.h):
+  // one per warning, at most one per peer per minute.
+  uint64_t clock_skew_warnings = 0;
 };
 
 // The result of an API write: the record written and the storage sequence that must be
@@ -258,6 +262,11 @@ class Node final : private schedule::SchedulerHost {
   const gossip::Membership& membership() const { return *membership_; }
   const NodeCounters& counters() const { return counters_; }
   const schedule::SchedulerCounters& scheduler_counters() const { return scheduler_->counters(); }
+  // At least how far `peer`'s clock is ahead of ours, from its recent frames (clock_watch.h);
+  // nullopt when none was sampled lately.
+  std::optional<int64_t> peer_clock_ahead_ms(const std::string& peer) const {
+    return clock_watch_.ahead_at_least(hash64(peer), last_.mono_ms);
+  }
   // The master of `volume` in this node's view (replicated or not); nullopt when no
   // replica is alive in it.
   std::optional<std::string> master_of(const std::string& volume) const;
@@ -337,6 +346,7 @@ class Node final : private schedule::SchedulerHost {
   void flush_datagrams_and_streams(Clock now);
   void seal_and_queue(node::Channel channel, const std::string& to_addr, wire::Body body, Clock now);
   bool open_frame(std::string_view bytes, node::Channel channel, wire::Envelope& out, Clock now);
+  void warn_clock_ahead(const std::string& peer, int64_t ahead_ms);
   void storage_put(std::string key, std::string value);
   void storage_erase(std::string key);
   void on_core_message(const std::string& from, wire::CoreMessage& msg, Clock now);
@@ -445,6 +455,8 @@ class Node final : private schedule::SchedulerHost {
   std::unique_ptr<schedule::Scheduler> scheduler_;
   std::unique_ptr<wire::FrameCipher> cipher_;
   wire::ReplayGuard replay_;
+  ClockWatch clock_watch_;
+  uint64_t frames_opened_ = 0;  // one frame in four feeds clock_watch_
   std::map<std::string, VolumeState> volumes_;
   std::map<std::pair<std::string, uint64_t>, Session> sessions_;  // (peer, session id)
   std::map<std::string, std::optional<std::string>> masters_;     // volume -> master in our view

@@ -79,6 +79,7 @@ json status_json(const node::Node& node) {
   json members = json::array();
   for (const auto& m : node.membership().members()) {
     const gossip::MemberMeta& meta = m.meta;
+    const auto ahead = m.node == node.id() ? std::nullopt : node.peer_clock_ahead_ms(m.node);
     members.push_back({{"id", m.node},
                        {"state", member_state_label(m.state)},
                        {"incarnation", m.incarnation},
@@ -88,6 +89,7 @@ json status_json(const node::Node& node) {
                        {"tags", meta.tags},
                        {"config_epoch", meta.config_epoch},
                        {"unfilled_volumes", meta.unfilled_volumes},
+                       {"clock_ahead_ms", ahead ? json(*ahead) : json(nullptr)},
                        {"load", {{"running", meta.load.running}, {"queued", meta.load.queued},
                                  {"cpu", static_cast<double>(meta.load.cpu_milli) / 1000.0}}},
                        {"capacity", {{"cores", meta.capacity.cores}, {"memory_mb", meta.capacity.memory_mb},
@@ -126,7 +128,7 @@ json status_json(const node::Node& node) {
           {"counters", {{"datagrams_in", c.datagrams_in}, {"datagrams_out", c.datagrams_out},
                         {"frames_in", c.frames_in}, {"frames_out", c.frames_out},
                         {"auth_failures", c.auth_failures}, {"replays", c.replays}, {"malformed", c.malformed},
-                        {"misrouted", c.misrouted}, {"syncs_completed", c.syncs_completed},
+                        {"misrouted", c.misrouted}, {"clock_skew_warnings", c.clock_skew_warnings}, {"syncs_completed", c.syncs_completed},
                         {"syncs_failed", c.syncs_failed}, {"config_conflicts", c.config_conflicts},
                         {"config_agreed", c.config_agreed}, {"config_not_agreed", c.config_not_agreed},
                         {"config_votes_refused", c.config_votes_refused}}}};

@@ -138,12 +138,19 @@ std::string render_status(const json& s) {
   for (const auto& m : array_at(s, "members")) {
     const json load = m.is_object() && m.contains("load") ? m["load"] : json::object();
     const json cap = m.is_object() && m.contains("capacity") ? m["capacity"] : json::object();
+    // Only a positive lower bound says something: the peer's clock is at least this far ahead.
+    std::string ahead = "-";
+    if (m.is_object() && m.contains("clock_ahead_ms") && m["clock_ahead_ms"].is_number_integer() &&
+        m["clock_ahead_ms"].get<int64_t>() > 0) {
+      ahead = "+" + std::to_string(m["clock_ahead_ms"].get<int64_t>()) + "ms";
+    }
     members.push_back({field(m, "id"), field(m, "state"), field(m, "incarnation"),
                        field(load, "running") + "/" + field(cap, "max_running"),
                        field(cap, "cores") + "c " + field(cap, "memory_mb") + "MB", field(m, "priority"),
-                       field(m, "tags"), field(m, "api_addr")});
+                       field(m, "tags"), field(m, "api_addr"), ahead});
   }
-  out += render_table({"MEMBER", "STATE", "INCARNATION", "LOAD", "CAPACITY", "PRIORITY", "TAGS", "API"}, members);
+  out += render_table({"MEMBER", "STATE", "INCARNATION", "LOAD", "CAPACITY", "PRIORITY", "TAGS", "API", "CLOCK AHEAD"},
+                      members);
   std::vector<std::vector<std::string>> volumes;
   for (const auto& v : array_at(s, "volumes")) {
     volumes.push_back({field(v, "name"), field(v, "replicas"), field(v, "master"), field(v, "replica"),

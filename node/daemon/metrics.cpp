@@ -135,6 +135,15 @@ void render_node(PromWriter& w, const node::Node& node) {
   for (const auto& m : node.membership().members()) members[member_state_label(m.state)] += 1;
   w.family("caesium_members", "gauge", "Members in this node's view, by state (this node included).");
   for (const auto& [state, n] : members) w.sample("caesium_members", {{"state", state}}, n);
+  w.family("caesium_peer_clock_ahead_ms", "gauge",
+           "At least how far each peer's clock is ahead of this node's, from the send times of its recent "
+           "frames (a lower bound: negative says nothing).");
+  for (const auto& m : node.membership().members()) {
+    if (m.node == node.id()) continue;
+    if (auto ahead = node.peer_clock_ahead_ms(m.node)) {
+      w.sample("caesium_peer_clock_ahead_ms", {{"peer", m.node}}, static_cast<double>(*ahead));
+    }
+  }
 
   const auto& volumes = node.config().volumes;
   w.family("caesium_volume_replica", "gauge", "1 if this node replicates the volume.");
@@ -169,6 +178,9 @@ void render_node(PromWriter& w, const node::Node& node) {
   counter(w, "caesium_frame_auth_failures_total", "Frames dropped: wrong key or cluster, tampered, not a frame.", c.auth_failures);
   counter(w, "caesium_frame_replays_total", "Frames dropped as replayed or too old.", c.replays);
   counter(w, "caesium_frames_malformed_total", "Authenticated frames that did not decode.", c.malformed);
+  counter(w, "caesium_clock_skew_warnings_total",
+          "Warnings that a peer's clock is ahead of this node's by more than twice max_clock_skew.",
+          c.clock_skew_warnings);
   counter(w, "caesium_messages_misrouted_total", "Messages for volumes this node does not replicate.", c.misrouted);
   in_out(w, "caesium_store_pushes_total", "Pushes of local writes to other replicas.", c.store_pushes_in, c.store_pushes_out);
   w.family("caesium_sync_sessions_total", "counter", "Anti-entropy sessions this node started, by result.");

@@ -243,11 +243,19 @@ TEST_CASE("cli: config apply sends the file; history and status render") {
   f.answers = {answer(200, {{"node", "n1"}, {"config_epoch", 3}, {"active", true}, {"pending", {{"running_invocations", 0}}},
                             {"members", {{{"id", "n1"}, {"state", "alive"}, {"incarnation", 4},
                                           {"load", {{"running", 1}}}, {"capacity", {{"cores", 8}, {"memory_mb", 4096}, {"max_running", 16}}},
-                                          {"priority", 30}, {"tags", {"eu"}}, {"api_addr", "127.0.0.1:7113"}}}},
+                                          {"priority", 30}, {"tags", {"eu"}}, {"api_addr", "127.0.0.1:7113"},
+                                          {"clock_ahead_ms", nullptr}},
+                                         {{"id", "n2"}, {"state", "alive"}, {"incarnation", 2},
+                                          {"load", {{"running", 0}}}, {"capacity", {{"cores", 8}, {"memory_mb", 4096}, {"max_running", 16}}},
+                                          {"priority", 20}, {"tags", json::array()}, {"api_addr", "127.0.0.1:7123"},
+                                          {"clock_ahead_ms", 2500}}}},
                             {"volumes", {{{"name", "v"}, {"replicas", {"n1"}}, {"master", "n1"}, {"replica", true}, {"records", 12}, {"filled", false}}}}})};
   auto s = f.run("status", {});
   CHECK(s.out.find("node n1  config epoch 3  active yes  running invocations 0\n") == 0);
-  CHECK(s.out.find("n1      alive  4            1/16  8c 4096MB  30        eu    127.0.0.1:7113") != std::string::npos);
+  CHECK(s.out.find("n1      alive  4            1/16  8c 4096MB  30        eu    127.0.0.1:7113  -\n") != std::string::npos);
+  // A peer whose clock is known to be ahead shows by how much, at least.
+  CHECK(s.out.find("n2      alive  2            0/16  8c 4096MB  20        -     127.0.0.1:7123  +2500ms\n") !=
+        std::string::npos);
   CHECK(s.out.find("v       n1        n1      yes    12       no") != std::string::npos);
 }
 

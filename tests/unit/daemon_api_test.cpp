@@ -679,22 +679,22 @@ TEST_CASE("cluster config: a vote asked again (its answer slow or lost) is answe
   CHECK(static_cast<uint8_t>(vote[2]) == 1);  // ballot promised
 }
 
-TEST_CASE("node: core messages of kinds it does not know are counted, the rest of their batch is read") {
-  node::NodeOptions o = lone_node_options();
-  node::Node n(std::move(o), 7);
-  const Clock now{1'000, test::kApiTestStartUtcMs};
-  REQUIRE(n.start({}, now).ok());
-  // n2 (same key, same cluster name) sends batches in which some messages are of kinds a
-  // newer version added: here a message with no kind, which is what they decode to.
-  wire::FrameCipher n2(wire::Keyring::single(wire::Key{}), "caesium", 99);
+namespace {
+
+// A peer "n2" of the lone node (same key, same cluster name) that seals stream frames by
+// hand: batches of ConfigRequests and messages of no kind (what a newer sender's unknown
+// kinds decode to), stamped with whatever sender time a test wants.
+struct HandPeer {
+  wire::FrameCipher cipher{wire::Keyring::single(wire::Key{}), "caesium", 99};
   uint64_t seq = 0;
-  auto frame = [&](unsigned unknown, unsigned real) {
+
+  std::string frame(unsigned unknown, unsigned real, int64_t sent_utc_ms) {
     ::capnp::MallocMessageBuilder builder;
     auto root = builder.initRoot<wire::capnp::Envelope>();
     root.setVersion(wire::kProtocolVersion);
     root.setSender("n2");
     root.setSenderAddr("127.0.0.1:17021");
-    root.setSentUtcMs(now.utc_ms);
+    root.setSentUtcMs(sent_utc_ms);
     root.setSeq(++seq);
     root.setBootId(99);
     // Interleaved: a real message, an unknown one, ... then what is left of either.
@@ -711,9 +711,20 @@ TEST_CASE("node: core messages of kinds it does not know are counted, the rest o
     }
     kj::VectorOutputStream out;
     ::capnp::writePackedMessage(out, builder);
-    return n2.seal(wire::FrameChannel::kStream,
-                   std::string_view(reinterpret_cast<const char*>(out.getArray().begin()), out.getArray().size()));
-  };
+    return cipher.seal(wire::FrameChannel::kStream,
+                       std::string_view(reinterpret_cast<const char*>(out.getArray().begin()), out.getArray().size()));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("node: core messages of kinds it does not know are counted, the rest of their batch is read") {
+  node::NodeOptions o = lone_node_options();
+  node::Node n(std::move(o), 7);
+  const Clock now{1'000, test::kApiTestStartUtcMs};
+  REQUIRE(n.start({}, now).ok());
+  HandPeer n2;
+  auto frame = [&](unsigned unknown, unsigned real) { return n2.frame(unknown, real, now.utc_ms); };
   // Each ConfigRequest read is answered with this node's config, which goes nowhere: n2
   // is no member here, so every answer counts as misrouted.
   std::map<std::string, std::string> disk;
@@ -737,5 +748,67 @@ TEST_CASE("node: core messages of kinds it does not know are counted, the rest o
   CHECK(n.counters().misrouted - misrouted == 9);
   CHECK(n.counters().malformed == 0);
   CHECK(n.counters().auth_failures == 0);
+  CHECK(n.counters().replays == 0);
+}
+
+TEST_CASE("node: a peer whose clock runs ahead of the skew bound is warned about, once a minute") {
+  node::NodeOptions o = lone_node_options();
+  o.scheduler.max_clock_skew_ms = 1'000;  // two clocks may differ by up to 2 s
+  node::Node n(std::move(o), 7);
+  Clock now{1'000, test::kApiTestStartUtcMs};
+  REQUIRE(n.start({}, now).ok());
+  HandPeer n2;
+  auto warnings = [&] {
+    std::vector<std::string> out;
+    node::NodeEvent e;
+    while (n.poll_event(e)) {
+      if (e.kind == node::NodeEvent::Kind::kWarning) out.push_back(e.text);
+    }
+    return out;
+  };
+  // The node samples one frame in four.  n2 runs 1.9 s ahead, frames taking 5 ms: within
+  // the bound, and the estimate is a lower bound (1,895 ms).
+  CHECK_FALSE(n.peer_clock_ahead_ms("n2").has_value());
+  for (int i = 0; i < 8; ++i) {
+    now.mono_ms += 100;
+    now.utc_ms += 100;
+    n.on_stream("127.0.0.1:17022", n2.frame(0, 0, now.utc_ms + 1'900 - 5), now);
+  }
+  REQUIRE(n.peer_clock_ahead_ms("n2").has_value());
+  CHECK(*n.peer_clock_ahead_ms("n2") == 1'895);
+  CHECK(n.counters().clock_skew_warnings == 0);
+  CHECK(warnings().empty());
+  // Now 2.5 s ahead: one warning naming the peer and the bound, not one per frame.
+  for (int i = 0; i < 40; ++i) {
+    now.mono_ms += 100;
+    now.utc_ms += 100;
+    n.on_stream("127.0.0.1:17022", n2.frame(0, 0, now.utc_ms + 2'500 - 5), now);
+  }
+  CHECK(*n.peer_clock_ahead_ms("n2") == 2'495);
+  CHECK(n.counters().clock_skew_warnings == 1);
+  auto w = warnings();
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].find("the clock of n2 is at least 2495 ms ahead") != std::string::npos);
+  CHECK(w[0].find("max_clock_skew (1000 ms)") != std::string::npos);
+  // Still ahead a minute later: warned again.
+  for (int i = 0; i < 640; ++i) {
+    now.mono_ms += 100;
+    now.utc_ms += 100;
+    n.on_stream("127.0.0.1:17022", n2.frame(0, 0, now.utc_ms + 2'500 - 5), now);
+  }
+  CHECK(n.counters().clock_skew_warnings == 2);
+  // Its clock fixed: the estimate follows within two 10 s windows, and no more warnings.
+  for (int i = 0; i < 700; ++i) {
+    now.mono_ms += 100;
+    now.utc_ms += 100;
+    n.on_stream("127.0.0.1:17022", n2.frame(0, 0, now.utc_ms - 5), now);
+  }
+  CHECK(*n.peer_clock_ahead_ms("n2") == -5);
+  CHECK(n.counters().clock_skew_warnings == 2);
+  // Silent for two windows: nothing is known any more.
+  now.mono_ms += 60'000;
+  n.on_tick(now);
+  CHECK_FALSE(n.peer_clock_ahead_ms("n2").has_value());
+  // The replay window still refuses what is too far off; nothing here was refused.
   CHECK(n.counters().replays == 0);
 }

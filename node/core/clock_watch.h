@@ -1,0 +1,73 @@
+// ClockWatch: how far each peer's realtime clock is ahead of ours, at least, from the
+// sender times of the frames it sends (Envelope::sent_utc_ms), and a warning when that
+// exceeds what the protocol assumes.
+//
+// Why: every node's clock is assumed within `max_clock_skew` of true time, so two clocks
+// within twice it (docs/config.md).  The firing protocol leans on it — an occurrence runs
+// once a majority of replicas' clocks say it is due, so a majority running ahead fires
+// early by as much; a wiped node's amnesia horizon is its start plus twice the bound —
+// and nothing else in the node would notice a clock that broke it.
+//
+// The estimate needs no extra messages and never over-reports.  A frame stamped S by the
+// peer's clock and opened when ours reads R left before it arrived, so at the instant it
+// left the peer's clock was S and ours at most R: the peer is ahead by at least S - R
+// (clock rates over a frame's flight are taken as equal).  Network and queueing delay only
+// make the bound looser, so the tightest is the largest over recent frames.  The window is
+// two buckets of `window_ms` on the monotonic clock: the estimate is the maximum of the
+// current and the previous bucket, so a clock that was fixed stops being reported within
+// two windows; warnings look at the current bucket only.  Only the node that is behind
+// sees a positive bound; the peer that is ahead sees a negative one, which says nothing
+// (it may be behind, or the link slow).
+//
+// Sans-IO: fed by the node as frames open; no clocks of its own.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "base/hash_keyed_map.h"
+
+namespace caesium::node {
+
+class ClockWatch {
+ public:
+  struct Options {
+    int64_t window_ms = 10'000;
+    // A bound above this is a warning (2 x max_clock_skew: two clocks each within the
+    // bound of true time differ by up to twice it).  <= 0: never.
+    int64_t warn_above_ms = 2'000;
+    // One warning per peer per this long while it lasts.
+    int64_t warn_every_ms = 60'000;
+  };
+
+  explicit ClockWatch(Options options) : options_(options) {}
+
+  // A fresh authenticated frame from the peer with this id hash, stamped `sent_utc_ms`,
+  // opened when our clocks read `now_utc_ms` / `now_mono_ms`.  Returns the bound when it
+  // is above the warning threshold and no warning for this peer was due sooner: the
+  // caller warns once.
+  std::optional<int64_t> observe(uint64_t peer_hash, int64_t sent_utc_ms, int64_t now_utc_ms, int64_t now_mono_ms);
+
+  // At least how far the peer's clock is ahead of ours (negative: it may be behind, or
+  // the link slow), from its frames of the last one to two windows; nullopt without any.
+  std::optional<int64_t> ahead_at_least(uint64_t peer_hash, int64_t now_mono_ms) const;
+
+  const Options& options() const { return options_; }
+
+ private:
+  struct Peer {
+    int64_t bucket_start_mono = 0;
+    int64_t current = 0;   // largest S - R in the current bucket (valid if has_current)
+    int64_t previous = 0;  // ... in the bucket before it (valid if has_previous)
+    int64_t next_warning_mono = 0;
+    bool has_current = false;
+    bool has_previous = false;
+  };
+  // Moves the buckets forward to the one holding `now_mono_ms`.
+  void roll(Peer& p, int64_t now_mono_ms) const;
+
+  Options options_;
+  HashKeyedMap<Peer> peers_;
+};
+
+}  // namespace caesium::node
