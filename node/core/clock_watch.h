@@ -19,20 +19,19 @@
 // sees a positive bound; the peer that is ahead sees a negative one, which says nothing
 // (it may be behind, or the link slow).
 //
-// Sans-IO: fed by the node as frames open; no clocks of its own.
+// Sans-IO: fed by the node as frames open; no clocks and no tables of its own.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <optional>
-
-#include "base/hash_keyed_map.h"
 
 namespace caesium::node {
 
 class ClockWatch {
  public:
   struct Options {
-    int64_t window_ms = 10'000;
+    int64_t window_ms = 15'000;
     // A bound above this is a warning (2 x max_clock_skew: two clocks each within the
     // bound of true time differ by up to twice it).  <= 0: never.
     int64_t warn_above_ms = 2'000;
@@ -40,34 +39,36 @@ class ClockWatch {
     int64_t warn_every_ms = 60'000;
   };
 
+  // What is kept per peer: 16 bytes, held by the caller (the node keeps a table of them).
+  // Bounds in int32 ms (±24 days, clamped); times in monotonic seconds.
+  static constexpr int32_t kNone = INT32_MIN;
+  struct Peer {
+    int32_t bucket_start_s = 0;
+    int32_t current = kNone;   // largest S - R in the current bucket
+    int32_t previous = kNone;  // ... in the bucket before it
+    int32_t next_warning_s = 0;
+  };
+  static_assert(sizeof(Peer) == 16);
+
   explicit ClockWatch(Options options) : options_(options) {}
 
-  // A fresh authenticated frame from the peer with this id hash, stamped `sent_utc_ms`,
+  // A fresh authenticated frame from the peer whose state is `p`, stamped `sent_utc_ms`,
   // opened when our clocks read `now_utc_ms` / `now_mono_ms`.  Returns the bound when it
   // is above the warning threshold and no warning for this peer was due sooner: the
   // caller warns once.
-  std::optional<int64_t> observe(uint64_t peer_hash, int64_t sent_utc_ms, int64_t now_utc_ms, int64_t now_mono_ms);
+  std::optional<int64_t> observe(Peer& p, int64_t sent_utc_ms, int64_t now_utc_ms, int64_t now_mono_ms) const;
 
   // At least how far the peer's clock is ahead of ours (negative: it may be behind, or
   // the link slow), from its frames of the last one to two windows; nullopt without any.
-  std::optional<int64_t> ahead_at_least(uint64_t peer_hash, int64_t now_mono_ms) const;
+  std::optional<int64_t> ahead_at_least(const Peer& p, int64_t now_mono_ms) const;
 
   const Options& options() const { return options_; }
 
  private:
-  struct Peer {
-    int64_t bucket_start_mono = 0;
-    int64_t current = 0;   // largest S - R in the current bucket (valid if has_current)
-    int64_t previous = 0;  // ... in the bucket before it (valid if has_previous)
-    int64_t next_warning_mono = 0;
-    bool has_current = false;
-    bool has_previous = false;
-  };
   // Moves the buckets forward to the one holding `now_mono_ms`.
   void roll(Peer& p, int64_t now_mono_ms) const;
 
   Options options_;
-  HashKeyedMap<Peer> peers_;
 };
 
 }  // namespace caesium::node

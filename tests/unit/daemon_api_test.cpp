@@ -766,7 +766,7 @@ TEST_CASE("node: a peer whose clock runs ahead of the skew bound is warned about
     }
     return out;
   };
-  // The node samples one frame in four.  n2 runs 1.9 s ahead, frames taking 5 ms: within
+  // n2 runs 1.9 s ahead, frames taking 5 ms: within
   // the bound, and the estimate is a lower bound (1,895 ms).
   CHECK_FALSE(n.peer_clock_ahead_ms("n2").has_value());
   for (int i = 0; i < 8; ++i) {
@@ -797,7 +797,7 @@ TEST_CASE("node: a peer whose clock runs ahead of the skew bound is warned about
     n.on_stream("127.0.0.1:17022", n2.frame(0, 0, now.utc_ms + 2'500 - 5), now);
   }
   CHECK(n.counters().clock_skew_warnings == 2);
-  // Its clock fixed: the estimate follows within two 10 s windows, and no more warnings.
+  // Its clock fixed: the estimate follows within two 15 s windows, and no more warnings.
   for (int i = 0; i < 700; ++i) {
     now.mono_ms += 100;
     now.utc_ms += 100;
