@@ -5,8 +5,9 @@
 // Why: every node's clock is assumed within `max_clock_skew` of true time, so two clocks
 // within twice it (docs/config.md).  The firing protocol leans on it — an occurrence runs
 // once a majority of replicas' clocks say it is due, so a majority running ahead fires
-// early by as much; a wiped node's amnesia horizon is its start plus twice the bound —
-// and nothing else in the node would notice a clock that broke it.
+// early by as much; a wiped node ignores dispatches issued (on the owner's clock) before
+// its start plus twice the bound (on its own clock) — and nothing else in the node would
+// notice a clock that broke it.
 //
 // The estimate needs no extra messages and never over-reports.  A frame stamped S by the
 // peer's clock and opened when ours reads R left before it arrived, so at the instant it

@@ -268,8 +268,8 @@ void Node::warn_clock_ahead(const std::string& peer, int64_t ahead_ms) {
   e.subject = peer;
   e.text = "the clock of " + peer + " is at least " + std::to_string(ahead_ms) + " ms ahead of this node's, " +
            "more than twice max_clock_skew (" + std::to_string(options_.scheduler.max_clock_skew_ms) +
-           " ms) allows: occurrences may run early by as much, and a wiped node's amnesia horizon " +
-           "no longer covers its earlier votes; synchronize the clocks (NTP) or raise max_clock_skew";
+           " ms) allows: occurrences may run early by as much, and a node restarted without its disk " +
+           "may accept again work it had accepted before; synchronize the clocks (NTP) or raise max_clock_skew";
   events_.push_back(std::move(e));
 }
 
