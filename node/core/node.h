@@ -291,6 +291,12 @@ class Node final : private schedule::SchedulerHost {
     // replica, when the config names no previous ones or this node is one).  Advertised
     // (MemberMeta::unfilled_volumes); apply_config checks it before old replicas go.
     bool filled = false;
+    // During a change: the previous replicas this node has completed a session with since
+    // they adopted the current epoch.  Filled takes a majority of them: what the old sets
+    // decided while some of them were cut off (a run granted and completed under the old
+    // epoch) may be held by only some old replicas, and any majority of the old set meets
+    // the one that granted it (swarm --reconfig seed 10921).
+    std::set<std::string> filled_from;
     // No longer a replica in the config, but kept open until anti-entropy with a current
     // replica has completed: the entries and records only it holds (written during a
     // partition, say) are handed over before it lets go.  Not a replica meanwhile: it

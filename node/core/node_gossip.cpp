@@ -308,6 +308,7 @@ Status Node::adopt_config(ClusterConfig config, Clock now, bool persist) {
     } else if (it->second.departing) {
       it->second.departing = false;  // a replica again: fills anew from the others
       it->second.filled = false;
+      it->second.filled_from.clear();
       it->second.next_sync_mono_ms = now.mono_ms;
     }
   }

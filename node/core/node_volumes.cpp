@@ -30,6 +30,7 @@ void Node::depart_volume(const std::string& name, Clock now) {
   if (v.departing) return;
   v.departing = true;
   v.filled = false;
+  v.filled_from.clear();
   v.push.clear();  // writes of ours not pushed yet reach the replicas by the hand-over
   v.held.clear();
   v.held_until.clear();
@@ -222,11 +223,18 @@ void Node::start_syncs(Clock now) {
     std::sort(peers.begin(), peers.end());
     peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
     if (!v.filled) {
-      std::vector<std::string> sources;
+      // The previous replicas it has not filled from yet, else any it can fill from.
+      std::vector<std::string> sources, fresh;
       for (const auto& p : peers) {
-        if (fills_from(*spec, p)) sources.push_back(p);
+        if (!fills_from(*spec, p)) continue;
+        sources.push_back(p);
+        if (!v.filled_from.count(p)) fresh.push_back(p);
       }
-      if (!sources.empty()) peers = std::move(sources);
+      if (!fresh.empty()) {
+        peers = std::move(fresh);
+      } else if (!sources.empty()) {
+        peers = std::move(sources);
+      }
     }
     if (peers.empty()) {
       // Nobody to reconcile with yet (still joining): an unsynced volume asks again soon.
@@ -307,8 +315,15 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
       }
       const VolumeSpec* spec = config_.volume(msg.volume);
       if (!vit->second.departing && !vit->second.filled && spec != nullptr && fills_from(*spec, from)) {
-        vit->second.filled = true;
-        refresh_meta(now);
+        const auto& prev = spec->previous_replicas;
+        if (prev.empty() || std::binary_search(prev.begin(), prev.end(), options_.id)) {
+          vit->second.filled = true;
+        } else {
+          const gossip::MemberMeta* meta = membership_ ? membership_->meta_of(from) : nullptr;
+          if (meta != nullptr && meta->config_epoch >= config_.epoch) vit->second.filled_from.insert(from);
+          vit->second.filled = vit->second.filled_from.size() >= prev.size() / 2 + 1;
+        }
+        if (vit->second.filled) refresh_meta(now);
       }
     }
     if (s.sync->role() == gossip::SyncSession::Role::kInitiator && vit->second.initiator_session == msg.session_id) {
