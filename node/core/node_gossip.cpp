@@ -435,7 +435,7 @@ Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now, bool force)
     const std::string names = joined(unfilled, ", ");
     return Error("cluster config: replicas would leave while a remaining replica may not hold the volume's "
                      "entries yet (" + names + "): it must be reachable, have been a replica before this epoch "
-                     "and have completed anti-entropy with a previous replica; add new replicas first (with "
+                     "and have completed anti-entropy with a majority of the previous replicas; add new replicas first (with "
                      "previous_replicas), wait for them to sync (sync_interval), then remove the old ones; if "
                      "the replicas that hold the entries are lost for good, ?force=true (caesium config apply "
                      "--force) applies it anyway",

@@ -321,7 +321,11 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
         } else {
           const gossip::MemberMeta* meta = membership_ ? membership_->meta_of(from) : nullptr;
           if (meta != nullptr && meta->config_epoch >= config_.epoch) vit->second.filled_from.insert(from);
-          vit->second.filled = vit->second.filled_from.size() >= prev.size() / 2 + 1;
+          // Only the previous replicas of this config count: a session with a node of an
+          // earlier change's previous set says nothing about this one's.
+          const auto counted = std::count_if(prev.begin(), prev.end(),
+                                             [&](const std::string& r) { return vit->second.filled_from.count(r) > 0; });
+          vit->second.filled = static_cast<size_t>(counted) >= prev.size() / 2 + 1;
         }
         if (vit->second.filled) refresh_meta(now);
       }
