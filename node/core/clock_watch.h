@@ -63,8 +63,6 @@ class ClockWatch {
   // the link slow), from its frames of the last one to two windows; nullopt without any.
   std::optional<int64_t> ahead_at_least(const Peer& p, int64_t now_mono_ms) const;
 
-  const Options& options() const { return options_; }
-
  private:
   // Moves the buckets forward to the one holding `now_mono_ms`.
   void roll(Peer& p, int64_t now_mono_ms) const;

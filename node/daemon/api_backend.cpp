@@ -128,7 +128,8 @@ json status_json(const node::Node& node) {
           {"counters", {{"datagrams_in", c.datagrams_in}, {"datagrams_out", c.datagrams_out},
                         {"frames_in", c.frames_in}, {"frames_out", c.frames_out},
                         {"auth_failures", c.auth_failures}, {"replays", c.replays}, {"malformed", c.malformed},
-                        {"misrouted", c.misrouted}, {"clock_skew_warnings", c.clock_skew_warnings}, {"syncs_completed", c.syncs_completed},
+                        {"misrouted", c.misrouted}, {"clock_skew_warnings", c.clock_skew_warnings},
+                        {"syncs_completed", c.syncs_completed},
                         {"syncs_failed", c.syncs_failed}, {"config_conflicts", c.config_conflicts},
                         {"config_agreed", c.config_agreed}, {"config_not_agreed", c.config_not_agreed},
                         {"config_votes_refused", c.config_votes_refused}}}};
