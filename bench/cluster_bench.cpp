@@ -242,7 +242,8 @@ const char* kToken = "bench-token";
 
 class Cluster {
  public:
-  Cluster(std::string binary, std::string dir) : binary_(std::move(binary)), dir_(std::move(dir)) {}
+  Cluster(std::string binary, std::string dir, int64_t prepare_ahead_ms)
+      : binary_(std::move(binary)), dir_(std::move(dir)), prepare_ahead_ms_(prepare_ahead_ms) {}
   ~Cluster() { stop(); }
 
   bool start(std::string& error) {
@@ -330,8 +331,9 @@ class Cluster {
       << "gossip_listen = \"127.0.0.1:" << n.gossip << "\"\nstream_listen = \"127.0.0.1:" << n.stream << "\"\n"
       << "seeds = [" << seeds.str() << "]\nlog_level = \"info\"\nshutdown_grace = \"2s\"\n\n"
       << "[api]\nlisten = \"127.0.0.1:" << n.api << "\"\ntoken_file = \"../token\"\n\n"
-      << "[gossip]\nstartup_grace = \"1s\"\n\n"
-      << "[cluster]\nepoch = 1\n";
+      << "[gossip]\nstartup_grace = \"1s\"\n\n";
+    if (prepare_ahead_ms_ > 0) f << "[scheduler]\nprepare_ahead = \"" << prepare_ahead_ms_ << "ms\"\n\n";
+    f << "[cluster]\nepoch = 1\n";
     for (size_t i = 0; i < nodes_.size(); ++i) {
       f << "[[cluster.node]]\nid = \"" << nodes_[i].id << "\"\npriority = " << 30 - 10 * static_cast<int>(i) << "\n";
     }
@@ -356,6 +358,7 @@ class Cluster {
 
   std::string binary_;
   std::string dir_;
+  int64_t prepare_ahead_ms_ = 0;
   std::vector<BenchNode> nodes_;
 };
 
@@ -498,8 +501,9 @@ int64_t rss_sum(const Cluster& c, const std::string& field = "VmRSS") {
 }
 
 bool run_one(const std::string& binary, const std::string& dir, const std::string& semantics, int64_t entries,
-             int64_t window_ms, int connections, int pipeline, Figures& f, std::string& error) {
-  Cluster cluster(binary, dir);
+             int64_t window_ms, int connections, int pipeline, int64_t prepare_ahead_ms, Figures& f,
+             std::string& error) {
+  Cluster cluster(binary, dir, prepare_ahead_ms);
   if (!cluster.start(error)) return false;
   f.semantics = semantics;
   f.due = entries;
@@ -516,7 +520,8 @@ bool run_one(const std::string& binary, const std::string& dir, const std::strin
     return false;
   }
   const double rate = static_cast<double>(kCalibration) / calib.seconds;
-  const int64_t lead_ms = 3000 + static_cast<int64_t>(1500.0 * static_cast<double>(entries) / rate);
+  // Preparing ahead starts prepare_ahead before the window: after the load, not during it.
+  const int64_t lead_ms = 3000 + prepare_ahead_ms + static_cast<int64_t>(1500.0 * static_cast<double>(entries) / rate);
   const int64_t t0 = (wall_ms() + lead_ms) / 1000 * 1000 + 1000;
   auto due = [&](int64_t i) { return t0 + i * window_ms / entries; };
   auto loaded = load(cluster, "bench", "e", entries, semantics, due, connections, pipeline);
@@ -611,11 +616,13 @@ int run_cluster(const Args& args) {
   const int64_t window_ms = args.get_int("window-ms", 1000);
   const int connections = static_cast<int>(args.get_int("connections", 24));
   const int pipeline = static_cast<int>(args.get_int("pipeline", 16));
+  const int64_t prepare_ahead_ms = args.get_int("prepare-ahead-ms", 0);
   const std::string which = args.get("semantics", "both");
   const std::string binary = args.get("bin", default_binary());
   const std::string base = args.get("dir", fs::temp_directory_path().string());
-  if (entries < 1 || window_ms < 1 || connections < 1 || pipeline < 1) {
-    std::fprintf(stderr, "cluster: --entries, --window-ms, --connections and --pipeline must be positive\n");
+  if (entries < 1 || window_ms < 1 || connections < 1 || pipeline < 1 || prepare_ahead_ms < 0) {
+    std::fprintf(stderr, "cluster: --entries, --window-ms, --connections and --pipeline must be positive, "
+                         "--prepare-ahead-ms not negative\n");
     return 2;
   }
   std::vector<std::string> semantics;
@@ -631,7 +638,7 @@ int run_cluster(const Args& args) {
     fs::remove_all(dir);
     Figures f;
     std::string error;
-    if (!run_one(binary, dir, s, entries, window_ms, connections, pipeline, f, error)) {
+    if (!run_one(binary, dir, s, entries, window_ms, connections, pipeline, prepare_ahead_ms, f, error)) {
       std::fprintf(stderr, "cluster (%s): %s\n", s.c_str(), error.c_str());
       return 1;
     }
@@ -662,6 +669,7 @@ int run_cluster(const Args& args) {
     j["entries"] = entries;
     j["window_ms"] = window_ms;
     j["nodes"] = 3;
+    j["prepare_ahead_ms"] = prepare_ahead_ms;
     j["anchor"] = {{"system", "BullMQ 5.81 / Redis 7.0"}, {"jobs", 50000}, {"jobs_per_s", 9800},
                    {"lateness_p50_ms", 2400}, {"lateness_p99_ms", 4000}};
     if (with_floor) {
@@ -689,8 +697,10 @@ int run_cluster(const Args& args) {
     }
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("cluster: 3 nodes on loopback, %lld one-shot entries due within %lld ms, handler log (noop + a line)\n\n",
-                static_cast<long long>(entries), static_cast<long long>(window_ms));
+    std::printf("cluster: 3 nodes on loopback, %lld one-shot entries due within %lld ms, handler log (noop + a line), "
+                "prepare_ahead %lld ms\n\n",
+                static_cast<long long>(entries), static_cast<long long>(window_ms),
+                static_cast<long long>(prepare_ahead_ms));
     std::printf("%-14s %9s %6s %7s %9s %9s %9s %9s %11s %12s\n", "semantics", "occ/s", "dups", "misses", "late p50",
                 "late p99", "late max", "x anchor", "API puts/s", "MiB/1M ent.");
     for (const auto& f : all) {
@@ -736,6 +746,7 @@ CAESIUM_BENCH("cluster", "three real nodes: 100k one-shot entries due within 1 s
               {"connections", "N", "API connections that load entries (default 24)"},
               {"pipeline", "N", "requests in flight per connection (default 16)"},
               {"semantics", "S", "both, at_least_once or at_most_once (default both)"},
+              {"prepare-ahead-ms", "MS", "the nodes' [scheduler] prepare_ahead (default 0: off)"},
               {"bin", "PATH", "the caesium binary (default: the one built beside this program)"},
               {"dir", "DIR", "where the nodes' data directories go (default: the temp directory)"},
               {"keep", "", "keep the nodes' data directories"},

@@ -121,6 +121,10 @@ struct Dispatch {
   std::string payload;
   uint64_t sequence = 0;      // 1-based occurrence number (Chronos X-Sequence-Number)
   int64_t issued_utc_ms = 0;  // first send of this fire id (owner's clock); retransmits keep it
+  // A prepared attempt (SchedulerOptions::prepare_ahead_ms): the worker starts it at this
+  // instant by its clock, once a majority of the eligible replicas' clocks passed it too.
+  // 0: at once on acceptance.
+  int64_t run_at_utc_ms = 0;
   bool operator==(const Dispatch&) const = default;
 };
 

@@ -361,7 +361,8 @@ void Scheduler::arm_entry(uint32_t slot, const Entry& entry) {
   const std::optional<int64_t> next = next_occurrence(entry, rec.cursor_utc_ms);
   rec.next_scheduled_utc_ms = next.value_or(kNoNext);
   if (!next) return;
-  rec.handle = utc_wheel_.insert(fire_time(entry, *next), slot);
+  // Due on this replica prepare_ahead before its fire time (0 unless preparing ahead).
+  rec.handle = utc_wheel_.insert(fire_time(entry, *next) - options_.prepare_ahead_ms, slot);
   rec.armed = true;
 }
 
@@ -563,6 +564,8 @@ void Scheduler::on_tick(Clock now) {
     reconsider(o, now);
   }
 
+  start_held(now);
+
   if (!dirty_volumes_.empty()) {
     std::set<std::string> dirty;
     dirty.swap(dirty_volumes_);
@@ -585,6 +588,7 @@ int64_t Scheduler::next_deadline_mono() const {
   if (mono_wheel_.size() > 0) {
     if (auto d = mono_wheel_.next_deadline()) best = std::min(best, *d);
   }
+  if (!held_.empty()) best = std::min(best, utc_to_mono(held_.begin()->first.first));
   if (!dirty_volumes_.empty()) best = std::min(best, last_.mono_ms);
   if (!due_backlog_.empty()) best = std::min(best, last_.mono_ms);
   if (!occs_.empty() || !votes_.empty()) best = std::min(best, votes_expiring_ ? last_.mono_ms : next_purge_mono_ms_);

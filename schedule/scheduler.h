@@ -88,6 +88,11 @@ struct PeerView {
   uint32_t load = 0;       // running + queued handlers it reports
   uint32_t slots = 0;      // handler slots it advertises (0 = unknown)
   int64_t silent_ms = kNever;  // since we last received anything from it (kNever: never)
+  // At least how far its clock is ahead of ours, from the sender times of its recent
+  // frames (node/core/clock_watch.h): its clock reads at least our clock plus this.
+  // kClockUnknown without recent frames; 0 for this node itself.
+  static constexpr int64_t kClockUnknown = INT64_MIN;
+  int64_t clock_ahead_ms = kClockUnknown;
 };
 
 struct SchedulerOptions {
@@ -110,6 +115,14 @@ struct SchedulerOptions {
   int64_t terminal_linger_ms = 60'000;     // keep finished occurrences in memory this long
   // Expired votes dropped per turn of the loop (a burst's votes expire together).
   size_t purge_step = 4096;
+  // Preparing ahead (docs/firing.md, Preparing ahead): the master claims, owns and
+  // dispatches an occurrence this long before its fire time F, replicas grant it from
+  // F - prepare_ahead on their clocks, and the worker holds the accepted attempt until
+  // its own clock reads F and, unless the attempt is a possible duplicate, the clocks of
+  // a majority of the eligible replicas (itself included) are known to have passed F.
+  // 0: off (claims at F, runs on acceptance).  Every replica of a cluster should use the
+  // same value; a mix is safe, only slower.
+  int64_t prepare_ahead_ms = 0;
   bool test_grant_every_claim = false;     // TEST ONLY: break the protocol (checker must bite)
 };
 
@@ -164,6 +177,10 @@ class SchedulerHost {
   // `event` is valid during the call only (the scheduler reuses it).
   virtual void emit(const FireEvent& event) = 0;
   virtual PeerView peer(const std::string& node) const = 0;
+  // PeerView::clock_ahead_ms alone (asked for every prepared run, so without the rest of
+  // the view).  A host that cannot tell answers kClockUnknown, and prepared attempts wait
+  // for ever where this node alone is no majority: such hosts keep prepare_ahead at 0.
+  virtual int64_t clock_ahead(const std::string& node) const { return peer(node).clock_ahead_ms; }
   // Reads a record of a volume's replicated store (in memory; store_put is visible at
   // once).  nullopt when absent or a tombstone.
   virtual std::optional<std::string> store_get(const std::string& volume, const std::string& key) const = 0;
@@ -183,6 +200,8 @@ struct SchedulerCounters {
   // Claims refused because the claimant's config named other replica sets for the volume
   // at an older epoch, and claims of ours refused so.
   uint64_t stale_claims_refused = 0, stale_claims_sent = 0;
+  // Accepted attempts held for their instant (prepare_ahead_ms), counted at acceptance.
+  uint64_t prepared = 0;
 };
 
 class Scheduler {
@@ -223,7 +242,9 @@ class Scheduler {
   const SchedulerCounters& counters() const { return counters_; }
   size_t entry_count() const { return entry_index_.size(); }
   size_t tracked_occurrences() const { return occs_.size(); }
-  size_t running_invocations() const { return running_.size(); }
+  // Handlers started and not finished (prepared attempts held for their instant are not).
+  size_t running_invocations() const { return running_.size() - held_.size(); }
+  size_t held_invocations() const { return held_.size(); }
   // Handlers of `volume`'s occurrences running here: their completion records are still
   // to be written (a node that stops replicating the volume keeps it open until then).
   bool running_in(const std::string& volume) const;
@@ -498,6 +519,17 @@ class Scheduler {
   void on_revoke(const std::string& from, const Revoke& r, Clock now);
   void put_worker_record(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
                          const WorkerRecord& rec, Clock now);
+  // An event of this node as a worker (accepted, completed).
+  void emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
+                   bool at_most_once, bool ok, const std::string& detail);
+  // Prepared attempts: starts the held ones whose instant came and whose clock check
+  // passes; the others wait for their next look (scheduler_replica.cpp).
+  void start_held(Clock now);
+  // Whether a majority of every quorum set of the occurrence has a clock known to read
+  // at least `fire_utc_ms` (this node's own, and the others' from SchedulerHost::clock_ahead).
+  // When not, `retry_mono` gets when to look again.
+  bool clocks_passed(const std::string& volume, const Entry* e, int64_t fire_utc_ms, Clock now,
+                     int64_t& retry_mono) const;
 
   ProcessId self_;
   SchedulerOptions options_;
@@ -549,6 +581,15 @@ class Scheduler {
     int64_t accepted_utc_ms = 0;
   };
   std::map<uint64_t, Running> running_;
+  // Accepted prepared attempts waiting for their instant and clock check, by (when to
+  // look next: run_at_utc_ms at first, UTC; invocation id); each is in running_ too.
+  struct Held {
+    int64_t fire_utc_ms = 0;  // the dispatch's run_at
+    Invocation invocation;
+    std::shared_ptr<const Entry> entry;  // for the eligible sets of the clock check (null: the volume's)
+    bool own_clock_only = false;        // a possible duplicate: decided by one node, its clock suffices
+  };
+  std::map<std::pair<int64_t, uint64_t>, Held> held_;
   uint64_t next_invocation_id_ = 1;
   std::map<std::string, uint32_t> outstanding_;  // attempts this owner has in flight, by worker
   // Attempts this owner assigned to each worker lately (halved every second),

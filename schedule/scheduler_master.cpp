@@ -366,7 +366,8 @@ void Scheduler::reconsider(Occ& o, Clock now) {
       if (e.complete_time_ms > 0) {
         for (const auto& [fid, w] : o.worker_records) {
           if (w.state == WorkerState::kAccepted && owner_alive(w.worker)) {
-            wait_until = std::max(wait_until, w.accepted_utc_ms + e.complete_time_ms);
+            // A prepared attempt starts at F, not when it was accepted.
+            wait_until = std::max(wait_until, std::max(w.accepted_utc_ms, o.fire_utc_ms) + e.complete_time_ms);
           }
         }
       }
@@ -566,6 +567,8 @@ Dispatch Scheduler::make_dispatch(const Occ& o, const Entry& e, const Attempt& a
     d.sequence = timer_sequence(*timer, e.created_utc_ms, o.id.scheduled_utc_ms);
   }
   d.issued_utc_ms = a.info.issued_utc_ms;
+  // Prepared ahead: the worker holds it until F (on its clock and a majority's).
+  if (options_.prepare_ahead_ms > 0) d.run_at_utc_ms = o.fire_utc_ms;
   return d;
 }
 
@@ -695,7 +698,7 @@ void Scheduler::owner_step(Occ& o, Clock now) {
         return;
       }
       if (e.complete_time_ms > 0 && !o.at_most_once) {
-        const int64_t deadline = a.accepted_mono_ms + e.complete_time_ms;
+        const int64_t deadline = std::max(a.accepted_mono_ms, utc_to_mono(o.fire_utc_ms)) + e.complete_time_ms;
         if (now.mono_ms >= deadline) {
           abandon_and_redispatch("not completed within complete_time");
           return;

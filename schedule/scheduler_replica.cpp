@@ -85,17 +85,21 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
     host_.send(from, std::move(reply), false);
     return;
   }
-  if (it == votes_.end() && amnesia_horizon_utc_ms_ != 0 && c.fire_utc_ms <= amnesia_horizon_utc_ms_ &&
+  // Preparing ahead, a replica votes on o from prepare_ahead before F (so a previous life
+  // may have voted that much further ahead too).  Not early is then the worker's clock
+  // check at F (start_held), no longer the grant's.
+  const int64_t ahead = options_.prepare_ahead_ms;
+  if (it == votes_.end() && amnesia_horizon_utc_ms_ != 0 && c.fire_utc_ms <= amnesia_horizon_utc_ms_ + ahead &&
       !options_.test_grant_every_claim) {
     // Due before this node lost its disk: it may have voted on o in its previous life.
     host_.send(from, std::move(reply), false);
     return;
   }
-  if (!same_round && now.utc_ms < c.fire_utc_ms) {
+  if (!same_round && now.utc_ms < c.fire_utc_ms - ahead) {
     // Never promise before o is due by this replica's own clock, so a master whose
     // clock runs ahead cannot fire early on its own.
     reply.outcome = ClaimOutcome::kNotDue;
-    reply.retry_after_ms = c.fire_utc_ms - now.utc_ms;
+    reply.retry_after_ms = c.fire_utc_ms - ahead - now.utc_ms;
     host_.send(from, std::move(reply), false);
     return;
   }
@@ -248,6 +252,8 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
 
   const uint64_t id = next_invocation_id_++;
   running_[id] = Running{d.volume, d.occ, d.fire_id, d.attempt, possible_duplicate, now.utc_ms};
+  ++counters_.accepted;
+  emit_worker(FireEvent::Kind::kAccepted, d.volume, d.occ, d.attempt, d.at_most_once, true, d.fire_id);
   Invocation inv;
   inv.id = id;
   inv.handler = d.handler;
@@ -262,17 +268,72 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   inv.possible_duplicate = possible_duplicate;
   inv.sequence = d.sequence;
   inv.payload = d.payload;
+  if (d.run_at_utc_ms != 0) {
+    // Prepared: held until its instant and the clock check (start_held), which the next
+    // tick does at once when both are met already.
+    Held& h = held_[{d.run_at_utc_ms, id}];
+    h.fire_utc_ms = d.run_at_utc_ms;
+    h.invocation = std::move(inv);
+    h.entry = std::move(e);
+    h.own_clock_only = possible_duplicate;
+    ++counters_.prepared;
+    return;
+  }
   host_.invoke(std::move(inv));
-  ++counters_.accepted;
-  FireEvent ev;
-  ev.kind = FireEvent::Kind::kAccepted;
-  ev.volume = d.volume;
-  ev.occ = d.occ;
-  ev.node = self_.node;
-  ev.attempt = d.attempt;
-  ev.at_most_once = d.at_most_once;
-  ev.detail = d.fire_id;
-  host_.emit(ev);
+}
+
+bool Scheduler::clocks_passed(const std::string& volume, const Entry* e, int64_t fire_utc_ms, Clock now,
+                              int64_t& retry_mono) const {
+  if (now.utc_ms < fire_utc_ms) {
+    retry_mono = utc_to_mono(fire_utc_ms);
+    return false;
+  }
+  const QuorumSets* volume_sets = nullptr;
+  if (e == nullptr) {
+    // The definition had not reached this replica when it accepted: the volume's sets.
+    auto it = volume_quorum_sets_.find(volume);
+    if (it == volume_quorum_sets_.end()) return true;  // no longer a replica: its own clock
+    volume_sets = &it->second;
+  }
+  const auto sets = e != nullptr ? quorum_sets(volume, *e) : Borrowed<QuorumSets>(volume_sets);
+  int64_t next = kNever;
+  for (const auto& set : *sets) {
+    size_t passed = 0;
+    for (const auto& n : set) {
+      if (n == self_.node) {
+        ++passed;
+        continue;
+      }
+      const int64_t ahead = host_.clock_ahead(n);
+      if (ahead == PeerView::kClockUnknown) continue;
+      // Its clock reads at least ours + ahead: past F once ours reads F - ahead.
+      if (now.utc_ms + ahead >= fire_utc_ms) ++passed;
+      else next = std::min(next, utc_to_mono(fire_utc_ms - ahead));
+    }
+    if (set.empty() || passed * 2 <= set.size()) {
+      // Look again when the nearest known clock passes, and at least every 50 ms (new
+      // frames tighten the bounds, and bring the first of a silent peer).
+      retry_mono = std::min(next, now.mono_ms + 50);
+      return false;
+    }
+  }
+  return true;
+}
+
+void Scheduler::start_held(Clock now) {
+  while (!held_.empty() && held_.begin()->first.first <= now.utc_ms) {
+    auto item = held_.extract(held_.begin());
+    Held& h = item.mapped();
+    int64_t retry = kNever;
+    if (!h.own_clock_only && !clocks_passed(h.invocation.volume, h.entry.get(), h.fire_utc_ms, now, retry)) {
+      // Not yet: back in the queue under the instant to look again (the others go on).
+      item.key().first = now.utc_ms + std::max<int64_t>(1, retry - now.mono_ms);
+      held_.insert(std::move(item));
+      continue;
+    }
+    if (running_.count(h.invocation.id) == 0) continue;
+    host_.invoke(std::move(h.invocation));
+  }
 }
 
 void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
@@ -309,6 +370,22 @@ void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
   host_.send(from, std::move(reply), true);
 }
 
+void Scheduler::emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
+                            bool at_most_once, bool ok, const std::string& detail) {
+  FireEvent& e = event_scratch_;  // every field is set: the event is the reused one
+  e.kind = kind;
+  e.volume = volume;
+  e.occ = occ;
+  e.node = self_.node;
+  e.attempt = attempt;
+  e.at_most_once = at_most_once;
+  e.path = FirePath::kQuorum;
+  e.ok = ok;
+  e.lateness_ms = 0;
+  e.detail = detail;
+  host_.emit(e);
+}
+
 bool Scheduler::running_in(const std::string& volume) const {
   return std::any_of(running_.begin(), running_.end(), [&](const auto& r) { return r.second.volume == volume; });
 }
@@ -334,15 +411,7 @@ void Scheduler::on_invocation_done(const InvocationResult& result, Clock now) {
   put_worker_record(r.volume, r.occ, r.fire_id, rec, now);
   if (result.ok) ++counters_.completed;
   else ++counters_.failed;
-  FireEvent ev;
-  ev.kind = FireEvent::Kind::kCompleted;
-  ev.volume = r.volume;
-  ev.occ = r.occ;
-  ev.node = self_.node;
-  ev.attempt = r.attempt;
-  ev.ok = result.ok;
-  ev.detail = result.detail;
-  host_.emit(ev);
+  emit_worker(FireEvent::Kind::kCompleted, r.volume, r.occ, r.attempt, false, result.ok, result.detail);
   if (Occ* o = find_occ(r.volume, r.occ)) reconsider(*o, now);
 }
 

@@ -47,6 +47,7 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
     s.misfire_threshold_ms = r.duration("misfire_threshold").value_or(s.misfire_threshold_ms);
     s.max_clock_skew_ms = r.duration("max_clock_skew").value_or(s.max_clock_skew_ms);
     s.occurrence_retention_ms = r.duration("occurrence_retention").value_or(s.occurrence_retention_ms);
+    s.prepare_ahead_ms = r.duration("prepare_ahead").value_or(s.prepare_ahead_ms);
     s.test_grant_every_claim = r.boolean("test_grant_every_claim").value_or(false);
     n.capacity.cores = static_cast<uint32_t>(r.integer("cores", 1, 4096).value_or(n.capacity.cores));
     n.capacity.max_running = static_cast<uint32_t>(r.integer("max_running", 1, 1 << 20).value_or(n.capacity.max_running));
@@ -164,6 +165,7 @@ class NodeProcess final : public Process {
             {"store.records_pushed", static_cast<double>(c.records_pushed)},
             {"store.records_merged", static_cast<double>(c.records_merged)},
             {"scheduler.granted", static_cast<double>(node_->scheduler_counters().granted)},
+            {"scheduler.prepared", static_cast<double>(node_->scheduler_counters().prepared)},
             {"scheduler.claims_widened", static_cast<double>(node_->scheduler_counters().claims_widened)},
             {"scheduler.stale_claims_refused", static_cast<double>(node_->scheduler_counters().stale_claims_refused)},
             {"scheduler.dispatches_ignored_after_wipe",

@@ -6,7 +6,7 @@
 //   probe_interval, probe_timeout, gossip_interval, push_pull_interval, suspicion_mult,
 //   indirect_checks, retransmit_mult, lifeguard (bool), sync_interval, startup_grace,
 //   lazy_push_hold, claim_retry, claim_give_up, misfire_threshold, max_clock_skew,
-//   occurrence_retention, cores, max_running, test_grant_every_claim (bool: TEST ONLY,
+//   occurrence_retention, prepare_ahead, cores, max_running, test_grant_every_claim (bool: TEST ONLY,
 //   breaks at-most-once so the checker can prove it bites)
 #pragma once
 

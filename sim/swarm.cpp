@@ -186,6 +186,11 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
   if (const ProcessKind* kind = find_process_kind(o.process); kind && kind->swarm_workload) {
     kind->swarm_workload(rng, s);
   }
+  if (o.prepare_ahead_ms > 0) {
+    auto options = std::make_shared<toml::table>(*s.node_options);
+    options->insert_or_assign("prepare_ahead", std::to_string(o.prepare_ahead_ms) + "ms");
+    s.node_options = std::move(options);
+  }
   return s;
 }
 
@@ -195,6 +200,7 @@ std::string swarm_replay_command(uint64_t seed, const SwarmOptions& o) {
   if (o.duration_ms > 0) cmd += " --duration " + format_duration_ms(o.duration_ms);
   if (o.process != "node") cmd += " --process " + o.process;
   if (o.reconfig) cmd += " --reconfig";
+  if (o.prepare_ahead_ms > 0) cmd += " --prepare-ahead " + format_duration_ms(o.prepare_ahead_ms);
   return cmd;
 }
 

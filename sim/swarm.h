@@ -27,12 +27,15 @@ struct SwarmOptions {
   // then drop the previous replicas (tried at once, which the guards refuse, and again
   // later), or add or remove one replica in one step.
   bool reconfig = false;
+  // The nodes' prepare_ahead (SchedulerOptions::prepare_ahead_ms); 0 = their default (off).
+  int64_t prepare_ahead_ms = 0;
 };
 
 // The scenario for one seed.  Deterministic: same seed and options, same scenario.
 Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& options);
 
-// "caesium sim --swarm --seeds 17..17 [--nodes N] [--duration D] [--process K] [--reconfig]"
+// "caesium sim --swarm --seeds 17..17 [--nodes N] [--duration D] [--process K] [--reconfig]
+//  [--prepare-ahead D]"
 std::string swarm_replay_command(uint64_t seed, const SwarmOptions& options);
 
 // A short description of what the seed chose, for the per-seed line of the report.

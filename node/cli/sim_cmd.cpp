@@ -2,7 +2,8 @@
 // deterministic simulator (sim/) and print the report.
 //
 //   caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]
-//   caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig] [--json]
+//   caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig]
+//                     [--prepare-ahead D] [--json]
 //   caesium sim --kinds
 //
 // Exit status: 0 every run passed; 1 an invariant was violated or an [expect] did not
@@ -33,7 +34,7 @@ namespace {
 using caesium::sim::Report;
 
 struct Args {
-  std::string scenario, seeds, process, duration;
+  std::string scenario, seeds, process, duration, prepare_ahead;
   int64_t nodes = 0;
   bool has_seed = false, swarm = false, json = false, trace = false, kinds = false, reconfig = false;
   uint64_t seed = 0;
@@ -42,7 +43,8 @@ struct Args {
 void print_usage(FILE* out) {
   std::fprintf(out,
                "usage: caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]\n"
-               "       caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig] [--json]\n"
+               "       caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig]\n"
+               "                     [--prepare-ahead D] [--json]\n"
                "       caesium sim --kinds\n"
                "scenario format: tests/sim/README.md\n");
 }
@@ -131,6 +133,13 @@ int run_swarm(const Args& a) {
     auto d = caesium::parse_duration_ms(a.duration);
     if (!d.ok() || d.value() <= 0) return usage_error("--duration: " + (d.ok() ? std::string("must be > 0") : d.error().message));
     o.duration_ms = d.value();
+  }
+  if (!a.prepare_ahead.empty()) {
+    auto d = caesium::parse_duration_ms(a.prepare_ahead);
+    if (!d.ok() || d.value() < 0) {
+      return usage_error("--prepare-ahead: " + (d.ok() ? std::string("must be >= 0") : d.error().message));
+    }
+    o.prepare_ahead_ms = d.value();
   }
   nlohmann::json runs = nlohmann::json::array();
   std::vector<std::string> failures;
@@ -281,6 +290,8 @@ int run_sim(int argc, char** argv) {
       a.swarm = true;
     } else if (arg == "--reconfig") {
       a.reconfig = true;
+    } else if (arg == "--prepare-ahead") {
+      if (!value(a.prepare_ahead)) return usage_error("--prepare-ahead needs a duration such as 5s");
     } else if (arg == "--json") {
       a.json = true;
     } else if (arg == "--trace") {
@@ -308,8 +319,8 @@ int run_sim(int argc, char** argv) {
     return run_swarm(a);
   }
   if (a.scenario.empty()) return usage_error("give --scenario FILE or --swarm --seeds A..B");
-  if (!a.seeds.empty() || a.nodes > 0 || !a.duration.empty() || a.reconfig) {
-    return usage_error("--seeds, --nodes, --duration and --reconfig go with --swarm");
+  if (!a.seeds.empty() || a.nodes > 0 || !a.duration.empty() || a.reconfig || !a.prepare_ahead.empty()) {
+    return usage_error("--seeds, --nodes, --duration, --reconfig and --prepare-ahead go with --swarm");
   }
   return run_one(a);
 }

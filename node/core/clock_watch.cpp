@@ -29,6 +29,7 @@ std::optional<int64_t> ClockWatch::observe(Peer& p, int64_t sent_utc_ms, int64_t
   roll(p, now_mono_ms);
   const auto bound = static_cast<int32_t>(std::clamp<int64_t>(sent_utc_ms - now_utc_ms, INT32_MIN + 1, INT32_MAX));
   p.current = std::max(p.current, bound);  // kNone is below every bound
+  p.latest = sent_utc_ms - now_mono_ms;
   // Warnings look at the current bucket alone, so a clock that was just fixed is not
   // warned about again on the strength of the bucket before.
   const int32_t now_s = seconds(now_mono_ms);
@@ -45,6 +46,11 @@ std::optional<int64_t> ClockWatch::ahead_at_least(const Peer& peer, int64_t now_
   const int32_t best = std::max(p.current, p.previous);
   if (best == kNone) return std::nullopt;
   return best;
+}
+
+std::optional<int64_t> ClockWatch::ahead_now(const Peer& p, int64_t now_utc_ms, int64_t now_mono_ms) const {
+  if (!ahead_at_least(p, now_mono_ms)) return std::nullopt;  // nothing recent
+  return p.latest + now_mono_ms - now_utc_ms;
 }
 
 }  // namespace caesium::node

@@ -40,7 +40,7 @@ class ClockWatch {
     int64_t warn_every_ms = 60'000;
   };
 
-  // What is kept per peer: 16 bytes, held by the caller (the node keeps a table of them).
+  // What is kept per peer: 24 bytes, held by the caller (the node keeps a table of them).
   // Bounds in int32 ms (±24 days, clamped); times in monotonic seconds.
   static constexpr int32_t kNone = INT32_MIN;
   struct Peer {
@@ -48,8 +48,9 @@ class ClockWatch {
     int32_t current = kNone;   // largest S - R in the current bucket
     int32_t previous = kNone;  // ... in the bucket before it
     int32_t next_warning_s = 0;
+    int64_t latest = 0;        // S - R_mono of the latest frame (R_mono: our monotonic clock)
   };
-  static_assert(sizeof(Peer) == 16);
+  static_assert(sizeof(Peer) == 24);
 
   explicit ClockWatch(Options options) : options_(options) {}
 
@@ -62,6 +63,16 @@ class ClockWatch {
   // At least how far the peer's clock is ahead of ours (negative: it may be behind, or
   // the link slow), from its frames of the last one to two windows; nullopt without any.
   std::optional<int64_t> ahead_at_least(const Peer& p, int64_t now_mono_ms) const;
+
+  // At least how far the peer's clock is ahead of ours *now*, from its latest frame alone,
+  // for deciding that its clock has passed an instant (a prepared run's clock check,
+  // schedule/scheduler.h).  When that frame left, its clock read S and our monotonic clock
+  // at most R_mono, so now it reads at least S + (now_mono - R_mono) — unless its clock
+  // stepped back since.  Kept against our monotonic clock, so a step of our own realtime
+  // clock does not inflate it, as it does the windowed bound above (a node whose clock
+  // jumped 4.6 s ahead took every peer for 4.6 s ahead too: swarm seed 4 with
+  // --prepare-ahead 5s ran work early).  nullopt without a frame in one to two windows.
+  std::optional<int64_t> ahead_now(const Peer& p, int64_t now_utc_ms, int64_t now_mono_ms) const;
 
  private:
   // Moves the buckets forward to the one holding `now_mono_ms`.

@@ -276,6 +276,7 @@ class Node final : private schedule::SchedulerHost {
   std::vector<std::pair<std::string, uint64_t>> volume_digests() const;
   bool active() const { return active_; }
   size_t running_invocations() const { return scheduler_->running_invocations(); }
+  size_t held_invocations() const { return scheduler_->held_invocations(); }
   void check_invariants() const;
 
  private:
@@ -346,6 +347,7 @@ class Node final : private schedule::SchedulerHost {
   void invoke(Invocation invocation) override;
   void emit(const schedule::FireEvent& event) override;
   schedule::PeerView peer(const std::string& node) const override;
+  int64_t clock_ahead(const std::string& node) const override;
   std::optional<std::string> store_get(const std::string& volume, const std::string& key) const override;
 
   // node.cpp: frames, outbox, storage, the pump

@@ -206,6 +206,7 @@ schedule::PeerView Node::peer(const std::string& node) const {
     p.boot = boot_id_;
     p.load = static_cast<uint32_t>(scheduler_ ? scheduler_->running_invocations() : 0);
     p.slots = options_.capacity.max_running;
+    p.clock_ahead_ms = 0;
     return p;
   }
   if (!membership_) return p;
@@ -232,7 +233,15 @@ schedule::PeerView Node::peer(const std::string& node) const {
     p.load = m->load.running + m->load.queued;
     p.slots = m->capacity.max_running;
   }
+  p.clock_ahead_ms = clock_ahead(node);
   return p;
+}
+
+int64_t Node::clock_ahead(const std::string& node) const {
+  if (node == options_.id) return 0;
+  const ClockWatch::Peer* p = peer_clocks_.find(hash64(node));
+  if (p == nullptr) return schedule::PeerView::kClockUnknown;
+  return clock_watch_.ahead_now(*p, last_.utc_ms, last_.mono_ms).value_or(schedule::PeerView::kClockUnknown);
 }
 
 // --- cluster config -----------------------------------------------------------------------------

@@ -135,7 +135,11 @@ void read_scheduler(FieldReader& top, schedule::SchedulerOptions& s) {
   set_if(r->duration_ms("max_clock_skew"), s.max_clock_skew_ms);
   set_if(r->integer("max_backlog_per_entry", 1, 10'000'000), s.max_backlog_per_entry);
   set_if(r->duration_ms("terminal_linger"), s.terminal_linger_ms);
+  set_if(r->duration_ms("prepare_ahead"), s.prepare_ahead_ms);
   r->finish();
+  if (s.prepare_ahead_ms > 10 * kMsPerMinute) {
+    r->fail("prepare_ahead", "at most 10m: a burst is prepared in seconds, and every prepared run is held in memory");
+  }
 }
 
 void read_store(FieldReader& top, schedule::VolumeStoreOptions& s) {

@@ -163,6 +163,11 @@ void render_node(PromWriter& w, const node::Node& node) {
   }
   w.family("caesium_handlers_running", "gauge", "Handler invocations running on this node.");
   w.sample("caesium_handlers_running", d(node.running_invocations()));
+  w.family("caesium_handlers_held", "gauge",
+           "Accepted prepared attempts waiting for their instant and clock check (prepare_ahead).");
+  w.sample("caesium_handlers_held", d(node.held_invocations()));
+  counter(w, "caesium_prepared_total", "Attempts this node accepted ahead of their instant (prepare_ahead).",
+          node.scheduler_counters().prepared);
   counter(w, "caesium_dispatches_ignored_after_wipe_total",
           "At-most-once dispatches left unanswered: issued before this node restarted without its disk.",
           node.scheduler_counters().dispatches_ignored_after_wipe);

@@ -194,6 +194,7 @@ struct Dispatch {
   payload @9 :Data;
   sequence @10 :UInt64;
   issuedUtcMs @11 :Int64;   # first dispatch of this fire id (owner's clock): amnesia check at the worker
+  runAtUtcMs @12 :Int64;    # prepared: start no earlier than this (worker's clock and a majority's); 0 = at once
 }
 
 enum DispatchOutcome { accepted @0; refused @1; }

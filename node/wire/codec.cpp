@@ -424,6 +424,7 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setPayload(data(m.payload));
           x.setSequence(m.sequence);
           x.setIssuedUtcMs(m.issued_utc_ms);
+          x.setRunAtUtcMs(m.run_at_utc_ms);
         } else if constexpr (std::is_same_v<T, schedule::DispatchReply>) {
           auto x = b.initDispatchReply();
           x.setVolume(text(m.volume));
@@ -542,6 +543,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       d.payload = str(x.getPayload());
       d.sequence = x.getSequence();
       d.issued_utc_ms = x.getIssuedUtcMs();
+      d.run_at_utc_ms = x.getRunAtUtcMs();
       return CoreMessage{std::move(d)};
     }
     case cp::CoreMessage::DISPATCH_REPLY: {

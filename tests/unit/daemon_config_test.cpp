@@ -124,6 +124,7 @@ revoke_retry = "2s"
 max_clock_skew = "500ms"
 max_backlog_per_entry = 500
 terminal_linger = "2m"
+prepare_ahead = "5s"
 
 [store]
 tombstone_grace = "14d"
@@ -249,6 +250,7 @@ TEST_CASE("config: every field") {
   CHECK(s.max_clock_skew_ms == 500);
   CHECK(s.max_backlog_per_entry == 500);
   CHECK(s.terminal_linger_ms == 120'000);
+  CHECK(s.prepare_ahead_ms == 5'000);
   CHECK(c->tuning.store.tombstone_grace_ms == 14 * kMsPerDay);
   CHECK(c->tuning.store.max_clock_future_ms == 30'000);
   CHECK(c->transport.max_frame_bytes == (size_t{32} << 20));
@@ -324,6 +326,8 @@ TEST_CASE("config: errors name the file, the line and the key") {
        "/cfg/n1.toml:8:1: storage.map_size: is larger than storage.max_map_size"},
       {"frame budget too close to the frame limit", m + "[limits]\nmax_frame = \"1MiB\"\nframe_budget = \"1MiB\"\n",
        "/cfg/n1.toml:9:1: limits.frame_budget: must be at most half"},
+      {"prepare_ahead beyond its bound", m + "[scheduler]\nprepare_ahead = \"11m\"\n",
+       "/cfg/n1.toml:8:1: scheduler.prepare_ahead: at most 10m"},
       {"gossip timings that do not fit", m + "[gossip]\nprobe_interval = \"100ms\"\nprobe_timeout = \"1s\"\n",
        "gossip.probe_interval: the gossip timings do not fit together"},
       {"priority belongs to the cluster config", m + "priority = 5\n", "/cfg/n1.toml:7:1: priority: set a node's priority"},

@@ -152,6 +152,7 @@ CoreMessage random_core(Rng& rng) {
       d.payload = random_string(rng, 300);
       d.sequence = rng.next_u64();
       d.issued_utc_ms = rng.between(0, int64_t{1} << 42);
+      d.run_at_utc_ms = rng.chance(0.5) ? 0 : rng.between(0, int64_t{1} << 42);
       return d;
     }
     case 4: return schedule::DispatchReply{random_text(rng, 8), random_occ(rng), random_text(rng, 16),
