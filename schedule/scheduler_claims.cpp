@@ -233,6 +233,26 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     return;
   }
   if (has_majority(o.granted, o.volume, e)) {
+    // A claim can span a change of the volume's replica sets: grants gathered under the
+    // joint sets, short of a majority of the previous ones, become a majority of the new
+    // sets alone once the final step lands — while a process of the previous sets that
+    // had not yet heard of the change owns o with a majority of those (swarm --reconfig
+    // seed 1359 with --prepare-ahead 5s: n1, still at the old epoch, claimed and
+    // dispatched o; n3's claim under the joint epoch held the new set; after the final
+    // step it owned o and ran it again).  The fill rule brings that owner's record to
+    // every remaining replica before the final step, so a claimant that holds another
+    // process's owner record does not own o: it leaves o to the ordinary decision
+    // (defer to a live owner, take over from a gone one).  And a claimant that the
+    // change removed from the volume stops: it may not hold that record.
+    const bool other_owner = std::any_of(o.owner_records.begin(), o.owner_records.end(),
+                                         [&](const auto& r) { return !(r.second.owner == self_); });
+    if (other_owner || !is_replica(o.volume)) {
+      release_grants(o, &e, now);
+      o.phase = Phase::kTracking;
+      o.holder.reset();
+      reconsider(o, now);
+      return;
+    }
     become_owner(o, e, FirePath::kQuorum, false, now);
     return;
   }
