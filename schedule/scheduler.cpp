@@ -26,6 +26,7 @@ const char* to_string(FireEvent::Kind k) {
     case FireEvent::Kind::kRedispatched: return "redispatched";
     case FireEvent::Kind::kGranted: return "granted";
     case FireEvent::Kind::kDeferred: return "deferred";
+    case FireEvent::Kind::kStarted: return "started";
   }
   return "?";
 }

@@ -142,6 +142,7 @@ struct FireEvent {
     kRedispatched,  // owner dispatches another attempt
     kGranted,       // this replica granted a claim
     kDeferred,      // the master leaves o to another process for now (detail says why)
+    kStarted,       // this worker started the handler (lateness: from the fire time)
   };
   Kind kind = Kind::kDue;
   std::string volume;
@@ -245,6 +246,13 @@ class Scheduler {
   // Handlers started and not finished (prepared attempts held for their instant are not).
   size_t running_invocations() const { return running_.size() - held_.size(); }
   size_t held_invocations() const { return held_.size(); }
+  // The earliest instant (UTC ms) at which a held prepared run is due or looked at again;
+  // kNever when none is held.  The node holds its background work back while one is
+  // near (a burst of prepared runs: NodeOptions::burst_hold_ms).
+  int64_t next_held_utc_ms() const { return held_.empty() ? kNever : held_.begin()->first.first; }
+  // When this node last started a held prepared run (UTC ms; 0: never).  The host may run
+  // a started handler a loop turn later, so a burst is not over when the last one starts.
+  int64_t last_held_start_utc_ms() const { return last_held_start_utc_ms_; }
   // Handlers of `volume`'s occurrences running here: their completion records are still
   // to be written (a node that stops replicating the volume keeps it open until then).
   bool running_in(const std::string& volume) const;
@@ -307,6 +315,7 @@ class Scheduler {
     std::set<std::string> silent;
     std::map<std::string, int64_t> not_due_until_mono;
     int64_t claim_started_mono_ms = 0, claim_last_sent_mono_ms = 0;
+    int64_t refused_since_mono_ms = 0;  // the first refusal of those in `refused`
     uint32_t claim_rounds = 0;
     AttemptInfo claim_attempt;  // the first attempt, accepted together with a round-0 claim
     // At-most-once: a replica granted our round-0 claim while holding another attempt of
@@ -517,11 +526,15 @@ class Scheduler {
   void on_release(const Release& r);
   void on_dispatch(const std::string& from, const Dispatch& d, Clock now);
   void on_revoke(const std::string& from, const Revoke& r, Clock now);
+  // An acceptance is always pushed lazily; other records when `lazy` says so.
   void put_worker_record(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
-                         const WorkerRecord& rec, Clock now);
+                         const WorkerRecord& rec, Clock now, bool lazy = false);
   // An event of this node as a worker (accepted, completed).
+  // A worker event of the run `r` (kStarted, kCompleted): its lateness is the start's.
+  struct Running;
+  void emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail);
   void emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
-                   bool at_most_once, bool ok, const std::string& detail);
+                   bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms = 0);
   // Prepared attempts: starts the held ones whose instant came and whose clock check
   // passes; the others wait for their next look (scheduler_replica.cpp).
   void start_held(Clock now);
@@ -578,7 +591,17 @@ class Scheduler {
     std::string fire_id;
     uint32_t attempt = 0;
     bool possible_duplicate = false;
+    // A prepared run's completion record is pushed lazily (the owner hears of it late,
+    // which nothing waits for), except when an at-least-once complete_time is set: the
+    // owner redispatches what it has not heard completed by then.
+    bool lazy_completion = false;
+    bool at_most_once = false;
     int64_t accepted_utc_ms = 0;
+    // The fire time as this worker knows it (run_at, or the entry's jittered instant; the
+    // scheduled instant when the definition had not arrived), and how late the handler
+    // started after it.
+    int64_t fire_utc_ms = 0;
+    int64_t lateness_ms = 0;
   };
   std::map<uint64_t, Running> running_;
   // Accepted prepared attempts waiting for their instant and clock check, by (when to
@@ -590,6 +613,7 @@ class Scheduler {
     bool own_clock_only = false;        // a possible duplicate: decided by one node, its clock suffices
   };
   std::map<std::pair<int64_t, uint64_t>, Held> held_;
+  int64_t last_held_start_utc_ms_ = 0;
   uint64_t next_invocation_id_ = 1;
   std::map<std::string, uint32_t> outstanding_;  // attempts this owner has in flight, by worker
   // Attempts this owner assigned to each worker lately (halved every second),

@@ -56,6 +56,7 @@ void Scheduler::start_claim(Occ& o, const Entry& e, Clock now) {
   o.holder_vouched = false;
   o.claim_met_older_value = false;
   o.claim_started_mono_ms = now.mono_ms;
+  o.refused_since_mono_ms = 0;
   ++o.claim_rounds;
   o.round = 0;
   const uint32_t n = next_attempt_number(o);
@@ -197,6 +198,7 @@ void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clo
         o->holder = r.holder;
         o->holder_vouched = o->holder_vouched || r.holder_alive;
         o->known_round = std::max(o->known_round, r.promised_round);
+        if (o->refused.empty()) o->refused_since_mono_ms = now.mono_ms;
         o->refused.insert(from);
         ++counters_.refused_claims;
       }
@@ -212,6 +214,7 @@ void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clo
       stale_refusal(*o, from, r, now);
       break;
     case ClaimOutcome::kAbstain:
+      if (o->refused.empty()) o->refused_since_mono_ms = now.mono_ms;
       o->refused.insert(from);
       break;
   }
@@ -266,6 +269,21 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     // 5191: the new master's claim waited for the dead holder and o never ran).
     o.phase = Phase::kTracking;
     take_over_or_wait(o, e, now);
+    return;
+  }
+  if (o.holder && !(*o.holder == self_) && !(active_ && masters_.count(o.volume) > 0) &&
+      majority_impossible(o, e, /*unreachable_lost=*/true)) {
+    // No longer the master, and the replicas that hold o for another process together with
+    // those we cannot reach leave this claim short of a majority: hand our grants back so
+    // that the master can win them, and leave o to it.  Otherwise two claimants that each
+    // hold a vote of three wait for the third for as long as it is cut off (swarm
+    // --reconfig seed 74 with --prepare-ahead 5s: n1, master for 30 ms while it falsely
+    // suspected n2, claimed o; n2, master again, claimed too; n3 was cut off, and each held
+    // one vote until the partition moved 24 s later and took n1, the worker, away: the
+    // at-most-once occurrence never ran).
+    release_grants(o, &e, now);
+    o.phase = Phase::kTracking;
+    reconsider(o, now);
     return;
   }
   const int64_t lateness = now.utc_ms - o.fire_utc_ms;
@@ -330,7 +348,18 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     return;
   }
   if (now.mono_ms >= o.timer_mono_ms || !o.timer_armed) {
-    // A retry asks every reachable replica that has not answered.
+    // A retry asks every reachable replica that has not answered, and after
+    // claim_give_up_ms those that refused too: the holder they named may have released
+    // its grants since (it resolved a split vote so), and a claim that waits only for
+    // replicas it has not heard from can wait for ever on one its messages do not reach
+    // (swarm seed 1707 with --prepare-ahead 5s: n2 held two of four grants and asked n1
+    // across a one-way link for 100 s, while n4, which had refused, had released its
+    // own claim; the at-most-once occurrence never ran).
+    if (!o.refused.empty() && now.mono_ms >= o.refused_since_mono_ms + options_.claim_give_up_ms) {
+      for (const auto& n : o.refused) o.answered.erase(n);
+      o.refused.clear();
+      o.refused_since_mono_ms = 0;
+    }
     if (o.claim_thrifty) ++counters_.claims_widened;
     o.claim_thrifty = false;
     send_claims(o, e, now, false);

@@ -166,11 +166,13 @@ void Scheduler::on_release(const Release& r) {
 // --- the worker side ---------------------------------------------------------------------------
 
 void Scheduler::put_worker_record(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
-                                  const WorkerRecord& rec, Clock now) {
+                                  const WorkerRecord& rec, Clock now, bool lazy) {
   // An acceptance is answered to the owner directly (the dispatch reply); the other
   // replicas need it only if the owner goes away, which takes seconds to notice, so its
-  // push may wait for the completion that supersedes it.
-  if (rec.state == WorkerState::kAccepted) {
+  // push may wait for the completion that supersedes it.  A prepared run's completion
+  // may wait too (Running::lazy_completion): the node holds such pushes back while it
+  // fires a burst of prepared runs, so the burst's window is spent on the runs.
+  if (rec.state == WorkerState::kAccepted || lazy) {
     host_.store_put_lazy(volume, worker_record_key(occ, fire_id), encode(rec));
   } else {
     host_.store_put(volume, worker_record_key(occ, fire_id), encode(rec));
@@ -251,7 +253,13 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   host_.send(from, std::move(reply), true);
 
   const uint64_t id = next_invocation_id_++;
-  running_[id] = Running{d.volume, d.occ, d.fire_id, d.attempt, possible_duplicate, now.utc_ms};
+  const bool lazy_completion =
+      d.run_at_utc_ms != 0 && (d.at_most_once || (e != nullptr && e->complete_time_ms == 0));
+  Running& run = running_[id];
+  run = Running{d.volume, d.occ, d.fire_id, d.attempt, possible_duplicate, lazy_completion, d.at_most_once, now.utc_ms};
+  run.fire_utc_ms = d.run_at_utc_ms != 0 ? d.run_at_utc_ms
+                    : e != nullptr       ? fire_time(*e, d.occ.scheduled_utc_ms)
+                                         : d.occ.scheduled_utc_ms;
   ++counters_.accepted;
   emit_worker(FireEvent::Kind::kAccepted, d.volume, d.occ, d.attempt, d.at_most_once, true, d.fire_id);
   Invocation inv;
@@ -279,6 +287,8 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
     ++counters_.prepared;
     return;
   }
+  run.lateness_ms = now.utc_ms - run.fire_utc_ms;
+  emit_run(FireEvent::Kind::kStarted, run, true, {});
   host_.invoke(std::move(inv));
 }
 
@@ -331,7 +341,11 @@ void Scheduler::start_held(Clock now) {
       held_.insert(std::move(item));
       continue;
     }
-    if (running_.count(h.invocation.id) == 0) continue;
+    auto run = running_.find(h.invocation.id);
+    if (run == running_.end()) continue;
+    last_held_start_utc_ms_ = now.utc_ms;
+    run->second.lateness_ms = now.utc_ms - run->second.fire_utc_ms;
+    emit_run(FireEvent::Kind::kStarted, run->second, true, {});
     host_.invoke(std::move(h.invocation));
   }
 }
@@ -370,8 +384,12 @@ void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
   host_.send(from, std::move(reply), true);
 }
 
+void Scheduler::emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail) {
+  emit_worker(kind, r.volume, r.occ, r.attempt, r.at_most_once, ok, detail, r.lateness_ms);
+}
+
 void Scheduler::emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
-                            bool at_most_once, bool ok, const std::string& detail) {
+                            bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms) {
   FireEvent& e = event_scratch_;  // every field is set: the event is the reused one
   e.kind = kind;
   e.volume = volume;
@@ -381,7 +399,7 @@ void Scheduler::emit_worker(FireEvent::Kind kind, const std::string& volume, con
   e.at_most_once = at_most_once;
   e.path = FirePath::kQuorum;
   e.ok = ok;
-  e.lateness_ms = 0;
+  e.lateness_ms = lateness_ms;
   e.detail = detail;
   host_.emit(e);
 }
@@ -408,10 +426,10 @@ void Scheduler::on_invocation_done(const InvocationResult& result, Clock now) {
   // attempt: the host keeps the departing volume open while a handler runs and hands the
   // record over with the rest (without it, the run looked unfinished and a later takeover
   // ran an at-most-once occurrence again: swarm seed 2000 with --reconfig).
-  put_worker_record(r.volume, r.occ, r.fire_id, rec, now);
+  put_worker_record(r.volume, r.occ, r.fire_id, rec, now, r.lazy_completion);
   if (result.ok) ++counters_.completed;
   else ++counters_.failed;
-  emit_worker(FireEvent::Kind::kCompleted, r.volume, r.occ, r.attempt, false, result.ok, result.detail);
+  emit_run(FireEvent::Kind::kCompleted, r, result.ok, result.detail);
   if (Occ* o = find_occ(r.volume, r.occ)) reconsider(*o, now);
 }
 

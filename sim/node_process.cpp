@@ -40,6 +40,7 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
     n.sync_interval_ms = r.duration("sync_interval").value_or(n.sync_interval_ms);
     n.startup_grace_ms = r.duration("startup_grace").value_or(n.startup_grace_ms);
     n.lazy_push_hold_ms = r.duration("lazy_push_hold").value_or(n.lazy_push_hold_ms);
+    n.burst_hold_ms = r.duration("burst_hold").value_or(n.burst_hold_ms);
     auto& s = n.scheduler;
     s.claim_retry_ms = r.duration("claim_retry").value_or(s.claim_retry_ms);
     s.claim_give_up_ms = r.duration("claim_give_up").value_or(s.claim_give_up_ms);

@@ -5,7 +5,7 @@
 // [node_options] keys (durations as "500ms"/"2s" or integer ms):
 //   probe_interval, probe_timeout, gossip_interval, push_pull_interval, suspicion_mult,
 //   indirect_checks, retransmit_mult, lifeguard (bool), sync_interval, startup_grace,
-//   lazy_push_hold, claim_retry, claim_give_up, misfire_threshold, max_clock_skew,
+//   lazy_push_hold, burst_hold, claim_retry, claim_give_up, misfire_threshold, max_clock_skew,
 //   occurrence_retention, prepare_ahead, cores, max_running, test_grant_every_claim (bool: TEST ONLY,
 //   breaks at-most-once so the checker can prove it bites)
 #pragma once

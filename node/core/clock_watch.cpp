@@ -25,14 +25,19 @@ void ClockWatch::roll(Peer& p, int64_t now_mono_ms) const {
 
 std::optional<int64_t> ClockWatch::observe(Peer& p, int64_t sent_utc_ms, int64_t now_utc_ms,
                                            int64_t now_mono_ms) const {
-  if (p.current == kNone && p.previous == kNone) p.bucket_start_s = seconds(now_mono_ms);
+  const bool first = p.current == kNone && p.previous == kNone;  // or the first after a silence
+  if (first) p.bucket_start_s = seconds(now_mono_ms);
   roll(p, now_mono_ms);
   const auto bound = static_cast<int32_t>(std::clamp<int64_t>(sent_utc_ms - now_utc_ms, INT32_MIN + 1, INT32_MAX));
   p.current = std::max(p.current, bound);  // kNone is below every bound
-  p.latest = sent_utc_ms - now_mono_ms;
   // Warnings look at the current bucket alone, so a clock that was just fixed is not
   // warned about again on the strength of the bucket before.
   const int32_t now_s = seconds(now_mono_ms);
+  const int64_t since_mono = sent_utc_ms - now_mono_ms;
+  if (first || since_mono >= p.latest || now_s - p.latest_s >= 1) {
+    p.latest = since_mono;
+    p.latest_s = now_s;
+  }
   if (options_.warn_above_ms <= 0 || p.current <= options_.warn_above_ms || now_s < p.next_warning_s) {
     return std::nullopt;
   }

@@ -48,9 +48,11 @@ class ClockWatch {
     int32_t current = kNone;   // largest S - R in the current bucket
     int32_t previous = kNone;  // ... in the bucket before it
     int32_t next_warning_s = 0;
-    int64_t latest = 0;        // S - R_mono of the latest frame (R_mono: our monotonic clock)
+    int32_t latest_s = 0;      // when `latest` was taken (monotonic seconds)
+    int32_t unused = 0;
+    int64_t latest = 0;        // largest S - R_mono of the frames of the last 1-2 s (R_mono: our monotonic clock)
   };
-  static_assert(sizeof(Peer) == 24);
+  static_assert(sizeof(Peer) == 32);
 
   explicit ClockWatch(Options options) : options_(options) {}
 
@@ -64,14 +66,20 @@ class ClockWatch {
   // the link slow), from its frames of the last one to two windows; nullopt without any.
   std::optional<int64_t> ahead_at_least(const Peer& p, int64_t now_mono_ms) const;
 
-  // At least how far the peer's clock is ahead of ours *now*, from its latest frame alone,
-  // for deciding that its clock has passed an instant (a prepared run's clock check,
-  // schedule/scheduler.h).  When that frame left, its clock read S and our monotonic clock
-  // at most R_mono, so now it reads at least S + (now_mono - R_mono) — unless its clock
-  // stepped back since.  Kept against our monotonic clock, so a step of our own realtime
-  // clock does not inflate it, as it does the windowed bound above (a node whose clock
-  // jumped 4.6 s ahead took every peer for 4.6 s ahead too: swarm seed 4 with
-  // --prepare-ahead 5s ran work early).  nullopt without a frame in one to two windows.
+  // At least how far the peer's clock is ahead of ours *now*, from its frames of the last
+  // one to two seconds, for deciding that its clock has passed an instant (a prepared
+  // run's clock check, schedule/scheduler.h).  When a frame left, its clock read S and our
+  // monotonic clock at most R_mono, so now it reads at least S + (now_mono - R_mono) —
+  // unless its clock stepped back since.  The largest such bound over those frames is
+  // used, not the latest frame's: a frame that waited in a queue (ours, busy with a
+  // burst, or the sender's) gives a bound looser by its wait, and a run held for the
+  // check then waited as long (the last runs of `caesium-bench cluster` with
+  // prepare_ahead: up to 170 ms).  A bound is kept for at most two seconds, so a step
+  // back of the peer's clock misleads it for no longer.  Kept against our monotonic
+  // clock, so a step of our own realtime clock does not inflate it, as it does the
+  // windowed bound above (a node whose clock jumped 4.6 s ahead took every peer for 4.6 s
+  // ahead too: swarm seed 4 with --prepare-ahead 5s ran work early).  nullopt without a
+  // frame in one to two windows.
   std::optional<int64_t> ahead_now(const Peer& p, int64_t now_utc_ms, int64_t now_mono_ms) const;
 
  private:

@@ -338,6 +338,7 @@ void Node::on_tick(Clock now) {
   membership_->on_tick(now.mono_ms);
   maybe_activate(now);
   scheduler_->on_tick(now);
+  merge_inbound(now, left_);
   expire_sessions(now);
   retry_config_requests(now);
   config_proposal_tick(now);
@@ -545,9 +546,11 @@ int64_t Node::next_deadline_mono() const {
     best = std::min(best, proposal_->retry_mono_ms != 0 ? proposal_->retry_mono_ms
                                                         : proposal_->sent_mono_ms + kConfigVoteResendMs);
   }
+  const int64_t held_extra = bursting(last_) ? options_.burst_hold_ms : 0;
   for (const auto& [name, v] : volumes_) {
     best = std::min(best, v.next_sync_mono_ms);
-    if (!v.held_until.empty()) best = std::min(best, v.held_until.front().first);
+    if (!v.held_until.empty()) best = std::min(best, v.held_until.front().first + held_extra);
+    if (!v.inbound.empty()) best = std::min(best, held_extra != 0 ? v.inbound.front().first + held_extra : last_.mono_ms);
   }
   for (const auto& [key, s] : sessions_) best = std::min(best, s.last_activity_mono_ms + options_.sync_session_timeout_ms);
   if (!active_ && !left_) best = std::min(best, started_mono_ms_ + options_.startup_grace_ms);

@@ -76,6 +76,13 @@ struct NodeOptions {
   // How long the push of a lazy write (store_put_lazy: a worker's acceptance) may wait
   // for a newer version of the same record to replace it.
   int64_t lazy_push_hold_ms = 500;
+  // While this node fires a burst of prepared runs (one is due within burst_horizon_ms:
+  // scheduler prepare_ahead), lazy pushes and routine anti-entropy wait, each at most
+  // burst_hold_ms longer than it would have: the burst's window goes to the runs, and
+  // their records reach the other replicas after it (docs/firing.md, Preparing ahead).
+  int64_t burst_horizon_ms = 100;
+  int64_t burst_hold_ms = 2'000;
+  size_t max_push_release = 1'000;  // lazy writes released into one flush's pushes, at most
 };
 
 // What happened inside the node: for logs, metrics, the simulator's report.
@@ -309,6 +316,9 @@ class Node final : private schedule::SchedulerHost {
     // no longer (mono ms, in write order).
     std::map<std::string, schedule::Record> held;
     std::deque<std::pair<int64_t, std::string>> held_until;
+    // Pushed records received while this node fired a burst of prepared runs, not merged
+    // yet, with when each arrived (mono ms; merged at the latest burst_hold_ms later).
+    std::deque<std::pair<int64_t, schedule::Record>> inbound;
     bool push_wants_ack = false;
     struct AckSet {
       int64_t updated_mono_ms = 0;
@@ -316,6 +326,7 @@ class Node final : private schedule::SchedulerHost {
     };
     std::map<std::string, AckSet> acks;  // key -> replicas that acknowledged a version
     int64_t next_sync_mono_ms = 0;
+    int64_t sync_deferred_since_mono_ms = 0;  // a routine sync held back by a burst (0: none)
     uint64_t initiator_session = 0;  // 0 = none running
     std::string sync_soon_with;      // a replica that just (re)appeared: reconcile with it next
     // Retention work of the current maintenance round, done in bounded steps.
@@ -439,10 +450,15 @@ class Node final : private schedule::SchedulerHost {
   void start_sync(const std::string& volume, VolumeState& v, const std::string& peer, Clock now);
   void on_store_change(const std::string& volume, const schedule::Change& change);
   void flush_pushes(Clock now);
+  // A burst of prepared runs is due, or was started within burst_horizon_ms.
+  bool bursting(Clock now) const;
   VolumeState* volume_for_write(const std::string& volume);  // null (counted misrouted) if not replicated here
   // Moves the lazy writes whose hold ends at or before `until_mono_ms` into the push queue.
-  void release_held(VolumeState& v, int64_t until_mono_ms);
-  void on_store_push(const std::string& from, const wire::StorePush& push, Clock now);
+  void release_held(VolumeState& v, int64_t until_mono_ms, size_t max_records);
+  void on_store_push(const std::string& from, wire::StorePush& push, Clock now);
+  // Merges pushed records that waited out a burst (VolumeState::inbound), at most
+  // max_push_release per call; all of them when `all`.
+  void merge_inbound(Clock now, bool all = false);
   void on_store_ack(const std::string& from, const wire::StoreAck& ack);
   void on_sync(const std::string& from, const gossip::SyncMessage& msg, Clock now);
   void start_syncs(Clock now);

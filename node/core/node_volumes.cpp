@@ -2,6 +2,7 @@
 // writes to the other replicas, periodic anti-entropy with one peer replica, and the
 // retention sweeps (expired occurrence records, old tombstones).
 #include <algorithm>
+#include <limits>
 
 #include "node/core/node.h"
 
@@ -113,11 +114,13 @@ void Node::store_put_lazy(const std::string& volume, const std::string& key, std
   if (fresh) v.held_until.emplace_back(last_.mono_ms + options_.lazy_push_hold_ms, h->first);
 }
 
-void Node::release_held(VolumeState& v, int64_t until_mono_ms) {
-  while (!v.held_until.empty() && v.held_until.front().first <= until_mono_ms) {
+void Node::release_held(VolumeState& v, int64_t until_mono_ms, size_t max_records) {
+  size_t released = 0;
+  while (!v.held_until.empty() && v.held_until.front().first <= until_mono_ms && released < max_records) {
     if (auto h = v.held.find(v.held_until.front().second); h != v.held.end()) {
       v.push[h->first] = std::move(h->second);
       v.held.erase(h);
+      ++released;
     }
     v.held_until.pop_front();
   }
@@ -131,9 +134,20 @@ std::optional<std::string> Node::store_get(const std::string& volume, const std:
   return std::string(*view->value);
 }
 
+bool Node::bursting(Clock now) const {
+  return scheduler_->next_held_utc_ms() <= now.utc_ms + options_.burst_horizon_ms ||
+         now.utc_ms <= scheduler_->last_held_start_utc_ms() + options_.burst_horizon_ms;
+}
+
 void Node::flush_pushes(Clock now) {
+  // A leaving node holds nothing back; a bursting one holds lazy writes longer, and what
+  // it held goes out in pushes of at most max_push_release records per flush, so that a
+  // replica still firing its own part of the burst merges them between its runs.
+  const int64_t release_until =
+      left_ ? kNever : bursting(now) ? now.mono_ms - options_.burst_hold_ms : now.mono_ms;
+  const size_t release_max = left_ ? std::numeric_limits<size_t>::max() : options_.max_push_release;
   for (auto& [name, v] : volumes_) {
-    release_held(v, left_ ? kNever : now.mono_ms);  // a leaving node holds nothing back
+    release_held(v, release_until, release_max);
     if (v.push.empty()) continue;
     std::vector<schedule::Record> records;
     records.reserve(v.push.size());
@@ -160,14 +174,19 @@ void Node::flush_pushes(Clock now) {
   }
 }
 
-void Node::on_store_push(const std::string& from, const wire::StorePush& push, Clock now) {
-  (void)from;
+void Node::on_store_push(const std::string& from, wire::StorePush& push, Clock now) {
   auto it = volumes_.find(push.volume);
   if (it == volumes_.end()) {
     ++counters_.misrouted;
     return;
   }
   ++counters_.store_pushes_in;
+  if (!push.want_ack && bursting(now)) {
+    // Merged after the burst (merge_inbound): to this replica the push just took longer,
+    // as it may on any network; what it carries is durable at its sender already.
+    for (auto& rec : push.records) it->second.inbound.emplace_back(now.mono_ms, std::move(rec));
+    return;
+  }
   wire::StoreAck ack;
   ack.volume = push.volume;
   for (const auto& rec : push.records) {
@@ -176,6 +195,19 @@ void Node::on_store_push(const std::string& from, const wire::StorePush& push, C
     if (push.want_ack && it->second.store->compare_with_local(rec) >= 0) ack.records.emplace_back(rec.key, rec.version);
   }
   if (push.want_ack && !ack.records.empty()) queue_core(from, std::move(ack), true);
+}
+
+void Node::merge_inbound(Clock now, bool all) {
+  const bool burst = !all && bursting(now);
+  size_t budget = all ? std::numeric_limits<size_t>::max() : options_.max_push_release;
+  for (auto& [name, v] : volumes_) {
+    while (!v.inbound.empty() && budget > 0 &&
+           (!burst || v.inbound.front().first + options_.burst_hold_ms <= now.mono_ms)) {
+      if (v.store->merge(v.inbound.front().second, now.utc_ms)) ++counters_.records_merged;
+      v.inbound.pop_front();
+      --budget;
+    }
+  }
 }
 
 void Node::on_store_ack(const std::string& from, const wire::StoreAck& ack) {
@@ -197,6 +229,18 @@ void Node::on_store_ack(const std::string& from, const wire::StoreAck& ack) {
 void Node::start_syncs(Clock now) {
   for (auto& [name, v] : volumes_) {
     if (now.mono_ms < v.next_sync_mono_ms) continue;
+    // A routine reconciliation waits out a burst of prepared runs (at most burst_hold_ms):
+    // in the burst the stores differ by the records whose pushes wait too, and a session
+    // would carry them inside the window.  Filling, hand-overs and catching up do not wait.
+    const bool routine = v.synced && v.filled && !v.departing && v.sync_soon_with.empty();
+    if (routine && bursting(now)) {
+      if (v.sync_deferred_since_mono_ms == 0) v.sync_deferred_since_mono_ms = now.mono_ms;
+      if (now.mono_ms < v.sync_deferred_since_mono_ms + options_.burst_hold_ms) {
+        v.next_sync_mono_ms = now.mono_ms + options_.burst_horizon_ms;
+        continue;
+      }
+    }
+    v.sync_deferred_since_mono_ms = 0;
     const int64_t jitter = static_cast<int64_t>(rng_.below(static_cast<uint64_t>(std::max<int64_t>(1, options_.sync_interval_ms / 4))));
     v.next_sync_mono_ms = now.mono_ms + options_.sync_interval_ms - options_.sync_interval_ms / 8 + jitter;
     if (v.initiator_session != 0) continue;

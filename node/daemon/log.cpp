@@ -118,6 +118,9 @@ EventLine describe_fire(const schedule::FireEvent& f) {
       m = "deferred to another process";
       append_detail(m, f.detail);
       break;
+    case K::kStarted:
+      m = "started " + attempt_text(f) + " on " + f.node + ", " + std::to_string(f.lateness_ms) + " ms late";
+      break;
   }
   return line;
 }
@@ -132,6 +135,7 @@ LogLevel fire_level(const schedule::FireEvent& f) {
     case K::kDue:
     case K::kGranted:
     case K::kDeferred:
+    case K::kStarted:
     case K::kDispatched:
     case K::kAccepted: return LogLevel::kDebug;
     case K::kOwned: return f.path == schedule::FirePath::kQuorum ? LogLevel::kDebug : LogLevel::kInfo;

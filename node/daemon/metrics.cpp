@@ -28,8 +28,8 @@ void FireMetrics::on_fire(const schedule::FireEvent& f) {
       if (path < 3) ++counts_.fired[f.at_most_once ? 1 : 0][path];
       break;
     }
-    case K::kDispatched: {
-      ++counts_.dispatched;
+    case K::kDispatched: ++counts_.dispatched; break;
+    case K::kStarted: {
       const int64_t late = f.lateness_ms > 0 ? f.lateness_ms : 0;
       size_t i = 0;
       while (i < kLatenessBoundsMs.size() && late > kLatenessBoundsMs[i]) ++i;
@@ -224,7 +224,7 @@ void render_fire(PromWriter& w, const FireMetrics::Counts& f) {
   w.sample("caesium_handler_runs_total", {{"result", "failed"}}, d(f.completed_failed));
   w.sample("caesium_handler_runs_total", {{"result", "ok"}}, d(f.completed_ok));
   w.histogram("caesium_fire_lateness_seconds",
-              "From an occurrence's fire time (scheduled + jitter) to its first dispatch by this node as owner.",
+              "From an occurrence's fire time (scheduled + jitter) to the start of its handler on this node.",
               FireMetrics::kLatenessBoundsMs, f.lateness, f.lateness_count, static_cast<double>(f.lateness_sum_ms),
               1000.0);
 }

@@ -74,10 +74,16 @@ TEST_CASE("metrics: fire events counted by semantics and path, duplicates, laten
   f.on_fire(fire(K::kOwned, false, P::kDegraded));
   f.on_fire(fire(K::kOwned, false, P::kTakeover));
   f.on_fire(fire(K::kOwned, false, P::kTakeover));
-  f.on_fire(fire(K::kDispatched, false, P::kQuorum, 3));
-  f.on_fire(fire(K::kDispatched, false, P::kQuorum, 30));
-  f.on_fire(fire(K::kDispatched, false, P::kQuorum, 120'000));
-  f.on_fire(fire(K::kDispatched, false, P::kQuorum, -5));  // counted as on time
+  // Dispatches are counted; lateness is the handler's start on this node (kStarted): a
+  // prepared dispatch leaves before the fire time, so its own lateness says nothing.
+  f.on_fire(fire(K::kDispatched, false, P::kQuorum, -5'000));
+  f.on_fire(fire(K::kDispatched, false, P::kQuorum, 7));
+  f.on_fire(fire(K::kDispatched, false, P::kQuorum, 0));
+  f.on_fire(fire(K::kDispatched, false, P::kQuorum, 0));
+  f.on_fire(fire(K::kStarted, false, P::kQuorum, 3));
+  f.on_fire(fire(K::kStarted, false, P::kQuorum, 30));
+  f.on_fire(fire(K::kStarted, false, P::kQuorum, 120'000));
+  f.on_fire(fire(K::kStarted, false, P::kQuorum, -5));  // counted as on time
   f.on_fire(fire(K::kAccepted, false, P::kQuorum, 0, 1));
   f.on_fire(fire(K::kAccepted, false, P::kQuorum, 0, 2));
   f.on_fire(fire(K::kCompleted, false, P::kQuorum, 0, 1, true));
@@ -116,6 +122,7 @@ TEST_CASE("metrics: the page is valid exposition format with the node's gauges")
   FireMetrics f;
   f.on_fire(fire(schedule::FireEvent::Kind::kOwned, true, schedule::FirePath::kQuorum));
   f.on_fire(fire(schedule::FireEvent::Kind::kDispatched, true, schedule::FirePath::kQuorum, 7));
+  f.on_fire(fire(schedule::FireEvent::Kind::kStarted, true, schedule::FirePath::kQuorum, 7));
   DaemonMetrics d;
   d.storage.commits = 4;
   d.storage.commit_latency.observe(80);
