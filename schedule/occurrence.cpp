@@ -217,6 +217,7 @@ std::string encode(const WorkerRecord& r) {
   w.svarint(r.finished_utc_ms);
   w.boolean(r.possible_duplicate);
   w.str(r.detail);
+  if (r.run_at_utc_ms != 0) w.svarint(r.run_at_utc_ms);  // absent in records of unprepared runs
   return w.take();
 }
 
@@ -276,6 +277,10 @@ Result<WorkerRecord> decode_worker_record(std::string_view bytes) {
   o.finished_utc_ms = r.svarint();
   o.possible_duplicate = r.boolean();
   o.detail = r.str(4096);
+  if (r.ok() && !r.at_end()) {
+    o.run_at_utc_ms = r.svarint();
+    if (o.run_at_utc_ms == 0) return Error("worker record: run_at encoded as 0");  // one form only
+  }
   if (!r.done()) return Error("worker record: truncated or trailing bytes");
   return o;
 }

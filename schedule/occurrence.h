@@ -109,6 +109,9 @@ struct WorkerRecord {
   int64_t finished_utc_ms = 0;
   bool possible_duplicate = false;
   std::string detail;
+  // A prepared attempt (prepare_ahead): the instant it was held for, by the worker's
+  // clock; 0 for one that started on acceptance.  Encoded only when set.
+  int64_t run_at_utc_ms = 0;
   bool operator==(const WorkerRecord&) const = default;
 };
 

@@ -38,7 +38,8 @@ Scheduler::Scheduler(ProcessId self, SchedulerOptions options, SchedulerHost& ho
       host_(host),
       last_{start_mono_ms, start_utc_ms},
       utc_wheel_(start_utc_ms),
-      mono_wheel_(start_mono_ms) {}
+      mono_wheel_(start_mono_ms),
+      started_utc_ms_(start_utc_ms) {}
 
 Scheduler::~Scheduler() = default;
 

@@ -201,8 +201,9 @@ struct SchedulerCounters {
   // Claims refused because the claimant's config named other replica sets for the volume
   // at an older epoch, and claims of ours refused so.
   uint64_t stale_claims_refused = 0, stale_claims_sent = 0;
-  // Accepted attempts held for their instant (prepare_ahead_ms), counted at acceptance.
-  uint64_t prepared = 0;
+  // Accepted attempts held for their instant (prepare_ahead_ms), counted at acceptance,
+  // and those revoked before they started (held here, or accepted by a previous process).
+  uint64_t prepared = 0, prepared_revoked = 0;
 };
 
 class Scheduler {
@@ -294,6 +295,10 @@ class Scheduler {
     int64_t revoke_sent_mono_ms = 0;
     // The boot id of the process that accepted it, from its reply (0: not known yet).
     uint64_t worker_boot = 0;
+    // Dispatched prepared (run_at = F): a worker that restarts before F can tell that it
+    // never started it, so a vanished worker is asked (a revoke) before o counts as lost.
+    bool prepared = false;
+    bool revoke_tried = false;
     bool doubt = false;  // another value of a collided round: resolved before any new attempt
     bool counted = false;  // counted in outstanding_ (until it finishes or is given up)
   };
@@ -530,6 +535,12 @@ class Scheduler {
   void put_worker_record(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
                          const WorkerRecord& rec, Clock now, bool lazy = false);
   // An event of this node as a worker (accepted, completed).
+  // Whether this worker's accepted prepared attempt `rec` (run_at set) certainly never
+  // started: it waits in held_, or a previous process of this node accepted it and that
+  // process's clock cannot have reached run_at before this one started.  Sets `*held` to
+  // the waiting run of this process, if any.
+  bool prepared_never_started(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
+                              const WorkerRecord& rec, uint64_t* held_id) const;
   // A worker event of the run `r` (kStarted, kCompleted): its lateness is the start's.
   struct Running;
   void emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail);
@@ -602,6 +613,7 @@ class Scheduler {
     // started after it.
     int64_t fire_utc_ms = 0;
     int64_t lateness_ms = 0;
+    bool held = false;  // a prepared run waiting in held_ (not started: a revoke may still stop it)
   };
   std::map<uint64_t, Running> running_;
   // Accepted prepared attempts waiting for their instant and clock check, by (when to
@@ -614,6 +626,7 @@ class Scheduler {
   };
   std::map<std::pair<int64_t, uint64_t>, Held> held_;
   int64_t last_held_start_utc_ms_ = 0;
+  const int64_t started_utc_ms_;  // this process's start (its clock), for prepared_never_started
   uint64_t next_invocation_id_ = 1;
   std::map<std::string, uint32_t> outstanding_;  // attempts this owner has in flight, by worker
   // Attempts this owner assigned to each worker lately (halved every second),

@@ -516,6 +516,7 @@ void Scheduler::dispatch_attempt(Occ& o, const Entry& e, Clock now, const std::s
   a.sent_mono_ms = now.mono_ms;
   a.resent_mono_ms = now.mono_ms;
   a.accept_by_utc_ms = now.utc_ms + e.accept_timeout_ms;
+  a.prepared = options_.prepare_ahead_ms > 0;  // make_dispatch sets run_at then
   const bool needs_accept = o.at_most_once && !(a.info == o.claim_attempt && o.round == 0);
   a.state = needs_accept ? AttemptState::kProposing : AttemptState::kSent;
   o.attempts.push_back(std::move(a));
@@ -690,6 +691,17 @@ void Scheduler::owner_step(Occ& o, Clock now) {
     }
     case AttemptState::kAccepted: {
       if (!worker_up) {
+        if (o.at_most_once && a.prepared && !a.revoke_tried) {
+          // Prepared: the worker may have stopped before F, and if it comes back (with its
+          // disk or not) it can tell that it never started the attempt.  Ask it; a worker
+          // that answers nothing within the misfire window leaves o lost, as before.
+          a.revoke_tried = true;
+          a.state = AttemptState::kRevoking;
+          a.revoke_sent_mono_ms = now.mono_ms;
+          host_.send(a.info.worker, Revoke{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms}, false);
+          set_timer(o, now.mono_ms + options_.revoke_retry_ms);
+          return;
+        }
         if (o.at_most_once) {
           finish(o, Phase::kLost, "worker died while running", now);
         } else {

@@ -247,6 +247,7 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   rec.state = WorkerState::kAccepted;
   rec.accepted_utc_ms = now.utc_ms;
   rec.possible_duplicate = possible_duplicate;
+  rec.run_at_utc_ms = d.run_at_utc_ms;
   put_worker_record(d.volume, d.occ, d.fire_id, rec, now);
   reply.outcome = DispatchOutcome::kAccepted;
   reply.worker_boot = self_.boot;
@@ -279,6 +280,7 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   if (d.run_at_utc_ms != 0) {
     // Prepared: held until its instant and the clock check (start_held), which the next
     // tick does at once when both are met already.
+    run.held = true;
     Held& h = held_[{d.run_at_utc_ms, id}];
     h.fire_utc_ms = d.run_at_utc_ms;
     h.invocation = std::move(inv);
@@ -344,6 +346,7 @@ void Scheduler::start_held(Clock now) {
     auto run = running_.find(h.invocation.id);
     if (run == running_.end()) continue;
     last_held_start_utc_ms_ = now.utc_ms;
+    run->second.held = false;
     run->second.lateness_ms = now.utc_ms - run->second.fire_utc_ms;
     emit_run(FireEvent::Kind::kStarted, run->second, true, {});
     host_.invoke(std::move(h.invocation));
@@ -358,6 +361,33 @@ void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
   }
   if (auto existing = host_.store_get(r.volume, worker_record_key(r.occ, r.fire_id))) {
     auto rec = decode_worker_record(*existing);
+    uint64_t held_id = 0;
+    if (rec.ok() && rec->worker.node == self_.node && rec->state == WorkerState::kAccepted &&
+        rec->run_at_utc_ms != 0 && prepared_never_started(r.volume, r.occ, r.fire_id, *rec, &held_id)) {
+      // A prepared attempt that never started (still held here, or accepted by a previous
+      // process of this node that cannot have reached its instant): it never will, which
+      // the record says durably before the answer leaves.  Without this a worker that
+      // restarted between acceptance and F left its at-most-once work lost.
+      if (held_id != 0) {
+        running_.erase(held_id);
+        for (auto it = held_.begin(); it != held_.end(); ++it) {
+          if (it->first.second == held_id) {
+            held_.erase(it);
+            break;
+          }
+        }
+      }
+      WorkerRecord revoked = *rec;
+      revoked.worker = self_;
+      revoked.state = WorkerState::kRevoked;
+      revoked.detail = "revoked by the owner before its instant (prepared, never started)";
+      ++counters_.prepared_revoked;
+      put_worker_record(r.volume, r.occ, r.fire_id, revoked, now);
+      reply.outcome = RevokeOutcome::kRevoked;
+      reply.worker_boot = self_.boot;
+      host_.send(from, std::move(reply), true);
+      return;
+    }
     if (rec.ok() && rec->worker.node == self_.node) {
       switch (rec->state) {
         case WorkerState::kAccepted: reply.outcome = RevokeOutcome::kAccepted; break;
@@ -382,6 +412,23 @@ void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
   put_worker_record(r.volume, r.occ, r.fire_id, rec, now);
   reply.outcome = RevokeOutcome::kRevoked;
   host_.send(from, std::move(reply), true);
+}
+
+bool Scheduler::prepared_never_started(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
+                                       const WorkerRecord& rec, uint64_t* held_id) const {
+  if (rec.worker.boot == self_.boot) {
+    for (const auto& [id, run] : running_) {
+      if (run.held && run.fire_id == fire_id && run.volume == volume && run.occ == occ) {
+        *held_id = id;
+        return true;
+      }
+    }
+    return false;  // started (or finished, its record not written yet)
+  }
+  // A previous process ran it only once its clock read run_at.  Every clock is within
+  // max_clock_skew of true time, so that process's clock read at most our start plus
+  // twice the bound before it stopped.
+  return rec.run_at_utc_ms > started_utc_ms_ + 2 * options_.max_clock_skew_ms;
 }
 
 void Scheduler::emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail) {

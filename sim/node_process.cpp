@@ -167,6 +167,7 @@ class NodeProcess final : public Process {
             {"store.records_merged", static_cast<double>(c.records_merged)},
             {"scheduler.granted", static_cast<double>(node_->scheduler_counters().granted)},
             {"scheduler.prepared", static_cast<double>(node_->scheduler_counters().prepared)},
+            {"scheduler.prepared_revoked", static_cast<double>(node_->scheduler_counters().prepared_revoked)},
             {"scheduler.claims_widened", static_cast<double>(node_->scheduler_counters().claims_widened)},
             {"scheduler.stale_claims_refused", static_cast<double>(node_->scheduler_counters().stale_claims_refused)},
             {"scheduler.dispatches_ignored_after_wipe",

@@ -168,6 +168,9 @@ void render_node(PromWriter& w, const node::Node& node) {
   w.sample("caesium_handlers_held", d(node.held_invocations()));
   counter(w, "caesium_prepared_total", "Attempts this node accepted ahead of their instant (prepare_ahead).",
           node.scheduler_counters().prepared);
+  counter(w, "caesium_prepared_revoked_total",
+          "Prepared attempts this node revoked before they started (the owner asked; this or a previous process accepted).",
+          node.scheduler_counters().prepared_revoked);
   counter(w, "caesium_dispatches_ignored_after_wipe_total",
           "At-most-once dispatches left unanswered: issued before this node restarted without its disk.",
           node.scheduler_counters().dispatches_ignored_after_wipe);
