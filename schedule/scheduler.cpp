@@ -205,6 +205,16 @@ void Scheduler::on_worker_record(const std::string& volume, const ParsedOccKey& 
                  (a.state == AttemptState::kSent || a.state == AttemptState::kRevoking)) {
         a.state = AttemptState::kAccepted;
         a.accepted_mono_ms = now.mono_ms;
+      } else if (w.state == WorkerState::kRevoked &&
+                 (a.state == AttemptState::kSent || a.state == AttemptState::kRevoking ||
+                  a.state == AttemptState::kAccepted)) {
+        // The worker's durable promise that it never runs the attempt, also after it had
+        // accepted it (a prepared attempt revoked before its instant).  Its revoke reply may
+        // have met the attempt marked accepted here by the acceptance record, and been
+        // passed over (swarm seed 130 with --prepare-ahead 5s: the takeover waited for ever
+        // on an attempt the worker had revoked).
+        a.state = AttemptState::kRevoked;
+        uncount(a);
       }
     }
     owner_step(o, now);

@@ -761,7 +761,12 @@ void Scheduler::on_revoke_reply(const std::string& from, const RevokeReply& r, C
   Occ* o = find_occ(r.volume, r.occ);
   if (o == nullptr || o->phase != Phase::kOwned) return;
   for (auto& a : o->attempts) {
-    if (a.info.fire_id != r.fire_id || a.info.worker != from || a.state != AttemptState::kRevoking) continue;
+    if (a.info.fire_id != r.fire_id || a.info.worker != from) continue;
+    // A revoked answer binds whatever this owner believed meanwhile: the acceptance record
+    // may have marked the attempt accepted before the worker revoked it (prepared, never
+    // started).  Any other answer matters only to an attempt being revoked.
+    const bool revoked_after_accept = r.outcome == RevokeOutcome::kRevoked && a.state == AttemptState::kAccepted;
+    if (a.state != AttemptState::kRevoking && !revoked_after_accept) continue;
     switch (r.outcome) {
       case RevokeOutcome::kRevoked:
         a.state = AttemptState::kRevoked;
