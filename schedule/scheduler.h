@@ -175,6 +175,12 @@ class SchedulerHost {
   virtual void local_erase(const std::string& key) = 0;
   // Starts a handler, after everything written so far is durable.
   virtual void invoke(Invocation invocation) = 0;
+  // A mark of everything written so far, and a start that waits only for that much to be
+  // durable: a prepared run needs its acceptance durable, which it was long before its
+  // instant, not the completion records written since (waiting for each group commit
+  // made every run of a burst as late as a commit).
+  virtual uint64_t write_mark() const = 0;
+  virtual void invoke_after(Invocation invocation, uint64_t mark) = 0;
   // `event` is valid during the call only (the scheduler reuses it).
   virtual void emit(const FireEvent& event) = 0;
   virtual PeerView peer(const std::string& node) const = 0;
@@ -623,6 +629,7 @@ class Scheduler {
     Invocation invocation;
     std::shared_ptr<const Entry> entry;  // for the eligible sets of the clock check (null: the volume's)
     bool own_clock_only = false;        // a possible duplicate: decided by one node, its clock suffices
+    uint64_t accepted_mark = 0;         // SchedulerHost::write_mark() after the acceptance was written
   };
   std::map<std::pair<int64_t, uint64_t>, Held> held_;
   int64_t last_held_start_utc_ms_ = 0;

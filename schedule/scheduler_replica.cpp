@@ -286,6 +286,7 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
     h.invocation = std::move(inv);
     h.entry = std::move(e);
     h.own_clock_only = possible_duplicate;
+    h.accepted_mark = host_.write_mark();
     ++counters_.prepared;
     return;
   }
@@ -349,7 +350,7 @@ void Scheduler::start_held(Clock now) {
     run->second.held = false;
     run->second.lateness_ms = now.utc_ms - run->second.fire_utc_ms;
     emit_run(FireEvent::Kind::kStarted, run->second, true, {});
-    host_.invoke(std::move(h.invocation));
+    host_.invoke_after(std::move(h.invocation), h.accepted_mark);
   }
 }
 

@@ -20,6 +20,8 @@ class StoreReadingHost : public SchedulerHost {
   void local_put(const std::string&, std::string) override {}
   void local_erase(const std::string&) override {}
   void invoke(Invocation) override {}
+  uint64_t write_mark() const override { return 0; }
+  void invoke_after(Invocation, uint64_t) override {}
   void emit(const FireEvent&) override {}
   PeerView peer(const std::string&) const override { return PeerView{true, false, true, true, 1, 0, 8}; }
   std::optional<std::string> store_get(const std::string&, const std::string& key) const override {

@@ -506,8 +506,12 @@ bool Node::poll_storage(StorageBatch& out) {
   return true;
 }
 
-void Node::invoke(Invocation invocation) {
-  invocations_out_.push_back(PendingInvocation{std::move(invocation), write_barrier()});
+void Node::invoke(Invocation invocation) { invoke_after(std::move(invocation), write_barrier()); }
+
+void Node::invoke_after(Invocation invocation, uint64_t mark) {
+  // Barriers stay non-decreasing along the queue (it is polled from the front).
+  if (!invocations_out_.empty()) mark = std::max(mark, invocations_out_.back().barrier);
+  invocations_out_.push_back(PendingInvocation{std::move(invocation), mark});
 }
 
 bool Node::poll_invocation(Invocation& out) {

@@ -311,6 +311,9 @@ class Node final : private schedule::SchedulerHost {
     // takes no writes, decides nothing and reads are forwarded.
     bool departing = false;
     int64_t opened_mono_ms = 0;
+    // Writes of this node into the volume so far.  A hand-over session vouches only for
+    // what was written before it began (its digest was taken then).
+    uint64_t local_writes = 0;
     std::map<std::string, schedule::Record> push;  // local writes not yet pushed, by key
     // Lazy writes not yet pushed, by key (never also in `push`), and when each may wait
     // no longer (mono ms, in write order).
@@ -338,6 +341,7 @@ class Node final : private schedule::SchedulerHost {
     std::string peer;
     std::unique_ptr<gossip::SyncSession> sync;
     int64_t last_activity_mono_ms = 0;
+    uint64_t writes_at_start = 0;  // the volume's local_writes when this session began
   };
   struct PendingMessage {
     std::string to;  // node id
@@ -356,6 +360,8 @@ class Node final : private schedule::SchedulerHost {
   void local_put(const std::string& key, std::string value) override;
   void local_erase(const std::string& key) override;
   void invoke(Invocation invocation) override;
+  uint64_t write_mark() const override { return write_barrier(); }
+  void invoke_after(Invocation invocation, uint64_t mark) override;
   void emit(const schedule::FireEvent& event) override;
   schedule::PeerView peer(const std::string& node) const override;
   int64_t clock_ahead(const std::string& node) const override;

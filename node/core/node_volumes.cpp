@@ -87,7 +87,10 @@ Node::VolumeState* Node::volume_for_write(const std::string& volume) {
   // with the rest.  Dropping them lost the completion of an at-most-once run, which a
   // later takeover then ran again (swarm seed 1163 with --reconfig).
   auto it = volumes_.find(volume);
-  if (it != volumes_.end()) return &it->second;
+  if (it != volumes_.end()) {
+    ++it->second.local_writes;
+    return &it->second;
+  }
   ++counters_.misrouted;
   return nullptr;
 }
@@ -104,6 +107,14 @@ void Node::store_put_lazy(const std::string& volume, const std::string& key, std
   VolumeState* vs = volume_for_write(volume);
   if (vs == nullptr) return;
   VolumeState& v = *vs;
+  if (v.departing) {
+    // A departing volume holds nothing back: what it writes now (a handler's completion)
+    // must reach the current replicas before the volume closes (swarm --reconfig
+    // --prepare-ahead seed 1832: a lazy completion was still held when the hand-over
+    // closed the volume, and the at-most-once run was taken over and run again).
+    store_put(volume, key, std::move(value));
+    return;
+  }
   schedule::Record rec = v.store->put(key, std::move(value), last_.utc_ms);
   if (auto p = v.push.find(rec.key); p != v.push.end()) {
     p->second = std::move(rec);  // an earlier version already leaves at the next flush
@@ -302,6 +313,7 @@ void Node::start_sync(const std::string& volume, VolumeState& v, const std::stri
   s.peer = peer;
   s.sync = std::make_unique<gossip::SyncSession>(gossip::SyncSession::Role::kInitiator, v.store.get(), id, options_.sync);
   s.last_activity_mono_ms = now.mono_ms;
+  s.writes_at_start = v.local_writes;
   queue_core(peer, s.sync->start(now.utc_ms), false);
   sessions_.emplace(std::make_pair(peer, id), std::move(s));
   v.initiator_session = id;
@@ -323,6 +335,7 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
     s.peer = from;
     s.sync = std::make_unique<gossip::SyncSession>(gossip::SyncSession::Role::kResponder, vit->second.store.get(),
                                                    msg.session_id, options_.sync);
+    s.writes_at_start = vit->second.local_writes;
     it = sessions_.emplace(key, std::move(s)).first;
   }
   Session& s = it->second;
@@ -345,7 +358,12 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
         const VolumeSpec* now_spec = config_.volume(msg.volume);
         handed_over = s.sync->stats().records_sent == 0 && now_spec != nullptr &&
                       std::binary_search(now_spec->replicas.begin(), now_spec->replicas.end(), from);
-        if (handed_over && scheduler_->running_in(msg.volume)) {
+        if (handed_over && s.writes_at_start != vit->second.local_writes) {
+          // Written to since the session began (a handler finished meanwhile): the session
+          // compared what was there before, so it cannot vouch for the new records.
+          handed_over = false;
+          vit->second.next_sync_mono_ms = now.mono_ms;
+        } else if (handed_over && scheduler_->running_in(msg.volume)) {
           // A handler of the volume still runs here: its completion record is yet to come.
           handed_over = false;
           vit->second.next_sync_mono_ms = now.mono_ms + 1'000;
