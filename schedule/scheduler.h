@@ -540,16 +540,16 @@ class Scheduler {
   // An acceptance is always pushed lazily; other records when `lazy` says so.
   void put_worker_record(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
                          const WorkerRecord& rec, Clock now, bool lazy = false);
-  // An event of this node as a worker (accepted, completed).
   // Whether this worker's accepted prepared attempt `rec` (run_at set) certainly never
   // started: it waits in held_, or a previous process of this node accepted it and that
-  // process's clock cannot have reached run_at before this one started.  Sets `*held` to
-  // the waiting run of this process, if any.
+  // process's clock cannot have reached run_at before this one started.  Sets `*held_id`
+  // to the waiting run of this process, if any.
   bool prepared_never_started(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
                               const WorkerRecord& rec, uint64_t* held_id) const;
   // A worker event of the run `r` (kStarted, kCompleted): its lateness is the start's.
   struct Running;
   void emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail);
+  // An event of this node as a worker (accepted, started, completed).
   void emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
                    bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms = 0);
   // Prepared attempts: starts the held ones whose instant came and whose clock check

@@ -551,10 +551,19 @@ int64_t Node::next_deadline_mono() const {
                                                         : proposal_->sent_mono_ms + kConfigVoteResendMs);
   }
   const int64_t held_extra = bursting(last_) ? options_.burst_hold_ms : 0;
+  bool held_back = false;  // work a burst holds back, due once it ends
   for (const auto& [name, v] : volumes_) {
     best = std::min(best, v.next_sync_mono_ms);
     if (!v.held_until.empty()) best = std::min(best, v.held_until.front().first + held_extra);
     if (!v.inbound.empty()) best = std::min(best, held_extra != 0 ? v.inbound.front().first + held_extra : last_.mono_ms);
+    held_back = held_back || !v.held_until.empty() || !v.inbound.empty();
+  }
+  if (held_extra != 0 && held_back &&
+      scheduler_->next_held_utc_ms() > last_.utc_ms + options_.burst_horizon_ms) {
+    // No run is near: the burst ends burst_horizon after the last start (while one is
+    // near, it ends with a start, an event that a tick follows).  Look again then.
+    const int64_t ends_utc = scheduler_->last_held_start_utc_ms() + options_.burst_horizon_ms + 1;
+    best = std::min(best, last_.mono_ms + std::max<int64_t>(1, ends_utc - last_.utc_ms));
   }
   for (const auto& [key, s] : sessions_) best = std::min(best, s.last_activity_mono_ms + options_.sync_session_timeout_ms);
   if (!active_ && !left_) best = std::min(best, started_mono_ms_ + options_.startup_grace_ms);

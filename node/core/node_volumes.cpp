@@ -104,10 +104,7 @@ void Node::store_put(const std::string& volume, const std::string& key, std::str
 }
 
 void Node::store_put_lazy(const std::string& volume, const std::string& key, std::string value) {
-  VolumeState* vs = volume_for_write(volume);
-  if (vs == nullptr) return;
-  VolumeState& v = *vs;
-  if (v.departing) {
+  if (auto it = volumes_.find(volume); it != volumes_.end() && it->second.departing) {
     // A departing volume holds nothing back: what it writes now (a handler's completion)
     // must reach the current replicas before the volume closes (swarm --reconfig
     // --prepare-ahead seed 1832: a lazy completion was still held when the hand-over
@@ -115,6 +112,9 @@ void Node::store_put_lazy(const std::string& volume, const std::string& key, std
     store_put(volume, key, std::move(value));
     return;
   }
+  VolumeState* vs = volume_for_write(volume);
+  if (vs == nullptr) return;
+  VolumeState& v = *vs;
   schedule::Record rec = v.store->put(key, std::move(value), last_.utc_ms);
   if (auto p = v.push.find(rec.key); p != v.push.end()) {
     p->second = std::move(rec);  // an earlier version already leaves at the next flush
