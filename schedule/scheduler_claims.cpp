@@ -20,6 +20,7 @@
 #include <cassert>
 
 #include "base/hash.h"
+#include "schedule/marks.h"
 #include "schedule/scheduler.h"
 
 namespace caesium::schedule {
@@ -178,6 +179,7 @@ void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clo
     // perhaps ran) o would let a second claimant win a majority: the one way to run an
     // at-most-once occurrence twice.  A forgotten occurrence keeps its grants.
     if (granted_to_me && o != nullptr && !o->ever_owned) {
+      mark(Mark::kLateGrantReleased);
       host_.send(from, Release{r.volume, r.occ, self_}, false);
     }
     return;
@@ -231,6 +233,7 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     // takeover resolved only the attempt the votes named and ran o a second time).  A
     // higher round learns every accepted attempt and resolves them first.  Grants are
     // kept: they may be votes for an attempt that ran.
+    mark(Mark::kClaimMetOlderValue);
     o.phase = Phase::kTracking;
     take_over_or_wait(o, e, now);
     return;
@@ -250,6 +253,7 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     const bool other_owner = std::any_of(o.owner_records.begin(), o.owner_records.end(),
                                          [&](const auto& r) { return !(r.second.owner == self_); });
     if (other_owner || !is_replica(o.volume)) {
+      mark(Mark::kClaimOtherOwnerRecord);
       release_grants(o, &e, now);
       o.phase = Phase::kTracking;
       o.holder.reset();
@@ -261,6 +265,7 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
   }
   if (o.at_most_once && o.holder && !(*o.holder == self_) && owner_gone(*o.holder) &&
       majority_impossible(o, e, /*unreachable_lost=*/true)) {
+    mark(Mark::kClaimHolderGoneTakeover);
     // The replicas that hold o for another process, and those we cannot reach, leave
     // this claim short of a majority, and that process is gone (crashed after winning
     // its claim, with the replicas it did not hear from down too).  Waiting for them
@@ -281,6 +286,7 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     // suspected n2, claimed o; n2, master again, claimed too; n3 was cut off, and each held
     // one vote until the partition moved 24 s later and took n1, the worker, away: the
     // at-most-once occurrence never ran).
+    mark(Mark::kClaimNotMasterHandsBack);
     release_grants(o, &e, now);
     o.phase = Phase::kTracking;
     reconsider(o, now);
@@ -307,6 +313,7 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     const bool split_with_holder = o.holder && !(*o.holder == self_);
     o.holder.reset();  // our own grant, just released (or a holder that cannot win)
     if (split_with_holder) {
+      mark(Mark::kClaimSplitVote);
       // The other claimant released its half too, or will: both claim again after
       // split_vote_backoff_ms; at-least-once as well, since firing it degraded here
       // would run it on both sides of a vote that is merely split.
@@ -332,6 +339,7 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     // At-least-once cannot wait for a quorum that does not answer (one-way links, a
     // replica that is "reachable" only in our view): fire in this component — on a
     // worker that answered, since a dispatch to a silent one would be lost the same way.
+    mark(Mark::kClaimDegradedGiveUp);
     release_grants(o, &e, now);
     for (const auto& n : claim_targets(o, e)) {
       if (!o.answered.count(n) && n != self_.node) o.silent.insert(n);
@@ -344,6 +352,7 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     // after claim_retry_ms.
     o.claim_thrifty = false;
     ++counters_.claims_widened;
+    mark(Mark::kClaimWidened);
     send_claims(o, e, now, true);
     return;
   }
@@ -356,6 +365,7 @@ void Scheduler::evaluate_claim(Occ& o, const Entry& e, Clock now) {
     // across a one-way link for 100 s, while n4, which had refused, had released its
     // own claim; the at-most-once occurrence never ran).
     if (!o.refused.empty() && now.mono_ms >= o.refused_since_mono_ms + options_.claim_give_up_ms) {
+      mark(Mark::kClaimRefusedAskedAgain);
       for (const auto& n : o.refused) o.answered.erase(n);
       o.refused.clear();
       o.refused_since_mono_ms = 0;
@@ -395,6 +405,7 @@ void Scheduler::release_grants(Occ& o, const Entry* e, Clock now) {
 // --- takeover rounds (at-most-once) -------------------------------------------------------------
 
 void Scheduler::start_prepare(Occ& o, const Entry& e, Clock now) {
+  mark(Mark::kTakeoverPrepare);
   o.phase = Phase::kPreparing;
   o.owner_deferred_since_mono_ms = 0;  // a takeover began: deferring to an owner record is over
   o.granted.clear();
@@ -501,7 +512,10 @@ void Scheduler::take_over_at_most_once(Occ& o, const Entry& e, Clock now) {
       o.attempts.push_back(std::move(a));
     };
     for (const auto& [round, info] : o.prepare_values) {
-      if (round == o.best_round && info.fire_id != o.best.fire_id) adopt(info, true);
+      if (round == o.best_round && info.fire_id != o.best.fire_id) {
+        mark(Mark::kTakeoverTwoValues);
+        adopt(info, true);
+      }
     }
     adopt(o.best, false);
     write_owner_record(o, OwnerOutcome::kOpen, "", now);
@@ -551,6 +565,7 @@ void Scheduler::on_accept_reply(Occ& o, const std::string& from, const ClaimRepl
 
 // A replica promised a higher round to someone else: that process now decides o.
 void Scheduler::superseded(Occ& o, uint64_t round, Clock now) {
+  mark(Mark::kOwnerSuperseded);
   o.known_round = std::max(o.known_round, round);
   for (auto& a : o.attempts) uncount(a);
   o.attempts.clear();

@@ -6,6 +6,7 @@
 #include <cassert>
 
 #include "base/hash.h"
+#include "schedule/marks.h"
 #include "schedule/scheduler.h"
 #include "schedule/timing.h"
 
@@ -344,6 +345,7 @@ void Scheduler::reconsider(Occ& o, Clock now) {
       // accepted attempt, the master takes o over through a higher round — safe against
       // an owner that is in fact at work, since the round resolves its attempts first.
       if (o.at_most_once && owner_stalled(o, e, now)) {
+        mark(Mark::kOwnerStalledTakeover);
         take_over_or_wait(o, e, now);
         return;
       }
@@ -670,6 +672,7 @@ void Scheduler::owner_step(Occ& o, Clock now) {
         return;
       }
       // At-most-once: the worker must promise it never will before anyone else may run it.
+      mark(Mark::kAttemptRevoked);
       a.state = AttemptState::kRevoking;
       a.revoke_sent_mono_ms = now.mono_ms;
       host_.send(a.info.worker, Revoke{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms}, false);
@@ -703,6 +706,7 @@ void Scheduler::owner_step(Occ& o, Clock now) {
           return;
         }
         if (o.at_most_once) {
+          mark(Mark::kAttemptLostWorkerDied);
           finish(o, Phase::kLost, "worker died while running", now);
         } else {
           abandon_and_redispatch("worker died while running");
@@ -766,6 +770,7 @@ void Scheduler::on_revoke_reply(const std::string& from, const RevokeReply& r, C
     // may have marked the attempt accepted before the worker revoked it (prepared, never
     // started).  Any other answer matters only to an attempt being revoked.
     const bool revoked_after_accept = r.outcome == RevokeOutcome::kRevoked && a.state == AttemptState::kAccepted;
+    if (revoked_after_accept) mark(Mark::kAttemptRevokedAfterAccept);
     if (a.state != AttemptState::kRevoking && !revoked_after_accept) continue;
     switch (r.outcome) {
       case RevokeOutcome::kRevoked:

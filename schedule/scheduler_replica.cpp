@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "schedule/marks.h"
 #include "schedule/scheduler.h"
 #include "schedule/timing.h"
 
@@ -54,6 +55,7 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
     // complete a majority of sets the cluster has left, while the new sets decide too
     // (docs/firing.md, Replica changes).  It retries once it has our config.
     ++counters_.stale_claims_refused;
+    mark(Mark::kVoteStale);
     reply.outcome = ClaimOutcome::kStale;
     reply.retry_after_ms = options_.claim_retry_ms;
     host_.send(from, std::move(reply), false);
@@ -92,12 +94,14 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
   if (it == votes_.end() && amnesia_horizon_utc_ms_ != 0 && c.fire_utc_ms <= amnesia_horizon_utc_ms_ + ahead &&
       !options_.test_grant_every_claim) {
     // Due before this node lost its disk: it may have voted on o in its previous life.
+    mark(Mark::kVoteAbstainAmnesia);
     host_.send(from, std::move(reply), false);
     return;
   }
   if (!same_round && now.utc_ms < c.fire_utc_ms - ahead) {
     // Never promise before o is due by this replica's own clock, so a master whose
     // clock runs ahead cannot fire early on its own.
+    mark(Mark::kVoteNotDue);
     reply.outcome = ClaimOutcome::kNotDue;
     reply.retry_after_ms = c.fire_utc_ms - ahead - now.utc_ms;
     host_.send(from, std::move(reply), false);
@@ -223,6 +227,7 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   const bool maybe_ran_before = amnesia_horizon_utc_ms_ != 0 && d.issued_utc_ms <= amnesia_horizon_utc_ms_;
   if (d.at_most_once && maybe_ran_before) {
     ++counters_.dispatches_ignored_after_wipe;
+    mark(Mark::kDispatchIgnoredAfterWipe);
     return;
   }
   // The definition the occurrence was decided under when this node owns it (a dispatch
@@ -383,6 +388,7 @@ void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
       revoked.state = WorkerState::kRevoked;
       revoked.detail = "revoked by the owner before its instant (prepared, never started)";
       ++counters_.prepared_revoked;
+      mark(Mark::kRevokePreparedNeverStarted);
       put_worker_record(r.volume, r.occ, r.fire_id, revoked, now);
       reply.outcome = RevokeOutcome::kRevoked;
       reply.worker_boot = self_.boot;
@@ -403,6 +409,7 @@ void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
     }
   }
   if (amnesia_horizon_utc_ms_ != 0 && r.issued_utc_ms <= amnesia_horizon_utc_ms_) {
+    mark(Mark::kRevokeUnknownAmnesia);
     host_.send(from, std::move(reply), false);  // kUnknown: it may have run before the disk was lost
     return;
   }

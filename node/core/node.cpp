@@ -251,6 +251,14 @@ bool Node::open_frame(std::string_view bytes, node::Channel channel, wire::Envel
   }
   const uint64_t sender_hash = hash64(env->sender);
   last_heard_mono_.get_or_insert(sender_hash) = now.mono_ms;
+  uint64_t& seen_boot = frame_boots_.get_or_insert(sender_hash);
+  if (seen_boot != env->boot_id) {
+    if (seen_boot != 0) {
+      const gossip::MemberMeta* meta = membership_ ? membership_->meta_of(env->sender) : nullptr;
+      if (meta != nullptr && !meta->stream_addr.empty()) reconnects_.push_back(meta->stream_addr);
+    }
+    seen_boot = env->boot_id;
+  }
   if (channel == Channel::kStream) {
     if (auto ahead = clock_watch_.observe(peer_clocks_.get_or_insert(sender_hash), env->sent_utc_ms, now.utc_ms,
                                           now.mono_ms)) {
@@ -470,6 +478,13 @@ void Node::flush_datagrams_and_streams(Clock now) {
     }
     if (!frame.empty()) seal_and_queue(Channel::kStream, meta->stream_addr, wire::Body{std::move(frame)}, now);
   }
+}
+
+bool Node::poll_reconnect(std::string& stream_addr) {
+  if (reconnects_.empty()) return false;
+  stream_addr = std::move(reconnects_.front());
+  reconnects_.pop_front();
+  return true;
 }
 
 bool Node::poll_transmit(Transmit& out) {

@@ -168,6 +168,12 @@ class Node final : private schedule::SchedulerHost {
   bool poll_storage(StorageBatch& out);
   bool poll_invocation(Invocation& out);
   bool poll_event(NodeEvent& out);
+  // A peer restarted (its frames name a new boot id): the driver should drop any
+  // reconnect backoff towards its stream address and connect at once.  Our frames to the
+  // previous process broke its connection, and a backoff that grew while it was down
+  // would hold the answers the restarted node waits for before it decides (docs/firing.md,
+  // Restart).
+  bool poll_reconnect(std::string& stream_addr);
   // Fire events (NodeEvent::kFire) go to `observer` as they happen instead of into the
   // event queue; the observer must not call into the Node.  The daemon counts and logs
   // them there: in a burst of tens of thousands of runs a second, each queued event cost
@@ -498,6 +504,9 @@ class Node final : private schedule::SchedulerHost {
   void want_newer_config(const std::string& peer, uint64_t epoch, Clock now);
   void retry_config_requests(Clock now);
   std::map<std::string, uint64_t> known_boots_;                    // peer -> boot id last seen
+  // hash64(peer id) -> the boot id of its latest authenticated frame: a change is a restart.
+  HashKeyedMap<uint64_t> frame_boots_;
+  std::deque<std::string> reconnects_;  // stream addresses of peers seen restarting
   HashKeyedMap<int64_t> last_heard_mono_;  // hash64(peer id) -> last authenticated frame (lookups only)
   // hash64(peer id) -> what its stream frames say of its clock (clock_watch.h).  Streams
   // only: they come from the peers this node works with, a few a second even when idle

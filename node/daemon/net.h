@@ -65,6 +65,9 @@ class Transport {
 
   void send_datagram(const std::string& to, std::string bytes);
   void send_frame(const std::string& to, std::string bytes);
+  // The process at `to` restarted: forget the reconnect backoff towards it and connect
+  // now if frames wait (otherwise the next frame connects at once).
+  void reconnect_now(const std::string& to);
 
   // Bytes of outgoing frames not yet written to a socket (queued or in flight).
   size_t pending_bytes() const;

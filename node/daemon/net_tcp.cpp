@@ -124,6 +124,16 @@ void Transport::send_frame(const std::string& to, std::string bytes) {
   }
 }
 
+void Transport::reconnect_now(const std::string& to) {
+  if (closing_) return;
+  auto it = peers_.find(to);
+  if (it == peers_.end()) return;
+  Peer& p = *it->second;
+  p.backoff_ms = 0;
+  p.retry_at_ms = 0;
+  if (p.conn == nullptr && !p.queue.empty()) connect(p);
+}
+
 void Transport::flush() {
   if (flush_prepare_ != nullptr) uv_prepare_stop(flush_prepare_);
   std::vector<std::string> addrs;

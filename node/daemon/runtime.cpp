@@ -279,6 +279,8 @@ void Runtime::drain() {
         transport_->send_frame(t.to_addr, std::move(t.bytes));
       }
     }
+    std::string restarted;
+    while (node_->poll_reconnect(restarted)) transport_->reconnect_now(restarted);
     node::StorageBatch batch;
     while (node_->poll_storage(batch)) storage_->submit(std::move(batch));
     node::Invocation inv;
