@@ -53,6 +53,7 @@
 #include "schedule/entry.h"
 #include "schedule/entry_codec.h"
 #include "schedule/fire_messages.h"
+#include "schedule/firing_state.h"
 #include "schedule/invocation.h"
 #include "schedule/occurrence.h"
 #include "wheel/timing_wheel.h"
@@ -123,6 +124,15 @@ struct SchedulerOptions {
   // 0: off (claims at F, runs on acceptance).  Every replica of a cluster should use the
   // same value; a mix is safe, only slower.
   int64_t prepare_ahead_ms = 0;
+  // A replica that is not the master of a volume decides a due occurrence itself when
+  // nothing shows progress on it (no owner or worker record) backup_step_ms times its
+  // backup rank after the fire time: a master that looks alive but cannot win a claim (a
+  // gray failure: its messages to some replicas are lost) would otherwise leave a
+  // connected majority waiting for it (docs/firing.md, Backup deciders).
+  int64_t backup_step_ms = 5'000;
+  // Check the protocol's invariants after every input (the simulator and debug builds;
+  // costs a look at every occurrence an input touched).
+  bool check_invariants = false;
   bool test_grant_every_claim = false;     // TEST ONLY: break the protocol (checker must bite)
 };
 
@@ -224,6 +234,10 @@ class Scheduler {
   void set_topology(Topology topology, Clock now);
   // Whether this node is master of `volume` in its own view.
   void set_master(const std::string& volume, bool master, Clock now);
+  // This node's place after the master among the replicas of `volume` alive in its view,
+  // in the master rule's order: 1 for the next, 2 for the one after; 0 when it is the
+  // master or may not decide (not synced since it started).  See backup_step_ms.
+  void set_backup_rank(const std::string& volume, uint32_t rank, Clock now);
   // Masters do not decide anything before the node has joined (startup grace): a node
   // alone in its own view would otherwise fire everything degraded.
   void set_active(bool active, Clock now);
@@ -273,97 +287,13 @@ class Scheduler {
   void check_invariants() const;
 
  private:
-  enum class Phase : uint8_t {
-    kTracking,   // known; not owned by this node (maybe someone else's, maybe undecided)
-    kClaiming,   // this node runs a claim round
-    kOwned,      // this node owns it: dispatching / waiting for the worker
-    kWithheld,   // at-most-once without quorum in view: waiting for quorum or the window
-    kPreparing,  // taking over an at-most-once occurrence: preparing a higher round
-    kDone,       // ran (a worker record says completed or failed)
-    kMissed,
-    kLost,
-    kSkipped,
-  };
-  static bool terminal(Phase p) { return p >= Phase::kDone; }
+  using Occ = firing::Occ;
+  using Attempt = firing::Attempt;
+  using AttemptState = firing::AttemptState;
+  using Deadline = firing::Deadline;
+  using Outcome = firing::Outcome;
 
-  enum class AttemptState : uint8_t {
-    kProposing,  // at-most-once: waiting for a majority to accept it in our round
-    kSent, kAccepted, kFinished, kRefused, kRevoking, kRevoked, kAbandoned
-  };
-  struct Attempt {
-    AttemptInfo info;
-    AttemptState state = AttemptState::kSent;
-    std::set<std::string> accepted_by;  // kProposing: replicas that accepted it
-    int64_t sent_mono_ms = 0;       // first dispatch
-    int64_t resent_mono_ms = 0;     // latest (re)transmission
-    int64_t accept_by_utc_ms = 0;
-    int64_t accepted_mono_ms = 0;
-    int64_t revoke_sent_mono_ms = 0;
-    // The boot id of the process that accepted it, from its reply (0: not known yet).
-    uint64_t worker_boot = 0;
-    // Dispatched prepared (run_at = F): a worker that restarts before F can tell that it
-    // never started it, so a vanished worker is asked (a revoke) before o counts as lost.
-    bool prepared = false;
-    bool revoke_tried = false;
-    bool doubt = false;  // another value of a collided round: resolved before any new attempt
-    bool counted = false;  // counted in outstanding_ (until it finishes or is given up)
-  };
-
-  struct EntryRec;
-  struct Occ {
-    uint64_t serial = 0;  // mono-wheel payload
-    std::string volume;
-    OccurrenceId id;
-    int64_t fire_utc_ms = 0;
-    bool due = false;  // this replica's clock reached F (or it was enumerated as past)
-    bool at_most_once = false;
-    Phase phase = Phase::kTracking;
-    // claim round (phase kClaiming)
-    std::set<std::string> granted, refused, answered;
-    // Claim targets that never answered before an at-least-once claim gave up: whatever
-    // the view says, our messages do not reach them (a one-way link), so attempts of this
-    // ownership go elsewhere — to a silent one only when every other worker refused.
-    std::set<std::string> silent;
-    std::map<std::string, int64_t> not_due_until_mono;
-    int64_t claim_started_mono_ms = 0, claim_last_sent_mono_ms = 0;
-    int64_t refused_since_mono_ms = 0;  // the first refusal of those in `refused`
-    uint32_t claim_rounds = 0;
-    AttemptInfo claim_attempt;  // the first attempt, accepted together with a round-0 claim
-    // At-most-once: a replica granted our round-0 claim while holding another attempt of
-    // ours accepted in round 0 (from an earlier claim or ownership of o), which may have
-    // been dispatched.  The claim cannot complete: o is taken through a higher round.
-    bool claim_met_older_value = false;
-    // The round-0 claim went to just enough replicas for a majority (thrifty_claim_targets);
-    // a refusal, a "not due" or a retry widens it to every replica.
-    bool claim_thrifty = false;
-    // rounds (phase kPreparing / kOwned)
-    uint64_t round = 0;        // this process's round when it proposes
-    uint64_t known_round = 0;  // the highest round other processes are known to hold
-    bool best_set = false;     // kPreparing: the latest accepted attempt the promises named
-    uint64_t best_round = 0;
-    AttemptInfo best;
-    std::vector<std::pair<uint64_t, AttemptInfo>> prepare_values;  // kPreparing: every distinct accepted attempt named
-    std::optional<ProcessId> holder;  // who holds a grant (from replies or my own grant)
-    bool holder_vouched = false;      // a replica that can see the holder says it is alive
-    bool ever_owned = false;          // this process owned o at some point: never release grants
-    int64_t deferred_since_mono_ms = 0;  // deferring to `holder` since (0 = not deferring)
-    int64_t owner_deferred_since_mono_ms = 0;  // deferring to another's open owner record since (0 = not)
-    std::string deferred_reason;         // last kDeferred detail emitted (emit on change only)
-    // ownership (phase kOwned)
-    std::shared_ptr<const Entry> entry;  // captured when this node started deciding
-    FirePath path = FirePath::kQuorum;
-    int64_t takeover_wait_until_utc_ms = 0;  // takeover of an accepted attempt (complete_time > 0)
-    bool possible_duplicate = false;
-    std::vector<Attempt> attempts;
-    // knowledge from the volume store
-    std::map<std::string, OwnerRecord> owner_records;   // by owner node
-    std::map<std::string, WorkerRecord> worker_records; // by fire id
-    // timer
-    wheel::Handle timer{};
-    bool timer_armed = false;
-    int64_t timer_mono_ms = kNever;
-    int64_t terminal_since_mono_ms = 0;
-  };
+  // --- the entry index (scheduler_index.cpp) ------------------------------------------------
   // Occurrences are keyed by an interned (volume, entry key) and the scheduled instant,
   // so lookups compare two integers instead of two strings.  An id lives while some key
   // of occs_ or votes_ names it (InternedEntry::refs); then it is freed and reused by the
@@ -423,69 +353,134 @@ class Scheduler {
   std::string_view key_of(const EntryRec& rec) const { return {key_arena_.data() + rec.key_offset, rec.key_size}; }
   bool store_key(EntryRec& rec, std::string_view key);  // false: the arena is full (4 GiB)
   void compact_keys();
-  uint32_t volume_id(const std::string& volume);                        // adds it when new
+  uint32_t volume_id(const std::string& volume);  // adds it when new
   std::optional<uint32_t> find_volume_id(const std::string& volume) const;
+  const EntryRec* entry_of(const std::string& volume, const std::string& key) const;
   // The entry's current definition, decoded from the volume store; null when absent (or
   // undecodable, counted as a bad record).
   std::shared_ptr<const Entry> load_entry(const std::string& volume, const std::string& key);
-
-  // scheduler.cpp: index, records, timers
   void upsert_entry(const std::string& volume, const std::string& key, const Entry& entry, Clock now);
   void remove_entry(const std::string& volume, const std::string& key);
   void arm_entry(uint32_t slot, const Entry& entry);
+  void poll_due_entries(Clock now);  // the UTC wheel: entries whose next fire time passed
   void entry_due(uint32_t slot, Clock now);
-  void on_owner_record(const std::string& volume, const ParsedOccKey& k, const std::optional<std::string>& value, Clock now);
-  void on_worker_record(const std::string& volume, const ParsedOccKey& k, const std::optional<std::string>& value, Clock now);
-  // `entry`: the definition when the caller has it (else it is loaded when indexed).
+  // A due occurrence not tracked yet that its policy will not run anyway: counted (by the
+  // master) and not tracked.  True when it was dropped so.
+  bool drop_untracked_late(const std::string& volume, const OccurrenceId& id, const Entry& entry,
+                           const EntryRec& after, bool master, Clock now);
+
+  // --- occurrences (scheduler.cpp) -------------------------------------------------------------
   Occ& track(const std::string& volume, const OccurrenceId& id, Clock now, const Entry* entry = nullptr);
   Occ* find_occ(const std::string& volume, const OccurrenceId& id);
-  const EntryRec* entry_of(const std::string& volume, const std::string& key) const;
-  void set_timer(Occ& o, int64_t mono_ms);
+  bool is_replica(const std::string& volume) const;
+  // The worklist: an input marks the occurrences it touched; drain() steps each once per
+  // mark, in the order marked (the last mark first, so a transition's continuation runs
+  // before unrelated work, as a call would).  Deciding functions never call each other:
+  // a transition marks its occurrence and returns.
+  void touch(Occ& o);
+  void drain(Clock now);
+  void step(Occ& o, Clock now);
+  void touch_volume(const std::string& volume);
+  // Deadlines (firing_state.h): one per reason; the mono wheel holds the earliest.
+  void set_deadline(Occ& o, Deadline d, int64_t mono_ms);
+  void clear_deadline(Occ& o, Deadline d) { set_deadline(o, d, kNever); }
+  void sync_timer(Occ& o);
+  void poll_timers(Clock now);
+  int64_t utc_to_mono(int64_t utc_ms) const;
   void purge(Clock now);
   void purge_votes(Clock now);  // sets votes_expiring_ when expired votes remain
-  int64_t utc_to_mono(int64_t utc_ms) const;
-  bool is_replica(const std::string& volume) const;
-  // Claims carry this node's config epoch and the volume's sets hash (on_claim's check).
-  void stamp_config(Claim& c) const;
-  // A replica answered "not due" or "stale": ask it again after the delay it named.
-  void ask_again_later(Occ& o, const std::string& from, const ClaimReply& r, Clock now);
-  // A replica answered kStale: forget its grant, ask it again after its delay.
-  void stale_refusal(Occ& o, const std::string& from, const ClaimReply& r, Clock now);
-  // Whether a claim names other replica sets for its volume than ours, from an older epoch.
-  bool stale_claim(const Claim& c) const;
+  void forget(std::map<OccKey, Occ>::iterator it);
 
-  // scheduler_master.cpp: deciding, claiming, owning
-  void reconsider(Occ& o, Clock now);
-  void reconsider_volume(const std::string& volume, Clock now);
-  // scheduler_claims.cpp: round 0 claims, takeover rounds, accepting new attempts
-  void start_claim(Occ& o, const Entry& e, Clock now);
+  // --- records of the volume store (scheduler_records.cpp) -----------------------------------
+  void on_owner_record(const std::string& volume, const ParsedOccKey& k, const std::optional<std::string>& value,
+                       Clock now);
+  void on_worker_record(const std::string& volume, const ParsedOccKey& k, const std::optional<std::string>& value,
+                        Clock now);
+  // A worker record of one of our attempts: what it says of the attempt.
+  void apply_worker_record(Occ& o, const std::string& fire_id, const WorkerRecord& w, Clock now);
+  bool ran_somewhere(const Occ& o) const;  // a worker record says some attempt finished
+  void write_owner_record(Occ& o, OwnerOutcome outcome, const std::string& reason, Clock now);
+
+  // --- transitions: the only writers of Occ::phase (scheduler_transitions.cpp) ---------------
+  void to_claiming(Occ& o, const Entry& e, Clock now);
+  void to_withheld_from_tracking(Occ& o, Clock now);
+  void to_preparing(Occ& o, const Entry& e, Clock now);
+  void to_owned_from_claiming(Occ& o, const Entry& e, FirePath path, Clock now);
+  void to_owned_from_idle(Occ& o, const Entry& e, FirePath path, Clock now);
+  void to_owned_from_preparing(Occ& o, const Entry& e, Clock now);
+  void to_tracking_from_claiming(Occ& o, Clock now);
+  void to_tracking_from_preparing(Occ& o, Clock now);
+  void to_tracking_from_owned(Occ& o, uint64_t round, Clock now);
+  // Decided here (missed, lost, skipped: the outcome is written for every replica), or o
+  // ran (kDone, nothing written).
+  void to_finished(Occ& o, Outcome outcome, const std::string& reason, Clock now);
+  // Someone else's closed owner record decided o.
+  void to_finished_by_record(Occ& o, OwnerOutcome outcome, Clock now);
+  void enter_owned(Occ& o, const Entry& e, firing::Owned owned, Clock now);
+  void count_owned(FirePath path);
+
+  // --- deciding an idle occurrence (scheduler_decide.cpp) --------------------------------------
+  void decide(Occ& o, Clock now);
+  // This node decides o now: the master of its volume, or a backup whose master made no
+  // progress on o in time.  Arms the backup deadline where it waits.
+  bool deciding(Occ& o, Clock now);
+  bool progress_seen(const Occ& o) const;
+  bool decide_from_owner_records(Occ& o, const Entry& e, Clock now);
+  bool decide_from_holder(Occ& o, const Entry& e, Clock now);
+  void decide_fresh(Occ& o, const Entry& e, Clock now);
+  // At-most-once, its owner or claimant vanished: prepare a higher round when a quorum is
+  // reachable; otherwise wait for one (a peer change or the window end brings us back).
+  void take_over_or_wait(Occ& o, const Entry& e, Clock now);
+  bool owner_stalled(Occ& o, const Entry& e, Clock now);
+  int64_t owner_stall_ms(const Entry& e) const;
+  // Where the misfire policy may stop o: Finished (missed or skipped) and true when it did.
+  bool misfire_stops(Occ& o, const Entry& e, Clock now);
+  bool misfire_policy_allows(const Occ& o, const Entry& e, Clock now) const;
+  void defer(Occ& o, Clock now, const std::string& why);
+
+  // --- round 0 (scheduler_claim.cpp) -------------------------------------------------------
+  void claim_step(Occ& o, Clock now);
+  bool claim_resolved_by_split(Occ& o, const Entry& e, Clock now);
+  void claim_retry(Occ& o, const Entry& e, Clock now);
   void send_claims(Occ& o, const Entry& e, Clock now, bool all);
   std::vector<std::string> thrifty_claim_targets(const Occ& o, const Entry& e) const;
   void on_claim_reply(const std::string& from, const ClaimReply& r, Clock now);
-  void evaluate_claim(Occ& o, const Entry& e, Clock now);
-  void start_prepare(Occ& o, const Entry& e, Clock now);
+  void on_round0_reply(Occ& o, const std::string& from, const ClaimReply& r, Clock now);
+  void ask_again_later(firing::Ballot& b, const std::string& from, const ClaimReply& r, Clock now);
+  void release_grants(Occ& o);
+  int64_t split_vote_backoff_ms(const Occ& o) const;  // before claiming again after a split vote
+  int64_t give_up_at_mono(const Occ& o) const;  // at-least-once claim: when to stop waiting
+  void stamp_config(Claim& c) const;  // the config epoch and sets hash of on_claim's check
+
+  // --- higher rounds (scheduler_rounds.cpp) ----------------------------------------------------
+  void prepare_step(Occ& o, Clock now);
   void on_prepare_reply(Occ& o, const std::string& from, const ClaimReply& r, Clock now);
-  void evaluate_prepare(Occ& o, const Entry& e, Clock now);
-  void take_over_at_most_once(Occ& o, const Entry& e, Clock now);
-  void send_accepts(Occ& o, const Entry& e, Attempt& a, Clock now);
+  void adopt_values(Occ& o, const firing::Preparing& p, Clock now);
+  void send_accepts(Occ& o, Attempt& a, Clock now);
   void on_accept_reply(Occ& o, const std::string& from, const ClaimReply& r, Clock now);
   void superseded(Occ& o, uint64_t round, Clock now);
-  uint32_t next_attempt_number(const Occ& o) const;
   std::set<std::string> claim_targets(const Occ& o, const Entry& e) const;
-  void become_owner(Occ& o, const Entry& e, FirePath path, bool possible_duplicate, Clock now);
-  void dispatch_attempt(Occ& o, const Entry& e, Clock now, const std::set<std::string>& exclude);
-  void send_dispatch(Occ& o, const Entry& e, Attempt& a, Clock now);
-  void take_over_or_wait(Occ& o, const Entry& e, Clock now);
-  Dispatch make_dispatch(const Occ& o, const Entry& e, const Attempt& a) const;
-  void write_owner_record(Occ& o, OwnerOutcome outcome, const std::string& reason, Clock now);
+
+  // --- owning (scheduler_owner.cpp) --------------------------------------------------------
   void owner_step(Occ& o, Clock now);
-  void finish(Occ& o, Phase phase, const std::string& reason, Clock now);
+  Attempt& current_attempt(firing::Owned& own);
+  void step_no_attempt(Occ& o, Clock now);
+  void step_proposing(Occ& o, Attempt& a, bool window_over, Clock now);
+  void step_sent(Occ& o, Attempt& a, bool worker_up, bool window_over, Clock now);
+  void step_revoking(Occ& o, Attempt& a, bool window_over, Clock now);
+  void step_accepted(Occ& o, Attempt& a, bool worker_up, bool window_over, Clock now);
+  void abandon_and_redispatch(Occ& o, Attempt& a, bool window_over, const char* why, Clock now);
+  void send_revoke(Occ& o, Attempt& a, Clock now);
+  void dispatch_attempt(Occ& o, Clock now, const std::set<std::string>& exclude);
+  void send_dispatch(Occ& o, Attempt& a, Clock now);
+  Dispatch make_dispatch(const Occ& o, const Attempt& a) const;
   void on_dispatch_reply(const std::string& from, const DispatchReply& r, Clock now);
   void on_revoke_reply(const std::string& from, const RevokeReply& r, Clock now);
-  void release_grants(Occ& o, const Entry* e, Clock now);
-  // Picks the worker for a new attempt and counts the assignment (assigned_).
-  std::optional<std::string> choose_worker(const Occ& o, const Entry& e, const std::set<std::string>& exclude,
-                                           Clock now);
+  uint32_t next_attempt_number(Occ& o);
+  void uncount(Attempt& a);  // the attempt stops counting against its worker's load (idempotent)
+  void count(Attempt& a);
+
+  // --- eligibility, quorum, workers (scheduler_quorum.cpp) ------------------------------------
   // A value either computed for the call or borrowed from the scheduler's tables (valid
   // until the next set_topology): the sets of the common entry, one without a binding,
   // are the volume's own and are not copied for every question about every occurrence.
@@ -507,19 +502,16 @@ class Scheduler {
   Borrowed<QuorumSets> quorum_sets(const std::string& volume, const Entry& e) const;
   QuorumSets make_quorum_sets(const Topology::Volume* v, const Entry& e) const;  // v null: unknown volume
   Borrowed<std::vector<std::string>> eligible(const std::string& volume, const Entry& e) const;
-  std::vector<std::string> bound_to(const std::vector<std::string>& nodes, const Entry& e) const;  // in e's binding
+  std::vector<std::string> bound_to(const std::vector<std::string>& nodes, const Entry& e) const;
   bool node_matches_binding(const std::string& node, const Entry& e) const;
   bool quorum_reachable(const std::string& volume, const Entry& e) const;
   bool has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const;
-  // The claim's refusals leave some quorum set short of a majority; with
+  // The ballot's refusals leave some quorum set short of a majority; with
   // `unreachable_lost`, counting the replicas that have not answered and that we cannot
   // reach as refusals too.
-  bool majority_impossible(const Occ& o, const Entry& e, bool unreachable_lost = false) const;
+  bool majority_impossible(const Occ& o, const firing::Ballot& b, const Entry& e, bool unreachable_lost = false) const;
   // Our grants are at least half of some quorum set: nobody else can hold a majority.
-  bool holds_half(const Occ& o, const Entry& e) const;
-  int64_t split_vote_backoff_ms(const Occ& o) const;  // before claiming again after a split vote
-  int64_t owner_stall_ms(const Entry& e) const;  // at-most-once: how long to defer to an open owner record
-  bool owner_stalled(Occ& o, const Entry& e, Clock now);
+  bool holds_half(const Occ& o, const firing::Ballot& b, const Entry& e) const;
   static bool alive_in(const PeerView& p, const ProcessId& owner);  // reachable, same boot
   bool owner_alive(const ProcessId& owner) const;
   // Not alive, or suspect and silent for owner_silence_ms (see SchedulerOptions).
@@ -527,16 +519,28 @@ class Scheduler {
   // When an owner that is suspect but not yet silent long enough would count as gone
   // (mono ms), or kNever.
   int64_t owner_gone_at(const ProcessId& owner, Clock now) const;
-  bool misfire_policy_allows(const Occ& o, const Entry& e, Clock now) const;
-  void defer(Occ& o, Clock now, const std::string& why);
-  void emit(FireEvent::Kind kind, const Occ& o, Clock now, const std::string& node = {},
-            uint32_t attempt = 0, const std::string& detail = {}, bool ok = true);
+  // Picks the worker for a new attempt and counts the assignment (assigned_).
+  std::optional<std::string> choose_worker(const Occ& o, const Entry& e, const std::set<std::string>& exclude,
+                                           Clock now);
+  uint64_t recent_assignments(const std::string& worker, int64_t now_mono_ms) const;
 
-  // scheduler_replica.cpp: grants and the worker side
+  // --- votes (scheduler_vote.cpp) ------------------------------------------------------------
   void on_claim(const std::string& from, const Claim& c, Clock now);
+  // The vote's answer to a claim that is allowed in its round, after the checks that may
+  // refuse it; nullopt when it is granted (written, durable before the reply).
+  bool stale_claim(const Claim& c) const;
+  void grant(const std::string& from, const Claim& c, ClaimReply& reply, Clock now);
   void on_release(const Release& r);
+  void emit_grant(const Claim& c);
+
+  // --- the worker side (scheduler_worker.cpp) -----------------------------------------------
   void on_dispatch(const std::string& from, const Dispatch& d, Clock now);
+  bool answer_known_dispatch(const std::string& from, const Dispatch& d, Clock now);
+  void accept_dispatch(const std::string& from, const Dispatch& d, std::shared_ptr<const Entry> e,
+                       bool possible_duplicate, Clock now);
   void on_revoke(const std::string& from, const Revoke& r, Clock now);
+  bool revoke_prepared(const std::string& from, const Revoke& r, const WorkerRecord& rec, Clock now);
+  void drop_held(uint64_t id);
   // An acceptance is always pushed lazily; other records when `lazy` says so.
   void put_worker_record(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
                          const WorkerRecord& rec, Clock now, bool lazy = false);
@@ -546,14 +550,12 @@ class Scheduler {
   // to the waiting run of this process, if any.
   bool prepared_never_started(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
                               const WorkerRecord& rec, uint64_t* held_id) const;
-  // A worker event of the run `r` (kStarted, kCompleted): its lateness is the start's.
   struct Running;
   void emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail);
-  // An event of this node as a worker (accepted, started, completed).
   void emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
                    bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms = 0);
-  // Prepared attempts: starts the held ones whose instant came and whose clock check
-  // passes; the others wait for their next look (scheduler_replica.cpp).
+  // Runs held for their instant: starts those whose instant came and whose clock check
+  // passes; the others wait for their next look.
   void start_held(Clock now);
   // Whether a majority of every quorum set of the occurrence has a clock known to read
   // at least `fire_utc_ms` (this node's own, and the others' from SchedulerHost::clock_ahead).
@@ -561,12 +563,21 @@ class Scheduler {
   bool clocks_passed(const std::string& volume, const Entry* e, int64_t fire_utc_ms, Clock now,
                      int64_t& retry_mono) const;
 
+  // --- events --------------------------------------------------------------------------------
+  void emit(FireEvent::Kind kind, const Occ& o, Clock now, const std::string& node = {}, uint32_t attempt = 0,
+            const std::string& detail = {}, bool ok = true);
+
+  // --- checks (scheduler_check.cpp) -----------------------------------------------------------
+  void check_occ(const Occ& o, Clock now) const;
+  void check_vote(const Vote& v) const;
+
   ProcessId self_;
   SchedulerOptions options_;
   SchedulerHost& host_;
   Topology topology_;
   std::map<std::string, QuorumSets> volume_quorum_sets_;  // per volume, for entries without a binding
   std::set<std::string> masters_;
+  std::map<std::string, uint32_t> backup_ranks_;  // volume -> this node's rank after the master (0: none)
   bool active_ = false;
   int64_t amnesia_horizon_utc_ms_ = 0;
   Clock last_{};
@@ -585,6 +596,7 @@ class Scheduler {
   std::map<OccKey, Occ> occs_;
   std::map<uint64_t, OccKey> occ_by_serial_;
   uint64_t next_serial_ = 1;
+  std::vector<uint64_t> worklist_;  // serials, touched by the current input (Occ::queued)
   // This replica's durable votes, oldest instant first: they are kept for the occurrence
   // retention (hours of them at a sustained rate), and purge drops the expired ones from
   // the front instead of walking them all every few seconds.
@@ -619,16 +631,17 @@ class Scheduler {
     // started after it.
     int64_t fire_utc_ms = 0;
     int64_t lateness_ms = 0;
-    bool held = false;  // a prepared run waiting in held_ (not started: a revoke may still stop it)
+    bool held = false;  // waiting in held_ (not started: a revoke may still stop it)
   };
   std::map<uint64_t, Running> running_;
-  // Accepted prepared attempts waiting for their instant and clock check, by (when to
-  // look next: run_at_utc_ms at first, UTC; invocation id); each is in running_ too.
+  // Accepted attempts waiting for their instant (a prepared run's run_at, or the fire time
+  // when this worker's clock had not reached it) and, for prepared runs, the clock check,
+  // by (when to look next, UTC; invocation id); each is in running_ too.
   struct Held {
-    int64_t fire_utc_ms = 0;  // the dispatch's run_at
+    int64_t fire_utc_ms = 0;
     Invocation invocation;
     std::shared_ptr<const Entry> entry;  // for the eligible sets of the clock check (null: the volume's)
-    bool own_clock_only = false;        // a possible duplicate: decided by one node, its clock suffices
+    bool own_clock_only = false;        // decided by one node, or not prepared: this clock suffices
     uint64_t accepted_mark = 0;         // SchedulerHost::write_mark() after the acceptance was written
   };
   std::map<std::pair<int64_t, uint64_t>, Held> held_;
@@ -647,12 +660,8 @@ class Scheduler {
     void decay(int64_t now_mono_ms);
   };
   std::map<std::string, Assigned> assigned_;
-  uint64_t recent_assignments(const std::string& worker, int64_t now_mono_ms) const;
-  // An attempt stops counting against its worker's load: it finished, was refused,
-  // revoked or abandoned, or its occurrence is over.  Idempotent.
-  void uncount(Attempt& a);
   std::deque<uint32_t> due_backlog_;  // entry slots whose wheel timer fired, not yet handled
-  std::set<std::string> dirty_volumes_;          // reconsider on next tick
+  std::set<std::string> dirty_volumes_;          // touched on the next tick
   int64_t next_purge_mono_ms_ = 0;
   bool votes_expiring_ = false;  // purge_votes left expired votes for the next turn
   SchedulerCounters counters_;

@@ -1,0 +1,345 @@
+// Scheduler: round 0, the ordinary claim — "grant o to me and accept my first attempt
+// A1 -> W".  First-come on every replica; with a majority the claimant owns o and
+// dispatches A1 at once (docs/firing.md, Claiming).
+//
+// A claim step, on every reply and every deadline, in this order:
+//   met an older value of ours   -> a higher round (it may have run)
+//   a majority granted           -> Owned, unless another process's owner record is known
+//   the holder is gone and the rest cannot make a majority -> a higher round
+//   no longer deciding, and the rest cannot make a majority -> hand the grants back
+//   the misfire window closed    -> missed
+//   the refusals make a majority impossible -> a split vote: release, claim again later
+//   at-least-once and no quorum answers by claim_give_up -> fire degraded
+//   otherwise: widen a thrifty claim, or ask again those that did not answer
+#include <algorithm>
+#include <cassert>
+
+#include "base/hash.h"
+#include "schedule/marks.h"
+#include "schedule/scheduler.h"
+
+namespace caesium::schedule {
+
+void Scheduler::claim_step(Occ& o, Clock now) {
+  firing::Claiming& c = o.as<firing::Claiming>();
+  const Entry& e = *o.entry;
+  const bool holder_other = o.holder && !(*o.holder == self_);
+  if (c.met_older_value) {
+    // An attempt of ours that some replicas accepted in round 0 may have run, and those
+    // replicas' votes do not name this claim's attempt: dispatching it would leave a run
+    // that no vote records, so a later takeover could not find it and would run o again.
+    // A higher round learns every accepted attempt and resolves them first.  Grants are
+    // kept: they may be votes for an attempt that ran.
+    mark(Mark::kClaimMetOlderValue);
+    to_tracking_from_claiming(o, now);
+    take_over_or_wait(o, e, now);
+    return;
+  }
+  if (has_majority(c.ballot.granted, o.volume, e)) {
+    // A claim can span a change of the volume's replica sets: grants gathered under the
+    // joint sets become a majority of the new sets alone once the final step lands, while
+    // a process of the previous sets owns o with a majority of those.  The fill rule
+    // brings that owner's record to every remaining replica before the final step, so a
+    // claimant holding another process's owner record does not own o: it leaves o to the
+    // ordinary decision.  A claimant the change removed from the volume stops.
+    const bool other_owner = std::any_of(o.owner_records.begin(), o.owner_records.end(),
+                                         [&](const auto& r) { return !(r.second.owner == self_); });
+    if (other_owner || !is_replica(o.volume)) {
+      mark(Mark::kClaimOtherOwnerRecord);
+      release_grants(o);
+      to_tracking_from_claiming(o, now);
+      o.holder.reset();
+      touch(o);
+      return;
+    }
+    to_owned_from_claiming(o, e, FirePath::kQuorum, now);
+    return;
+  }
+  if (o.at_most_once && holder_other && owner_gone(*o.holder) &&
+      majority_impossible(o, c.ballot, e, /*unreachable_lost=*/true)) {
+    // The replicas holding o for another process, and those we cannot reach, leave this
+    // claim short of a majority, and that process is gone: waiting for them could outlast
+    // the misfire window.  A higher round resolves whatever the gone holder dispatched.
+    mark(Mark::kClaimHolderGoneTakeover);
+    to_tracking_from_claiming(o, now);
+    take_over_or_wait(o, e, now);
+    return;
+  }
+  const bool still_deciding = active_ && (masters_.count(o.volume) > 0 || o.backup);
+  if (holder_other && !still_deciding && majority_impossible(o, c.ballot, e, /*unreachable_lost=*/true)) {
+    // No longer deciding, and the replicas holding o for another process together with
+    // those we cannot reach leave this claim short: hand our grants back so that the
+    // master can win them.  Otherwise two claimants that each hold a vote of three wait
+    // for the third for as long as it is cut off.
+    mark(Mark::kClaimNotMasterHandsBack);
+    release_grants(o);
+    to_tracking_from_claiming(o, now);
+    touch(o);
+    return;
+  }
+  if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
+    release_grants(o);
+    to_finished(o, Outcome::kMissed, "no quorum granted the claim within the misfire window", now);
+    return;
+  }
+  if (claim_resolved_by_split(o, e, now)) return;
+  claim_retry(o, e, now);
+}
+
+// The refusals make a majority impossible.  If we hold half of some quorum set, no other
+// claimant can hold a majority of it, so the holder the refusals name cannot own o either
+// (a split vote between two masters of a moment): both release and claim again after a
+// backoff, rather than waiting claim_give_up for each other.
+bool Scheduler::claim_resolved_by_split(Occ& o, const Entry& e, Clock now) {
+  firing::Claiming& c = o.as<firing::Claiming>();
+  if (!majority_impossible(o, c.ballot, e)) return false;
+  const bool holder_cannot_win = holds_half(o, c.ballot, e);
+  const bool holder_other = o.holder && !(*o.holder == self_);
+  release_grants(o);
+  to_tracking_from_claiming(o, now);
+  if (holder_other && !holder_cannot_win) {
+    touch(o);  // defer to the holder, or take over if it vanished
+    return true;
+  }
+  o.holder.reset();  // our own grant, just released (or a holder that cannot win)
+  if (holder_other) {
+    // The other claimant releases its half too: both claim again after the backoff — at
+    // either semantics, since firing degraded here would run o on both sides of a vote
+    // that is merely split.
+    mark(Mark::kClaimSplitVote);
+    set_deadline(o, Deadline::kBackoff, now.mono_ms + split_vote_backoff_ms(o));
+    return true;
+  }
+  // No holder: abstentions (replicas that lost their disk cannot vote on o) or a split.
+  // At-least-once does not wait: it fires in this component, flagged.
+  if (!o.at_most_once) {
+    to_owned_from_idle(o, e, FirePath::kDegraded, now);
+    return true;
+  }
+  set_deadline(o, Deadline::kBackoff, now.mono_ms + split_vote_backoff_ms(o));
+  return true;
+}
+
+void Scheduler::claim_retry(Occ& o, const Entry& e, Clock now) {
+  firing::Claiming& c = o.as<firing::Claiming>();
+  if (!o.at_most_once && now.mono_ms >= give_up_at_mono(o)) {
+    // At-least-once cannot wait for a quorum that does not answer (one-way links, a
+    // replica that is "reachable" only in our view): fire in this component — on a worker
+    // that answered, since a dispatch to a silent one would be lost the same way.
+    mark(Mark::kClaimDegradedGiveUp);
+    release_grants(o);
+    to_owned_from_claiming(o, e, FirePath::kDegraded, now);
+    return;
+  }
+  if (c.thrifty && (!c.ballot.refused.empty() || !c.ballot.not_due_until_mono.empty())) {
+    // A replica the thrifty claim asked did not grant: ask the others now.
+    c.thrifty = false;
+    ++counters_.claims_widened;
+    mark(Mark::kClaimWidened);
+    send_claims(o, e, now, true);
+    return;
+  }
+  if (o.fired == 0) return;  // a reply, not a deadline: nothing to send yet
+  // A retry asks every reachable replica that has not answered, and after claim_give_up
+  // those that refused too: the holder they named may have released its grants since (it
+  // resolved a split vote so), and a claim that waits only for replicas it has not heard
+  // from can wait for ever on one its messages do not reach.
+  if (!c.ballot.refused.empty() && now.mono_ms >= c.ballot.refused_since_mono_ms + options_.claim_give_up_ms) {
+    mark(Mark::kClaimRefusedAskedAgain);
+    for (const auto& n : c.ballot.refused) c.ballot.answered.erase(n);
+    c.ballot.refused.clear();
+    c.ballot.refused_since_mono_ms = 0;
+  }
+  if (c.thrifty) ++counters_.claims_widened;
+  c.thrifty = false;
+  send_claims(o, e, now, false);
+}
+
+// At-least-once: replicas that answered "not due yet" are alive and will vote then, so
+// the give-up clock runs from the latest instant one of them named, not from the claim.
+int64_t Scheduler::give_up_at_mono(const Occ& o) const {
+  const firing::Ballot& b = o.as<firing::Claiming>().ballot;
+  int64_t from = b.started_mono_ms;
+  for (const auto& [node, until] : b.not_due_until_mono) from = std::max(from, until);
+  return from + options_.claim_give_up_ms;
+}
+
+// After a split vote.  In o's first claim round, claim_retry_ms: a split is mostly two
+// masters of a moment (a brief suspicion), and by then one of them no longer is.  In later
+// rounds, a backoff spread by node and by round, so two claimants that both stay masters
+// fall apart rather than colliding in step.
+int64_t Scheduler::split_vote_backoff_ms(const Occ& o) const {
+  if (o.claim_rounds <= 1) return options_.claim_retry_ms;
+  const uint64_t spread = hash64(self_.node, o.claim_rounds) % 4;
+  return options_.claim_retry_ms * (1 + static_cast<int64_t>(spread));
+}
+
+// A process that owned o and was superseded may claim o again and find it held elsewhere
+// or late past its window.  The replicas' holds for this process may be the votes for an
+// attempt of ours that ran: releasing them could let a second claimant win a majority and
+// run an at-most-once occurrence twice, so they stay.
+void Scheduler::release_grants(Occ& o) {
+  auto* c = std::get_if<firing::Claiming>(&o.phase);
+  if (c == nullptr || o.ever_owned) return;
+  for (const auto& n : c->ballot.granted) host_.send(n, Release{o.volume, o.id, self_}, false);
+  c->ballot.granted.clear();
+}
+
+// --- sending --------------------------------------------------------------------------------
+
+// The replicas a thrifty round-0 claim asks: this node (when eligible) and just enough
+// peers for a majority, chosen among those heard from directly and not suspect, starting
+// at a place given by the occurrence so that the votes spread over the peers.  Empty
+// when a thrifty claim is not possible (a replica change in flight, too few such peers):
+// then every target is asked.
+std::vector<std::string> Scheduler::thrifty_claim_targets(const Occ& o, const Entry& e) const {
+  const auto borrowed = quorum_sets(o.volume, e);
+  const QuorumSets& sets = *borrowed;
+  if (sets.size() != 1 || sets[0].empty()) return {};
+  const std::vector<std::string>& set = sets[0];
+  const bool self_eligible = std::binary_search(set.begin(), set.end(), self_.node);
+  size_t need = set.size() / 2 + 1 - (self_eligible ? 1 : 0);
+  std::vector<const std::string*> peers;
+  for (const auto& n : set) {
+    if (n != self_.node) peers.push_back(&n);
+  }
+  std::vector<std::string> out;
+  if (self_eligible) out.push_back(self_.node);
+  // The rotation is over the peers alone: over the whole set, the peer after this node
+  // would be picked for two starts of three.
+  const size_t start = hash64(o.id.entry_key) ^ static_cast<uint64_t>(o.id.scheduled_utc_ms);
+  for (size_t i = 0; i < peers.size() && need > 0; ++i) {
+    const std::string& n = *peers[(start + i) % peers.size()];
+    const PeerView p = host_.peer(n);
+    if (!p.reachable || !p.direct || p.suspect) continue;
+    out.push_back(n);
+    --need;
+  }
+  if (need > 0) return {};
+  return out;
+}
+
+void Scheduler::stamp_config(Claim& c) const {
+  c.config_epoch = topology_.epoch;
+  auto it = topology_.volumes.find(c.volume);
+  c.sets_hash = it == topology_.volumes.end() ? 0 : it->second.sets_hash;
+}
+
+// Asks the replicas that have not answered (with `all`, unreachable ones too) for the
+// claim or prepare of o's phase, and arms the deadlines that bring the claim back.
+void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
+  Claim c;
+  c.volume = o.volume;
+  c.occ = o.id;
+  c.claimant = self_;
+  c.fire_utc_ms = o.fire_utc_ms;
+  stamp_config(c);
+  firing::Ballot* b = nullptr;
+  std::vector<std::string> targets;
+  if (auto* p = std::get_if<firing::Preparing>(&o.phase)) {
+    c.kind = ClaimKind::kPrepare;
+    c.round = p->round;
+    b = &p->ballot;
+  } else {
+    firing::Claiming& cl = o.as<firing::Claiming>();
+    c.kind = ClaimKind::kClaim;
+    c.worker = cl.attempt.worker;
+    c.attempt = cl.attempt;
+    b = &cl.ballot;
+    if (cl.thrifty) targets = thrifty_claim_targets(o, e);
+    cl.thrifty = !targets.empty();
+  }
+  if (targets.empty()) {
+    const std::set<std::string> everyone = claim_targets(o, e);
+    targets.assign(everyone.begin(), everyone.end());
+  }
+  int64_t not_due = kNever;
+  for (const auto& n : targets) {
+    if (b->answered.count(n)) continue;
+    auto nd = b->not_due_until_mono.find(n);
+    if (nd != b->not_due_until_mono.end() && nd->second > now.mono_ms) {
+      not_due = std::min(not_due, nd->second);
+      continue;
+    }
+    if (!all && n != self_.node && !host_.peer(n).reachable) continue;
+    host_.send(n, c, false);
+  }
+  set_deadline(o, Deadline::kResend, now.mono_ms + options_.claim_retry_ms);
+  set_deadline(o, Deadline::kNotDue, not_due);
+  if (o.is<firing::Claiming>() && !o.at_most_once) set_deadline(o, Deadline::kGiveUp, give_up_at_mono(o));
+  set_deadline(o, Deadline::kWindow, utc_to_mono(o.fire_utc_ms + e.misfire_window_ms) + 1);
+}
+
+// --- replies --------------------------------------------------------------------------------
+
+void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clock now) {
+  Occ* o = find_occ(r.volume, r.occ);
+  if (o != nullptr && r.kind == ClaimKind::kPrepare) {
+    on_prepare_reply(*o, from, r, now);
+    return;
+  }
+  if (o != nullptr && r.kind == ClaimKind::kAccept) {
+    on_accept_reply(*o, from, r, now);
+    return;
+  }
+  if (o == nullptr || !o->is<firing::Claiming>()) {
+    // A late grant for a round this node abandoned may be handed back — but only when
+    // this node certainly never owned o.  A grant released after its holder owned (and
+    // perhaps ran) o would let a second claimant win a majority: the one way to run an
+    // at-most-once occurrence twice.  A forgotten occurrence keeps its grants.
+    const bool granted_to_me = (r.outcome == ClaimOutcome::kGranted || r.outcome == ClaimOutcome::kHeld) &&
+                               r.holder == self_ && r.promised_round == 0;
+    if (granted_to_me && o != nullptr && !o->ever_owned) {
+      mark(Mark::kLateGrantReleased);
+      host_.send(from, Release{r.volume, r.occ, self_}, false);
+    }
+    return;
+  }
+  on_round0_reply(*o, from, r, now);
+  touch(*o);
+}
+
+void Scheduler::on_round0_reply(Occ& o, const std::string& from, const ClaimReply& r, Clock now) {
+  firing::Claiming& c = o.as<firing::Claiming>();
+  c.ballot.answered.insert(from);
+  switch (r.outcome) {
+    case ClaimOutcome::kGranted:
+    case ClaimOutcome::kHeld:
+      if (r.holder == self_ && r.promised_round == 0) {
+        // A replica that promised round 0 to us before answers a new claim of ours with
+        // "granted" but keeps the attempt it accepted first (on_claim, keep_first): the
+        // grant is not an acceptance of this claim's attempt.
+        if (o.at_most_once && r.has_accepted && r.accepted.fire_id != c.attempt.fire_id) c.met_older_value = true;
+        c.ballot.granted.insert(from);
+      } else {
+        o.holder = r.holder;
+        o.holder_vouched = o.holder_vouched || r.holder_alive;
+        o.known_round = std::max(o.known_round, r.promised_round);
+        c.ballot.refuse(from, now.mono_ms);
+        ++counters_.refused_claims;
+      }
+      break;
+    case ClaimOutcome::kNotDue:
+      // The replica's clock is behind ours: ask again when it says o is due.
+      ask_again_later(c.ballot, from, r, now);
+      break;
+    case ClaimOutcome::kStale:
+      // Our config is older than the replica's and gave the volume other replica sets:
+      // nothing it granted us before counts, and we ask again once the newer config
+      // (which the replica advertises in its gossip) has reached us.
+      ++counters_.stale_claims_sent;
+      c.ballot.granted.erase(from);
+      ask_again_later(c.ballot, from, r, now);
+      break;
+    case ClaimOutcome::kAbstain:
+      c.ballot.refuse(from, now.mono_ms);
+      break;
+  }
+}
+
+void Scheduler::ask_again_later(firing::Ballot& b, const std::string& from, const ClaimReply& r, Clock now) {
+  b.answered.erase(from);
+  b.not_due_until_mono[from] = now.mono_ms + std::max<int64_t>(1, r.retry_after_ms);
+}
+
+}  // namespace caesium::schedule

@@ -1,0 +1,223 @@
+// Scheduler: deciding an idle occurrence (Tracking or Withheld).  The master of a volume
+// decides each due occurrence — or a backup does, when the master shows no progress on
+// it (docs/firing.md, Backup deciders).  In this order:
+//   1. someone else's owner record: adopt its outcome, defer to a live owner, or take
+//      over from a vanished or stalled one;
+//   2. someone else holds a grant for o: defer to it for claim_give_up, then claim again
+//      (or take over, if it is gone);
+//   3. otherwise decide afresh: missed past the window, skipped by the policy, claimed
+//      with a reachable quorum, fired degraded (at-least-once) or withheld (at-most-once).
+#include <algorithm>
+#include <cassert>
+
+#include "schedule/marks.h"
+#include "schedule/scheduler.h"
+
+namespace caesium::schedule {
+
+void Scheduler::decide(Occ& o, Clock now) {
+  assert(o.idle());
+  if (!deciding(o, now)) return;
+  std::shared_ptr<const Entry> entry = o.entry;
+  if (!entry && entry_of(o.volume, o.id.entry_key) != nullptr) entry = load_entry(o.volume, o.id.entry_key);
+  if (!entry) return;
+  o.entry = entry;
+  o.at_most_once = entry->semantics == Semantics::at_most_once;
+  const Entry& e = *entry;
+  if (decide_from_owner_records(o, e, now)) return;
+  if (decide_from_holder(o, e, now)) return;
+  decide_fresh(o, e, now);
+}
+
+bool Scheduler::deciding(Occ& o, Clock now) {
+  if (!active_ || !o.due) return false;
+  if (masters_.count(o.volume) > 0 || o.backup) return true;
+  auto rank = backup_ranks_.find(o.volume);
+  if (rank == backup_ranks_.end() || progress_seen(o)) {
+    clear_deadline(o, Deadline::kBackup);
+    return false;
+  }
+  // The master decides at F on its clock and writes its owner record before it dispatches;
+  // every replica has that record within a round trip (a burst holds pushes back for at
+  // most burst_hold).  Nothing by rank x backup_step after F: the master is not getting
+  // anywhere (it may be master in every view and yet unable to win a claim).
+  const int64_t at = utc_to_mono(o.fire_utc_ms) + static_cast<int64_t>(rank->second) * options_.backup_step_ms;
+  if (now.mono_ms < at) {
+    set_deadline(o, Deadline::kBackup, at);
+    return false;
+  }
+  mark(Mark::kBackupDecides);
+  o.backup = true;
+  clear_deadline(o, Deadline::kBackup);
+  return true;
+}
+
+// What shows that some process is at work on o: an owner record (it owns o, or decided
+// it) or a worker record (an attempt reached a worker).  A grant alone does not: its
+// holder may be exactly the master that cannot win.
+bool Scheduler::progress_seen(const Occ& o) const { return !o.owner_records.empty() || !o.worker_records.empty(); }
+
+void Scheduler::defer(Occ& o, Clock now, const std::string& why) {
+  if (o.deferred_reason == why) return;
+  o.deferred_reason = why;
+  emit(FireEvent::Kind::kDeferred, o, now, {}, 0, why);
+}
+
+// Someone else's decision, as recorded in the volume store.
+bool Scheduler::decide_from_owner_records(Occ& o, const Entry& e, Clock now) {
+  for (const auto& [node, r] : o.owner_records) {
+    if (r.owner == self_) continue;
+    if (r.outcome != OwnerOutcome::kOpen) {
+      to_finished_by_record(o, r.outcome, now);
+      return true;
+    }
+    if (owner_gone(r.owner)) continue;
+    // Its owner is at work — or was, and a higher round superseded it: a superseded
+    // owner's record stays open while it lives, and two owners superseded in turn could
+    // defer to each other's record for ever.  So at-most-once deferral is bounded: after
+    // an accept timeout plus claim_give_up with no live worker holding an accepted
+    // attempt, the master takes o over through a higher round — safe against an owner
+    // that is in fact at work, since the round resolves its attempts first.
+    if (o.at_most_once && owner_stalled(o, e, now)) {
+      mark(Mark::kOwnerStalledTakeover);
+      take_over_or_wait(o, e, now);
+      return true;
+    }
+    defer(o, now, "owner " + r.owner.node + " is at work");
+    // A suspect owner that stays silent counts as gone later: look again then.
+    set_deadline(o, Deadline::kOwnerSilence, owner_gone_at(r.owner, now));
+    if (o.at_most_once) set_deadline(o, Deadline::kOwnerStall, o.owner_deferred_since_mono_ms + owner_stall_ms(e));
+    return true;
+  }
+  // An owner vanished before the occurrence ran.
+  for (const auto& [node, r] : o.owner_records) {
+    if (r.owner == self_ || r.outcome != OwnerOutcome::kOpen || !owner_gone(r.owner)) continue;
+    if (!o.at_most_once) {
+      to_owned_from_idle(o, e, FirePath::kTakeover, now);
+      return true;
+    }
+    // At-most-once: an accepted attempt on a live worker still completes.  Otherwise a
+    // new master takes over through a higher round, which first resolves whatever the
+    // vanished owner may have dispatched (scheduler_rounds.cpp).
+    for (const auto& [fid, w] : o.worker_records) {
+      if (w.state == WorkerState::kAccepted && owner_alive(w.worker)) return true;
+    }
+    take_over_or_wait(o, e, now);
+    return true;
+  }
+  return false;
+}
+
+// Granted to a live process: it decides.  "Live" includes a holder this node cannot see
+// but a replica that can see it vouched for (a non-transitive partition).  But a holder
+// may hold only part of a split vote and have released it, as we did: if no owner record
+// from it appears within the give-up time, claim again — claims are exclusive, so if it
+// does own o the replicas simply say so again.
+bool Scheduler::decide_from_holder(Occ& o, const Entry& e, Clock now) {
+  if (!o.holder || *o.holder == self_) return false;
+  if (owner_gone(*o.holder) && !o.holder_vouched) {
+    if (!o.at_most_once) to_owned_from_idle(o, e, FirePath::kTakeover, now);
+    else take_over_or_wait(o, e, now);
+    return true;
+  }
+  if (o.holder_deferred_since_mono_ms == 0) o.holder_deferred_since_mono_ms = now.mono_ms;
+  const int64_t recheck = o.holder_deferred_since_mono_ms + options_.claim_give_up_ms;
+  if (now.mono_ms < recheck) {
+    defer(o, now, "granted to " + o.holder->node);
+    set_deadline(o, Deadline::kHolderRecheck, recheck);
+    return true;
+  }
+  o.holder_deferred_since_mono_ms = 0;
+  o.holder.reset();
+  o.holder_vouched = false;
+  clear_deadline(o, Deadline::kHolderRecheck);
+  if (quorum_reachable(o.volume, e)) to_claiming(o, e, now);
+  else set_deadline(o, Deadline::kQuorumRetry, now.mono_ms + options_.claim_retry_ms);
+  return true;
+}
+
+void Scheduler::decide_fresh(Occ& o, const Entry& e, Clock now) {
+  if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
+    to_finished(o, Outcome::kMissed, "not fired within its misfire window", now);
+    return;
+  }
+  if (!misfire_policy_allows(o, e, now)) {
+    to_finished(o, Outcome::kSkipped, "late beyond the misfire threshold; policy skips it", now);
+    return;
+  }
+  if (eligible(o.volume, e)->empty()) {
+    to_finished(o, Outcome::kMissed, "no replica of the volume matches the entry's binding", now);
+    return;
+  }
+  if (quorum_reachable(o.volume, e)) {
+    to_claiming(o, e, now);
+  } else if (!o.at_most_once) {
+    to_owned_from_idle(o, e, FirePath::kDegraded, now);
+  } else {
+    if (o.is<firing::Tracking>()) to_withheld_from_tracking(o, now);
+    // Until quorum returns (a peer change) or the window closes.
+    set_deadline(o, Deadline::kWindow, utc_to_mono(o.fire_utc_ms + e.misfire_window_ms) + 1);
+  }
+}
+
+void Scheduler::take_over_or_wait(Occ& o, const Entry& e, Clock now) {
+  assert(o.idle());
+  assert(o.at_most_once);
+  if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
+    const bool maybe_ran = !o.owner_records.empty() || o.holder.has_value();
+    to_finished(o, maybe_ran ? Outcome::kLost : Outcome::kMissed,
+                "its owner vanished or stalled and no new master could take it over within the misfire window", now);
+    return;
+  }
+  if (quorum_reachable(o.volume, e)) {
+    to_preparing(o, e, now);
+    return;
+  }
+  set_deadline(o, Deadline::kQuorumRetry,
+               std::min(now.mono_ms + options_.revoke_retry_ms, utc_to_mono(o.fire_utc_ms + e.misfire_window_ms) + 1));
+}
+
+int64_t Scheduler::owner_stall_ms(const Entry& e) const { return e.accept_timeout_ms + options_.claim_give_up_ms; }
+
+// Deferring to another process's open owner record for longer than owner_stall_ms, with
+// no live worker holding an accepted attempt of o (that one still completes).  Starts
+// the deferral clock on the first call; a takeover round stops it (to_preparing).
+bool Scheduler::owner_stalled(Occ& o, const Entry& e, Clock now) {
+  for (const auto& [fid, w] : o.worker_records) {
+    if (w.state == WorkerState::kAccepted && owner_alive(w.worker)) {
+      o.owner_deferred_since_mono_ms = now.mono_ms;
+      return false;
+    }
+  }
+  if (o.owner_deferred_since_mono_ms == 0) {
+    o.owner_deferred_since_mono_ms = now.mono_ms;
+    return false;
+  }
+  return now.mono_ms >= o.owner_deferred_since_mono_ms + owner_stall_ms(e);
+}
+
+bool Scheduler::misfire_policy_allows(const Occ& o, const Entry& e, Clock now) const {
+  if (now.utc_ms - o.fire_utc_ms <= options_.misfire_threshold_ms) return true;
+  switch (e.misfire) {
+    case MisfirePolicy::fire_all: return true;
+    case MisfirePolicy::skip: return false;
+    case MisfirePolicy::fire_once: {
+      // Only the most recent due occurrence of the entry runs.
+      const EntryRec* rec = entry_of(o.volume, o.id.entry_key);
+      return rec == nullptr || rec->cursor_utc_ms <= o.id.scheduled_utc_ms;
+    }
+  }
+  return true;
+}
+
+// Where a run is decided (an ownership begins, a new attempt is about to go out), the
+// misfire window and policy judge o against its due time: an occurrence decided late
+// runs only if the policy lets it, however long ago its claim started.
+bool Scheduler::misfire_stops(Occ& o, const Entry& e, Clock now) {
+  (void)o;
+  (void)e;
+  (void)now;
+  return false;
+}
+
+}  // namespace caesium::schedule

@@ -1,0 +1,300 @@
+// Scheduler: the occurrence index.  Every replica keeps the next occurrence of every
+// entry of its volumes on a UTC wheel, so a master change needs no rebuild; when an
+// entry's fire time passes on this replica's clock its occurrence becomes due (tracked)
+// and the entry's next one is armed.  Also the interned (volume, entry key) table that
+// keys occurrences and votes.
+#include <algorithm>
+#include <cassert>
+
+#include "base/hash.h"
+#include "schedule/marks.h"
+#include "schedule/scheduler.h"
+#include "schedule/timing.h"
+
+namespace caesium::schedule {
+
+uint32_t Scheduler::volume_id(const std::string& volume) {
+  if (auto id = find_volume_id(volume)) return *id;
+  volume_names_.push_back(volume);
+  return static_cast<uint32_t>(volume_names_.size() - 1);
+}
+
+std::optional<uint32_t> Scheduler::find_volume_id(const std::string& volume) const {
+  for (size_t i = 0; i < volume_names_.size(); ++i) {
+    if (volume_names_[i] == volume) return static_cast<uint32_t>(i);
+  }
+  return std::nullopt;
+}
+
+uint64_t Scheduler::slot_hash(uint32_t volume, std::string_view key) {
+  static_assert(sizeof(void*) != 8 || sizeof(EntryRec) == 48, "an entry's slot grew: update the memory notes");
+  return hash64(key) ^ (uint64_t{volume} * 0x9E3779B97F4A7C15ull);
+}
+
+std::optional<uint32_t> Scheduler::find_slot(uint32_t volume, std::string_view key) const {
+  const uint32_t tag = SlotIndex::tag(slot_hash(volume, key));
+  return entry_index_.find(tag, [&](uint32_t slot) {
+    const EntryRec& rec = entries_[slot];
+    return rec.tag == tag && rec.volume == volume && key_of(rec) == key;
+  });
+}
+
+bool Scheduler::store_key(EntryRec& rec, std::string_view key) {
+  if (key_garbage_ > (size_t{1} << 16) && 2 * key_garbage_ > key_arena_.size()) compact_keys();
+  if (key_arena_.size() + key.size() > UINT32_MAX) {
+    compact_keys();
+    if (key_arena_.size() + key.size() > UINT32_MAX) return false;
+  }
+  if (key_arena_.size() + key.size() > key_arena_.capacity()) {
+    // Grow by half, not double: the arena is the bulk of a replica's key bytes.
+    key_arena_.reserve(std::max<size_t>({4096, key_arena_.capacity() + key_arena_.capacity() / 2,
+                                         key_arena_.size() + key.size()}));
+  }
+  rec.key_offset = static_cast<uint32_t>(key_arena_.size());
+  rec.key_size = static_cast<uint16_t>(key.size());
+  key_arena_.insert(key_arena_.end(), key.begin(), key.end());
+  return true;
+}
+
+void Scheduler::compact_keys() {
+  std::vector<char> arena;
+  arena.reserve(key_arena_.size() - key_garbage_);
+  for (EntryRec& rec : entries_) {
+    if (!rec.live) continue;
+    const std::string_view key = key_of(rec);
+    rec.key_offset = static_cast<uint32_t>(arena.size());
+    arena.insert(arena.end(), key.begin(), key.end());
+  }
+  key_arena_ = std::move(arena);
+  key_garbage_ = 0;
+}
+
+const Scheduler::EntryRec* Scheduler::entry_of(const std::string& volume, const std::string& key) const {
+  const auto v = find_volume_id(volume);
+  if (!v) return nullptr;
+  const auto slot = find_slot(*v, key);
+  return slot ? &entries_[*slot] : nullptr;
+}
+
+std::shared_ptr<const Entry> Scheduler::load_entry(const std::string& volume, const std::string& key) {
+  auto value = host_.store_get(volume, key);
+  if (!value) return nullptr;
+  auto entry = decode_entry(*value);
+  if (!entry.ok()) {
+    ++counters_.bad_records;
+    return nullptr;
+  }
+  return std::make_shared<const Entry>(std::move(entry).value());
+}
+
+std::optional<int64_t> Scheduler::next_scheduled(const std::string& volume, const std::string& key) const {
+  const EntryRec* e = entry_of(volume, key);
+  if (e == nullptr || !e->has_next()) return std::nullopt;
+  return e->next_scheduled_utc_ms;
+}
+
+void Scheduler::upsert_entry(const std::string& volume, const std::string& key, const Entry& entry, Clock now) {
+  if (key.size() > UINT16_MAX) {  // not an entry key (those are a few hundred bytes at most)
+    ++counters_.bad_records;
+    return;
+  }
+  const uint32_t v = volume_id(volume);
+  const auto found = find_slot(v, key);
+  uint32_t slot;
+  if (!found) {
+    if (!free_entry_slots_.empty()) {
+      slot = free_entry_slots_.back();
+      free_entry_slots_.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(entries_.size());
+      entries_.emplace_back();
+    }
+    EntryRec& rec = entries_[slot];
+    rec = EntryRec{};
+    if (!store_key(rec, key)) {
+      ++counters_.bad_records;
+      free_entry_slots_.push_back(slot);
+      return;
+    }
+    rec.volume = v;
+    rec.tag = SlotIndex::tag(slot_hash(v, key));
+    rec.live = true;
+    // A newly seen entry starts at its creation, but occurrences further back than its
+    // misfire window are beyond catching up (docs/firing.md, Catch-up).
+    rec.cursor_utc_ms = std::max(entry.created_utc_ms - 1, now.utc_ms - entry.misfire_window_ms - 1);
+    entry_index_.insert(rec.tag, slot, [&](uint32_t s) { return entries_[s].tag; });
+  } else {
+    slot = *found;
+    EntryRec& rec = entries_[slot];
+    if (rec.armed) utc_wheel_.cancel(rec.handle);
+    rec.armed = false;
+    // A re-created entry (a new creation instant) starts over from its creation.
+    if (entry.created_utc_ms != rec.created_utc_ms) {
+      rec.cursor_utc_ms = std::max(rec.cursor_utc_ms, entry.created_utc_ms - 1);
+    }
+  }
+  entries_[slot].created_utc_ms = entry.created_utc_ms;
+  arm_entry(slot, entry);
+}
+
+void Scheduler::remove_entry(const std::string& volume, const std::string& key) {
+  const auto v = find_volume_id(volume);
+  if (!v) return;
+  const auto found = find_slot(*v, key);
+  if (!found) return;
+  const uint32_t slot = *found;
+  EntryRec& rec = entries_[slot];
+  entry_index_.erase(rec.tag, slot, [&](uint32_t s) { return entries_[s].tag; });
+  key_garbage_ += rec.key_size;
+  if (rec.armed) utc_wheel_.cancel(rec.handle);
+  rec = EntryRec{};
+  free_entry_slots_.push_back(slot);
+}
+
+void Scheduler::arm_entry(uint32_t slot, const Entry& entry) {
+  EntryRec& rec = entries_[slot];
+  assert(rec.live);
+  assert(!rec.armed);
+  const std::optional<int64_t> next = next_occurrence(entry, rec.cursor_utc_ms);
+  rec.next_scheduled_utc_ms = next.value_or(kNoNext);
+  if (!next) return;
+  // Due on this replica prepare_ahead before its fire time (0 unless preparing ahead).
+  rec.handle = utc_wheel_.insert(fire_time(entry, *next) - options_.prepare_ahead_ms, slot);
+  rec.armed = true;
+}
+
+// Occurrences whose fire time passed on this replica's clock.  Collected first (handling
+// them arms the entries' next occurrences on the same wheel), then handled at most
+// max_due_per_tick at a time: the rest stay queued and the next tick is due at once.  A
+// queued slot is handled only if it is still due and not back on the wheel (the entry may
+// have changed or been removed meanwhile).
+//
+// An empty wheel is not polled (nor asked for its deadline): on most nodes of a large
+// cluster it stays empty — they replicate no volume — and each look costs cache misses
+// for nothing (~3% of the simulator's N = 1000 hour).  The wheel's clock then lags, which
+// it allows: a poll may jump any distance, and a timer inserted meanwhile is placed
+// relative to the old clock and at worst asks for one early poll.
+void Scheduler::poll_due_entries(Clock now) {
+  auto collect = [&] {
+    if (utc_wheel_.size() == 0) return;
+    utc_wheel_.poll(now.utc_ms, [&](const wheel::Expired& e) { due_backlog_.push_back(static_cast<uint32_t>(e.payload)); });
+  };
+  collect();
+  int64_t budget = std::max<int64_t>(1, options_.max_due_per_tick);
+  for (int rounds = 0; rounds < 64 && budget > 0 && !due_backlog_.empty(); ++rounds) {
+    while (budget > 0 && !due_backlog_.empty()) {
+      const uint32_t slot = due_backlog_.front();
+      due_backlog_.pop_front();
+      const EntryRec& rec = entries_[slot];
+      // Stale: removed, finished, or re-armed since the wheel gave it (its timer pending
+      // again; a timer that is no longer pending fired, so its fire time has passed).
+      if (!rec.live || !rec.has_next() || (rec.armed && utc_wheel_.pending(rec.handle))) continue;
+      entry_due(slot, now);
+      drain(now);
+      --budget;
+    }
+    // Catch-up: arming may have put past occurrences on the wheel again.
+    if (due_backlog_.empty()) collect();
+  }
+}
+
+// The UTC wheel reached an entry's next fire time: the occurrence becomes due on this
+// replica, and the entry's following occurrence is armed.
+void Scheduler::entry_due(uint32_t slot, Clock now) {
+  EntryRec& rec = entries_[slot];
+  if (!rec.live || !rec.has_next()) return;
+  rec.armed = false;
+  const std::string volume = volume_names_[rec.volume];
+  std::string key(key_of(rec));
+  const std::shared_ptr<const Entry> entry = load_entry(volume, key);
+  // Gone from the store (its removal is on its way to us): nothing is due.
+  if (!entry) return;
+  const OccurrenceId id{std::move(key), rec.next_scheduled_utc_ms};
+  const int64_t fire = fire_time(*entry, id.scheduled_utc_ms);  // as armed: a changed definition re-arms
+  rec.cursor_utc_ms = id.scheduled_utc_ms;
+  rec.created_utc_ms = entry->created_utc_ms;
+  arm_entry(slot, *entry);  // may reallocate nothing; rec stays valid (entries_ not resized)
+  const bool master = active_ && masters_.count(volume) > 0;
+  Occ* known = find_occ(volume, id);
+  if (known == nullptr && drop_untracked_late(volume, id, *entry, entries_[slot], master, now)) return;
+  Occ& o = known ? *known : track(volume, id, now, entry.get());
+  o.fire_utc_ms = fire;
+  o.at_most_once = entry->semantics == Semantics::at_most_once;
+  if (master && !o.entry) o.entry = entry;  // what decide would load again
+  if (!o.due) {
+    o.due = true;
+    ++counters_.due;
+    emit(FireEvent::Kind::kDue, o, now);
+  }
+  touch(o);
+}
+
+// Catch-up bound: an occurrence already superseded by a later due one, under a policy that
+// will not run it, is not worth tracking (keeps a long outage from filling memory).  The
+// master counts it.
+bool Scheduler::drop_untracked_late(const std::string& volume, const OccurrenceId& id, const Entry& entry,
+                                    const EntryRec& after, bool master, Clock now) {
+  const int64_t lateness = now.utc_ms - fire_time(entry, id.scheduled_utc_ms);
+  const bool superseded = after.has_next() && fire_time(entry, after.next_scheduled_utc_ms) <= now.utc_ms;
+  const bool missed = lateness > entry.misfire_window_ms;
+  const bool skipped = lateness > options_.misfire_threshold_ms && superseded && entry.misfire != MisfirePolicy::fire_all;
+  if (!missed && !skipped) return false;
+  if (!master) return true;
+  if (missed) ++counters_.missed;
+  else ++counters_.skipped;
+  FireEvent& e = event_scratch_;
+  e = FireEvent{};
+  e.kind = missed ? FireEvent::Kind::kMissed : FireEvent::Kind::kSkipped;
+  e.volume = volume;
+  e.occ = id;
+  e.at_most_once = entry.semantics == Semantics::at_most_once;
+  e.lateness_ms = lateness;
+  e.detail = missed ? "found later than its misfire window" : "found late and superseded by a later occurrence";
+  host_.emit(e);
+  return true;
+}
+
+uint64_t Scheduler::interned_hash(const std::string& volume, const std::string& entry_key) {
+  return hash_combine(hash64(volume), hash64(entry_key));
+}
+
+std::optional<uint32_t> Scheduler::find_interned(const std::string& volume, const std::string& entry_key,
+                                                 uint32_t tag) const {
+  return interned_ids_.find(tag, [&](uint32_t id) {
+    const InternedEntry& e = interned_[id];
+    return e.tag == tag && e.entry_key == entry_key && e.volume == volume;
+  });
+}
+
+uint32_t Scheduler::intern(const std::string& volume, const std::string& entry_key) {
+  const uint32_t tag = SlotIndex::tag(interned_hash(volume, entry_key));
+  if (auto id = find_interned(volume, entry_key, tag)) return *id;
+  uint32_t id = 0;
+  if (!free_interned_.empty()) {
+    id = free_interned_.back();
+    free_interned_.pop_back();
+    interned_[id] = InternedEntry{volume, entry_key, tag, 0};
+  } else {
+    id = static_cast<uint32_t>(interned_.size());
+    interned_.push_back(InternedEntry{volume, entry_key, tag, 0});
+  }
+  interned_ids_.insert(tag, id, [&](uint32_t i) { return interned_[i].tag; });
+  return id;
+}
+
+void Scheduler::release_interned(uint32_t id) {
+  InternedEntry& e = interned_[id];
+  assert(e.refs > 0);
+  if (--e.refs != 0) return;
+  interned_ids_.erase(e.tag, id, [&](uint32_t i) { return interned_[i].tag; });
+  e = InternedEntry{};  // gives the strings' memory back
+  free_interned_.push_back(id);
+}
+
+std::optional<Scheduler::OccKey> Scheduler::known_occ_key(const std::string& volume, const OccurrenceId& id) {
+  const auto found = find_interned(volume, id.entry_key, SlotIndex::tag(interned_hash(volume, id.entry_key)));
+  if (!found) return std::nullopt;
+  return OccKey{*found, id.scheduled_utc_ms};
+}
+
+}  // namespace caesium::schedule

@@ -1,0 +1,377 @@
+// Scheduler: owning.  The owner of o drives its attempts until one runs (docs/firing.md,
+// Running): dispatch, retransmit until answered, accept timeout, revoke (at-most-once),
+// complete_time (at-least-once), worker death, the misfire window.  An attempt's life:
+//
+//   Proposing ──majority accepted──▶ Sent ──accepted──▶ Accepted ──record──▶ Finished
+//                                     │ └──refused──▶ Refused ──▶ (a new attempt)
+//                                     └─no accept in time─▶ Revoking ──▶ Revoked ──▶ (a new attempt)
+//                                        (at-least-once: Abandoned ──▶ a new attempt)
+//
+// At-most-once: a new attempt follows only attempts that can no longer run (refused or
+// revoked); an accepted attempt whose worker vanished is `lost`, never run again.
+#include <algorithm>
+#include <cassert>
+
+#include "schedule/marks.h"
+#include "schedule/scheduler.h"
+#include "schedule/timing.h"
+
+namespace caesium::schedule {
+
+const char* firing::to_string(AttemptState s) {
+  switch (s) {
+    case AttemptState::kProposing: return "proposing";
+    case AttemptState::kSent: return "sent";
+    case AttemptState::kAccepted: return "accepted";
+    case AttemptState::kFinished: return "finished";
+    case AttemptState::kRefused: return "refused";
+    case AttemptState::kRevoking: return "revoking";
+    case AttemptState::kRevoked: return "revoked";
+    case AttemptState::kAbandoned: return "abandoned";
+  }
+  return "?";
+}
+
+// The attempt this step works on.  Before a new attempt replaces a resolved one (revoked
+// or refused: never runs), every in-doubt value of a collided takeover round is resolved
+// too: the first unresolved one becomes the current attempt.
+Scheduler::Attempt& Scheduler::current_attempt(firing::Owned& own) {
+  assert(!own.attempts.empty());
+  if (never_runs(own.attempts.back().state)) {
+    for (size_t i = 0; i + 1 < own.attempts.size(); ++i) {
+      const AttemptState st = own.attempts[i].state;
+      if (own.attempts[i].doubt && !never_runs(st) && st != AttemptState::kAbandoned) {
+        std::swap(own.attempts[i], own.attempts.back());
+        break;
+      }
+    }
+  }
+  return own.attempts.back();
+}
+
+void Scheduler::owner_step(Occ& o, Clock now) {
+  firing::Owned& own = o.as<firing::Owned>();
+  const Entry& e = *o.entry;
+  o.deadlines.clear();  // each path below arms what it waits for
+  if (own.attempts.empty()) {
+    step_no_attempt(o, now);
+    return;
+  }
+  Attempt& a = current_attempt(own);
+  // Once accepted, the attempt lives in one process: its reply and the worker record name
+  // its boot, so a worker that restarted (even within the suspicion timeout, and even
+  // when the record never left it) counts as gone.
+  ProcessId worker{a.info.worker, a.worker_boot};
+  if (auto w = o.worker_records.find(a.info.fire_id); w != o.worker_records.end()) worker = w->second.worker;
+  const bool worker_up = owner_alive(worker);
+  const bool window_over = now.utc_ms - o.fire_utc_ms > e.misfire_window_ms;
+  switch (a.state) {
+    case AttemptState::kProposing: step_proposing(o, a, window_over, now); return;
+    case AttemptState::kSent: step_sent(o, a, worker_up, window_over, now); return;
+    case AttemptState::kRevoking: step_revoking(o, a, window_over, now); return;
+    case AttemptState::kAccepted: step_accepted(o, a, worker_up, window_over, now); return;
+    case AttemptState::kRefused:
+    case AttemptState::kRevoked:
+      if (window_over) {
+        to_finished(o, Outcome::kMissed, "no worker accepted within the misfire window", now);
+        return;
+      }
+      dispatch_attempt(o, now, {a.info.worker});
+      return;
+    case AttemptState::kFinished: to_finished(o, Outcome::kDone, "", now); return;
+    case AttemptState::kAbandoned: dispatch_attempt(o, now, {a.info.worker}); return;
+  }
+}
+
+void Scheduler::step_no_attempt(Occ& o, Clock now) {
+  firing::Owned& own = o.as<firing::Owned>();
+  if (own.takeover_wait_until_utc_ms > now.utc_ms) {
+    // Taken over (at-least-once) with an attempt still running elsewhere: its
+    // complete_time first.  The record says we own o meanwhile.
+    if (!own.recorded) write_owner_record(o, OwnerOutcome::kOpen, "", now);
+    set_deadline(o, Deadline::kTakeoverWait, utc_to_mono(own.takeover_wait_until_utc_ms));
+    return;
+  }
+  own.takeover_wait_until_utc_ms = 0;
+  if (now.utc_ms - o.fire_utc_ms > o.entry->misfire_window_ms) {
+    to_finished(o, Outcome::kMissed, "no worker accepted within the misfire window", now);
+    return;
+  }
+  dispatch_attempt(o, now, {});
+}
+
+void Scheduler::step_proposing(Occ& o, Attempt& a, bool window_over, Clock now) {
+  if (has_majority(a.accepted_by, o.volume, *o.entry)) {
+    send_dispatch(o, a, now);
+    return;
+  }
+  if (window_over) {
+    to_finished(o, Outcome::kMissed, "no quorum accepted a new attempt within the misfire window", now);
+    return;
+  }
+  if (now.mono_ms >= a.resent_mono_ms + options_.claim_retry_ms) send_accepts(o, a, now);
+  set_deadline(o, Deadline::kResend, a.resent_mono_ms + options_.claim_retry_ms);
+}
+
+void Scheduler::step_sent(Occ& o, Attempt& a, bool worker_up, bool window_over, Clock now) {
+  const int64_t deadline = a.sent_mono_ms + o.entry->accept_timeout_ms;
+  if (!worker_up && !o.at_most_once) {
+    abandon_and_redispatch(o, a, window_over, "worker died before accepting", now);
+    return;
+  }
+  // At-most-once and the worker vanished: it may have accepted before dying, so nobody
+  // else may run o until it answers a revoke — which a worker that comes back with its
+  // disk can do truthfully.  Revoke right away instead of waiting out the accept timeout.
+  if (now.mono_ms < deadline && worker_up) {
+    // The dispatch or its reply may be lost (a broken connection, a corrupted frame):
+    // send it again until the worker answers.  Acceptance is idempotent per fire id, and
+    // the accept deadline and issue time travel unchanged.
+    if (now.mono_ms >= a.resent_mono_ms + options_.claim_retry_ms) {
+      a.resent_mono_ms = now.mono_ms;
+      host_.send(a.info.worker, make_dispatch(o, a), true);
+    }
+    set_deadline(o, Deadline::kResend, a.resent_mono_ms + options_.claim_retry_ms);
+    set_deadline(o, Deadline::kAccept, deadline);
+    return;
+  }
+  if (!o.at_most_once) {
+    abandon_and_redispatch(o, a, window_over, "no accept within accept_timeout", now);
+    return;
+  }
+  // At-most-once: the worker must promise it never will before anyone else may run it.
+  mark(Mark::kAttemptRevoked);
+  send_revoke(o, a, now);
+}
+
+void Scheduler::send_revoke(Occ& o, Attempt& a, Clock now) {
+  a.state = AttemptState::kRevoking;
+  a.resent_mono_ms = now.mono_ms;
+  host_.send(a.info.worker, Revoke{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms}, false);
+  set_deadline(o, Deadline::kResend, now.mono_ms + options_.revoke_retry_ms);
+}
+
+void Scheduler::step_revoking(Occ& o, Attempt& a, bool window_over, Clock now) {
+  // Keep asking until the worker answers (it may restart) or the window closes.
+  if (window_over) {
+    to_finished(o, Outcome::kLost, "the worker never answered the revoke within the misfire window", now);
+    return;
+  }
+  if (now.mono_ms >= a.resent_mono_ms + options_.revoke_retry_ms) {
+    a.resent_mono_ms = now.mono_ms;
+    host_.send(a.info.worker, Revoke{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms}, false);
+  }
+  set_deadline(o, Deadline::kResend, a.resent_mono_ms + options_.revoke_retry_ms);
+}
+
+void Scheduler::step_accepted(Occ& o, Attempt& a, bool worker_up, bool window_over, Clock now) {
+  const Entry& e = *o.entry;
+  if (!worker_up) {
+    if (o.at_most_once && a.prepared && !a.revoke_tried) {
+      // Prepared: the worker may have stopped before F, and if it comes back (with its
+      // disk or not) it can tell that it never started the attempt.  Ask it; a worker
+      // that answers nothing within the misfire window leaves o lost, as before.
+      a.revoke_tried = true;
+      send_revoke(o, a, now);
+      return;
+    }
+    if (o.at_most_once) {
+      mark(Mark::kAttemptLostWorkerDied);
+      to_finished(o, Outcome::kLost, "worker died while running", now);
+    } else {
+      abandon_and_redispatch(o, a, window_over, "worker died while running", now);
+    }
+    return;
+  }
+  if (e.complete_time_ms > 0 && !o.at_most_once) {
+    const int64_t deadline = std::max(a.accepted_mono_ms, utc_to_mono(o.fire_utc_ms)) + e.complete_time_ms;
+    if (now.mono_ms >= deadline) {
+      abandon_and_redispatch(o, a, window_over, "not completed within complete_time", now);
+      return;
+    }
+    set_deadline(o, Deadline::kComplete, deadline);
+  }
+  // complete_time = 0: wait indefinitely.
+}
+
+void Scheduler::abandon_and_redispatch(Occ& o, Attempt& a, bool window_over, const char* why, Clock now) {
+  assert(!o.at_most_once);  // at-most-once attempts are revoked, never abandoned
+  a.state = AttemptState::kAbandoned;
+  uncount(a);
+  o.as<firing::Owned>().possible_duplicate = true;  // the abandoned attempt may still run
+  if (window_over) {
+    to_finished(o, Outcome::kMissed, why, now);
+    return;
+  }
+  dispatch_attempt(o, now, {a.info.worker});
+}
+
+// --- dispatching -------------------------------------------------------------------------------
+
+void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>& exclude_in) {
+  firing::Owned& own = o.as<firing::Owned>();
+  const Entry& e = *o.entry;
+  for (const Attempt& prev : own.attempts) {
+    (void)prev;
+    assert(!o.at_most_once || never_runs(prev.state));  // O2
+  }
+  Attempt a;
+  const bool first_claimed = own.attempts.empty() && own.path == FirePath::kQuorum && own.round == 0 &&
+                             !own.claimed.fire_id.empty() && !own.claimed.worker.empty() &&
+                             host_.peer(own.claimed.worker).reachable;
+  if (first_claimed) {
+    a.info = own.claimed;  // accepted together with the claim: dispatched as is
+  } else {
+    std::set<std::string> exclude = exclude_in;
+    exclude.insert(own.silent.begin(), own.silent.end());
+    for (const auto& prev : own.attempts) {
+      if (never_runs(prev.state) || prev.state == AttemptState::kAbandoned) exclude.insert(prev.info.worker);
+    }
+    auto worker = choose_worker(o, e, exclude, now);
+    if (!worker) worker = choose_worker(o, e, exclude_in, now);  // everyone refused once: try again
+    if (!worker) {
+      // No reachable eligible worker now; look again shortly (or when a peer changes).
+      set_deadline(o, Deadline::kNoWorker, now.mono_ms + options_.claim_retry_ms);
+      return;
+    }
+    const uint32_t n = next_attempt_number(o);
+    a.info = AttemptInfo{n, make_fire_id(o.volume, o.id, self_, n), *worker, now.utc_ms};
+  }
+  a.sent_mono_ms = now.mono_ms;
+  a.resent_mono_ms = now.mono_ms;
+  a.accept_by_utc_ms = now.utc_ms + e.accept_timeout_ms;
+  a.prepared = options_.prepare_ahead_ms > 0;  // make_dispatch sets run_at then
+  // At-most-once: a majority must accept a new attempt in our round first, so a master
+  // that took over in a higher round meanwhile stops us (scheduler_rounds.cpp).
+  const bool needs_accept = o.at_most_once && !(first_claimed && own.round == 0);
+  a.state = needs_accept ? AttemptState::kProposing : AttemptState::kSent;
+  own.attempts.push_back(std::move(a));
+  // The owner record is durable before the dispatch leaves, so an owner that restarts
+  // with its disk knows what it sent.
+  write_owner_record(o, OwnerOutcome::kOpen, "", now);
+  Attempt& added = own.attempts.back();
+  count(added);
+  if (needs_accept) {
+    send_accepts(o, added, now);
+    set_deadline(o, Deadline::kResend, now.mono_ms + options_.claim_retry_ms);
+    return;
+  }
+  send_dispatch(o, added, now);
+}
+
+void Scheduler::send_dispatch(Occ& o, Attempt& a, Clock now) {
+  const firing::Owned& own = o.as<firing::Owned>();
+  a.state = AttemptState::kSent;
+  a.sent_mono_ms = now.mono_ms;
+  a.resent_mono_ms = now.mono_ms;
+  a.accept_by_utc_ms = now.utc_ms + o.entry->accept_timeout_ms;
+  host_.send(a.info.worker, make_dispatch(o, a), true);
+  if (own.attempts.size() == 1) {
+    ++counters_.dispatched;
+    emit(FireEvent::Kind::kDispatched, o, now, a.info.worker, a.info.attempt);
+  } else {
+    ++counters_.redispatched;
+    emit(FireEvent::Kind::kRedispatched, o, now, a.info.worker, a.info.attempt);
+  }
+  set_deadline(o, Deadline::kResend, now.mono_ms + options_.claim_retry_ms);
+  set_deadline(o, Deadline::kAccept, now.mono_ms + o.entry->accept_timeout_ms);
+}
+
+Dispatch Scheduler::make_dispatch(const Occ& o, const Attempt& a) const {
+  const Entry& e = *o.entry;
+  Dispatch d;
+  d.volume = o.volume;
+  d.occ = o.id;
+  d.owner = self_;
+  d.fire_id = a.info.fire_id;
+  d.attempt = a.info.attempt;
+  d.at_most_once = o.at_most_once;
+  d.possible_duplicate = o.as<firing::Owned>().possible_duplicate;
+  d.accept_by_utc_ms = a.accept_by_utc_ms;
+  d.handler = e.handler;
+  d.payload = e.payload;
+  if (const auto* timer = std::get_if<Timer>(&e.timing)) {
+    d.sequence = timer_sequence(*timer, e.created_utc_ms, o.id.scheduled_utc_ms);
+  }
+  d.issued_utc_ms = a.info.issued_utc_ms;
+  // Prepared ahead: the worker holds it until F (on its clock and a majority's).
+  if (options_.prepare_ahead_ms > 0) d.run_at_utc_ms = o.fire_utc_ms;
+  return d;
+}
+
+uint32_t Scheduler::next_attempt_number(Occ& o) {
+  for (const auto& [node, r] : o.owner_records) {
+    for (const auto& a : r.attempts) o.max_attempt = std::max(o.max_attempt, a.attempt);
+  }
+  for (const auto& [fid, w] : o.worker_records) o.max_attempt = std::max(o.max_attempt, w.attempt);
+  return ++o.max_attempt;
+}
+
+void Scheduler::count(Attempt& a) {
+  assert(!a.counted);
+  ++outstanding_[a.info.worker];
+  a.counted = true;
+}
+
+void Scheduler::uncount(Attempt& a) {
+  if (!std::exchange(a.counted, false)) return;
+  auto it = outstanding_.find(a.info.worker);
+  assert(it != outstanding_.end() && it->second > 0);
+  if (--it->second == 0) outstanding_.erase(it);
+}
+
+// --- answers from workers -------------------------------------------------------------------
+
+void Scheduler::on_dispatch_reply(const std::string& from, const DispatchReply& r, Clock now) {
+  Occ* o = find_occ(r.volume, r.occ);
+  if (o == nullptr || !o->is<firing::Owned>()) return;
+  for (auto& a : o->as<firing::Owned>().attempts) {
+    if (a.info.fire_id != r.fire_id || a.info.worker != from) continue;
+    const bool open = a.state == AttemptState::kSent || a.state == AttemptState::kRevoking;
+    if (r.outcome == DispatchOutcome::kAccepted) {
+      if (open) {
+        a.state = AttemptState::kAccepted;
+        a.accepted_mono_ms = now.mono_ms;
+      }
+      if (a.worker_boot == 0) a.worker_boot = r.worker_boot;
+    } else if (open) {
+      a.state = AttemptState::kRefused;
+      uncount(a);
+    }
+  }
+  touch(*o);
+}
+
+void Scheduler::on_revoke_reply(const std::string& from, const RevokeReply& r, Clock now) {
+  Occ* o = find_occ(r.volume, r.occ);
+  if (o == nullptr || !o->is<firing::Owned>()) return;
+  for (auto& a : o->as<firing::Owned>().attempts) {
+    if (a.info.fire_id != r.fire_id || a.info.worker != from) continue;
+    // A revoked answer binds whatever this owner believed meanwhile: the acceptance record
+    // may have marked the attempt accepted before the worker revoked it (prepared, never
+    // started).  Any other answer matters only to an attempt being revoked.
+    const bool revoked_after_accept = r.outcome == RevokeOutcome::kRevoked && a.state == AttemptState::kAccepted;
+    if (revoked_after_accept) mark(Mark::kAttemptRevokedAfterAccept);
+    if (a.state != AttemptState::kRevoking && !revoked_after_accept) continue;
+    switch (r.outcome) {
+      case RevokeOutcome::kRevoked:
+        a.state = AttemptState::kRevoked;
+        uncount(a);
+        break;
+      case RevokeOutcome::kAccepted:
+        a.state = AttemptState::kAccepted;
+        a.accepted_mono_ms = now.mono_ms;
+        if (a.worker_boot == 0) a.worker_boot = r.worker_boot;
+        break;
+      case RevokeOutcome::kCompleted:
+        a.state = AttemptState::kFinished;
+        uncount(a);
+        break;
+      case RevokeOutcome::kUnknown:
+        to_finished(*o, Outcome::kLost, "worker lost its disk since the dispatch", now);
+        return;
+    }
+  }
+  touch(*o);
+}
+
+}  // namespace caesium::schedule

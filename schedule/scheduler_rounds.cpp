@@ -1,0 +1,168 @@
+// Scheduler: rounds above 0, for at-most-once work (docs/firing.md, Rounds).
+//
+//   prepare  a master taking over o (its owner vanished or stalled, or its claim met an
+//            older value) prepares round r above every round it knows.  With a majority of
+//            promises, every attempt accepted in the best round they name is adopted and
+//            resolved (revoked at its worker, or found running or done) before anything new.
+//   accept   a new at-most-once attempt (after a refusal, a revocation or a takeover) is
+//            dispatched only once a majority accepted it in the owner's round.  A replica
+//            that promised a higher round refuses, and the owner learns it was superseded.
+// Why at most one attempt runs: an attempt runs only if dispatched, and is dispatched only
+// after a majority accepted it in some round; a later round's prepare majority intersects
+// that majority and so learns it (or a later attempt, whose proposer resolved it first);
+// and every new attempt follows the resolution of the latest one.  Majorities are of the
+// configured eligible set (of both sets during a replica change), never of the live view.
+#include <algorithm>
+#include <cassert>
+
+#include "base/hash.h"
+#include "schedule/marks.h"
+#include "schedule/scheduler.h"
+
+namespace caesium::schedule {
+
+std::set<std::string> Scheduler::claim_targets(const Occ& o, const Entry& e) const {
+  std::set<std::string> targets;
+  const auto quorum = quorum_sets(o.volume, e);
+  for (const auto& set : *quorum) targets.insert(set.begin(), set.end());
+  return targets;
+}
+
+void Scheduler::prepare_step(Occ& o, Clock now) {
+  firing::Preparing& p = o.as<firing::Preparing>();
+  const Entry& e = *o.entry;
+  if (has_majority(p.ballot.granted, o.volume, e)) {
+    to_owned_from_preparing(o, e, now);
+    return;
+  }
+  if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
+    to_finished(o, Outcome::kLost, "its owner vanished and no quorum let a new master take it over in time", now);
+    return;
+  }
+  if (majority_impossible(o, p.ballot, e)) {
+    // Someone prepared a round at least as high.  If it is alive it finishes o; if not,
+    // we try a higher round after a backoff.
+    to_tracking_from_preparing(o, now);
+    const int64_t backoff = options_.claim_retry_ms * (1 + static_cast<int64_t>(hash64(self_.node) % 4));
+    set_deadline(o, Deadline::kBackoff, now.mono_ms + backoff);
+    return;
+  }
+  if (o.fired != 0) send_claims(o, e, now, false);
+}
+
+void Scheduler::on_prepare_reply(Occ& o, const std::string& from, const ClaimReply& r, Clock now) {
+  auto* p = std::get_if<firing::Preparing>(&o.phase);
+  if (p == nullptr || r.round != p->round) return;
+  p->ballot.answered.insert(from);
+  switch (r.outcome) {
+    case ClaimOutcome::kGranted:
+      if (!(r.holder == self_)) return;
+      p->ballot.granted.insert(from);
+      if (!r.has_accepted) break;
+      if (std::none_of(p->values.begin(), p->values.end(),
+                       [&](const auto& v) { return v.second.fire_id == r.accepted.fire_id; })) {
+        p->values.emplace_back(r.accepted_round, r.accepted);
+      }
+      if (!p->best_set ||
+          std::tie(r.accepted_round, r.accepted.attempt) > std::tie(p->best_round, p->best.attempt)) {
+        p->best_set = true;
+        p->best_round = r.accepted_round;
+        p->best = r.accepted;
+      }
+      o.max_attempt = std::max(o.max_attempt, r.accepted.attempt);
+      break;
+    case ClaimOutcome::kHeld:
+      o.known_round = std::max(o.known_round, r.promised_round);
+      o.holder = r.holder;
+      o.holder_vouched = o.holder_vouched || r.holder_alive;
+      p->ballot.refuse(from, now.mono_ms);
+      break;
+    case ClaimOutcome::kNotDue:
+      ask_again_later(p->ballot, from, r, now);
+      break;
+    case ClaimOutcome::kStale:
+      ++counters_.stale_claims_sent;
+      p->ballot.granted.erase(from);
+      ask_again_later(p->ballot, from, r, now);
+      break;
+    case ClaimOutcome::kAbstain:
+      p->ballot.refuse(from, now.mono_ms);
+      break;
+  }
+  touch(o);
+}
+
+// A majority promised our round (to_owned_from_preparing): the adopted value, and every
+// other value accepted in the same round.  Round 0 is first-come on each replica, so two
+// claimants' values can each hold votes, and the promises of one majority cannot tell
+// which (if either) was chosen by another.  Any of them may have been dispatched, so each
+// is resolved (revoked, refused, or known to have run) before a new attempt may go out.
+void Scheduler::adopt_values(Occ& o, const firing::Preparing& p, Clock now) {
+  firing::Owned& own = o.as<firing::Owned>();
+  if (!p.best_set) return;
+  auto adopt = [&](const AttemptInfo& info, bool doubt) {
+    Attempt a;
+    a.info = info;
+    a.adopted = true;
+    a.doubt = doubt;
+    a.sent_mono_ms = now.mono_ms;
+    a.resent_mono_ms = now.mono_ms;
+    a.state = AttemptState::kRevoking;
+    auto w = o.worker_records.find(a.info.fire_id);
+    if (w != o.worker_records.end()) {
+      if (finished(w->second.state)) a.state = AttemptState::kFinished;
+      else if (w->second.state == WorkerState::kAccepted) a.state = AttemptState::kAccepted;
+      else a.state = AttemptState::kRevoked;  // refused or revoked: durable, never runs
+    }
+    if (a.state == AttemptState::kRevoking) {
+      host_.send(a.info.worker, Revoke{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms}, false);
+    }
+    o.max_attempt = std::max(o.max_attempt, info.attempt);
+    own.attempts.push_back(std::move(a));
+  };
+  for (const auto& [round, info] : p.values) {
+    if (round != p.best_round || info.fire_id == p.best.fire_id) continue;
+    mark(Mark::kTakeoverTwoValues);
+    adopt(info, true);
+  }
+  adopt(p.best, false);
+}
+
+void Scheduler::send_accepts(Occ& o, Attempt& a, Clock now) {
+  const firing::Owned& own = o.as<firing::Owned>();
+  Claim c;
+  c.volume = o.volume;
+  c.occ = o.id;
+  c.claimant = self_;
+  c.worker = a.info.worker;
+  c.fire_utc_ms = o.fire_utc_ms;
+  c.kind = ClaimKind::kAccept;
+  c.round = own.round;
+  c.attempt = a.info;
+  stamp_config(c);
+  for (const auto& n : claim_targets(o, *o.entry)) {
+    if (a.accepted_by.count(n)) continue;
+    if (n != self_.node && !host_.peer(n).reachable) continue;
+    host_.send(n, c, false);
+  }
+  a.resent_mono_ms = now.mono_ms;
+}
+
+void Scheduler::on_accept_reply(Occ& o, const std::string& from, const ClaimReply& r, Clock now) {
+  auto* own = std::get_if<firing::Owned>(&o.phase);
+  if (own == nullptr || own->attempts.empty() || r.round != own->round) return;
+  Attempt& a = own->attempts.back();
+  if (a.state != AttemptState::kProposing) return;
+  if (r.outcome == ClaimOutcome::kGranted && r.holder == self_ && r.accepted.fire_id == a.info.fire_id) {
+    a.accepted_by.insert(from);
+  } else if (r.outcome == ClaimOutcome::kHeld && (r.promised_round > own->round || !(r.holder == self_))) {
+    // A replica promised a higher round to someone else: that process now decides o.
+    o.holder = r.holder;
+    o.holder_vouched = r.holder_alive;
+    to_tracking_from_owned(o, r.promised_round, now);
+    return;
+  }
+  touch(o);
+}
+
+}  // namespace caesium::schedule

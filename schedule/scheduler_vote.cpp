@@ -1,0 +1,168 @@
+// Scheduler: the replica side of claims — votes.  A round is first-come: round 0 (the
+// ordinary claim) belongs to the first claimant that asks, a higher round to the first
+// process that prepares it.  Everything a vote promises is durable before the reply
+// leaves (the reply is sent after_durable).  A replica refuses to vote, in this order:
+//   not a replica / malformed             abstain
+//   the claim names older replica sets    stale (the claimant retries with our config)
+//   the round is held by another          held, naming the holder and its accepted value
+//   due before this replica's amnesia horizon   abstain (it may have voted in a past life)
+//   not due by this replica's clock       not due, with the delay
+#include <algorithm>
+#include <cassert>
+
+#include "schedule/marks.h"
+#include "schedule/scheduler.h"
+
+namespace caesium::schedule {
+namespace {
+
+void describe(ClaimReply& reply, const Vote& v) {
+  reply.promised_round = v.promised_round;
+  reply.has_accepted = v.has_accepted;
+  reply.accepted_round = v.accepted_round;
+  reply.accepted_by = v.accepted_by;
+  reply.accepted = v.accepted;
+}
+
+}  // namespace
+
+bool Scheduler::stale_claim(const Claim& c) const {
+  if (c.config_epoch >= topology_.epoch) return false;       // ours is not newer
+  if (c.config_epoch == 0 && c.sets_hash == 0) return false;  // a sender without the fields
+  auto it = topology_.volumes.find(c.volume);
+  return it != topology_.volumes.end() && it->second.sets_hash != c.sets_hash;
+}
+
+void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
+  ClaimReply reply;
+  reply.volume = c.volume;
+  reply.occ = c.occ;
+  reply.outcome = ClaimOutcome::kAbstain;
+  reply.kind = c.kind;
+  reply.round = c.round;
+  const bool test_any = options_.test_grant_every_claim;
+  const bool well_formed = (c.kind == ClaimKind::kClaim) == (c.round == 0) || c.kind == ClaimKind::kAccept;
+  if (!is_replica(c.volume) || c.claimant.node != from || !well_formed) {
+    host_.send(from, std::move(reply), false);
+    return;
+  }
+  if (stale_claim(c) && !test_any) {
+    // The claimant missed a change of this volume's replica sets: granting it could
+    // complete a majority of sets the cluster has left, while the new sets decide too.
+    ++counters_.stale_claims_refused;
+    mark(Mark::kVoteStale);
+    reply.outcome = ClaimOutcome::kStale;
+    reply.retry_after_ms = options_.claim_retry_ms;
+    host_.send(from, std::move(reply), false);
+    return;
+  }
+  // Interned only when a vote is stored (intern's contract): a refused claim leaves no id.
+  const std::optional<OccKey> known = known_occ_key(c.volume, c.occ);
+  auto it = known ? votes_.find(*known) : votes_.end();
+  const bool same_round =
+      it != votes_.end() && it->second.promised_round == c.round && it->second.promised_by == c.claimant;
+  bool allowed = it == votes_.end() || same_round;
+  if (c.kind != ClaimKind::kClaim && it != votes_.end()) allowed = allowed || c.round > it->second.promised_round;
+  if (!allowed && !test_any) {
+    reply.outcome = ClaimOutcome::kHeld;
+    reply.holder = it->second.promised_by;
+    reply.holder_alive = owner_alive(it->second.promised_by);
+    describe(reply, it->second);
+    host_.send(from, std::move(reply), false);
+    return;
+  }
+  // Preparing ahead, a replica votes on o from prepare_ahead before F (so a previous life
+  // may have voted that much further ahead too).  Not early is then the worker's clock
+  // check at F (start_held), no longer the grant's.
+  const int64_t ahead = options_.prepare_ahead_ms;
+  if (it == votes_.end() && amnesia_horizon_utc_ms_ != 0 && c.fire_utc_ms <= amnesia_horizon_utc_ms_ + ahead &&
+      !test_any) {
+    mark(Mark::kVoteAbstainAmnesia);
+    host_.send(from, std::move(reply), false);
+    return;
+  }
+  if (!same_round && now.utc_ms < c.fire_utc_ms - ahead) {
+    // Never promise before o is due by this replica's own clock, so a master whose clock
+    // runs ahead cannot fire early on its own.
+    mark(Mark::kVoteNotDue);
+    reply.outcome = ClaimOutcome::kNotDue;
+    reply.retry_after_ms = c.fire_utc_ms - ahead - now.utc_ms;
+    host_.send(from, std::move(reply), false);
+    return;
+  }
+  grant(from, c, reply, now);
+}
+
+// Promises c's round to the claimant and, unless c is a prepare, accepts its attempt —
+// durably — then answers.
+void Scheduler::grant(const std::string& from, const Claim& c, ClaimReply& reply, Clock now) {
+  const OccKey key = occ_key(c.volume, c.occ);
+  auto it = votes_.find(key);
+  const bool same_round =
+      it != votes_.end() && it->second.promised_round == c.round && it->second.promised_by == c.claimant;
+  assert(it == votes_.end() || same_round || c.round > it->second.promised_round || options_.test_grant_every_claim);
+  Vote v = it == votes_.end() ? Vote{} : it->second;
+  v.promised_round = c.round;
+  v.promised_by = c.claimant;
+  if (c.kind != ClaimKind::kPrepare) {
+    // Accept the attempt, unless this is a repeat of an older one of the same round
+    // arriving late (a proposer moves to attempt n+1 only after n was revoked), or a
+    // repeated round-0 claim of the same claimant: the first attempt it accepted stays.
+    const bool stale = same_round && v.has_accepted && v.accepted_round == c.round && c.attempt.attempt < v.accepted.attempt;
+    const bool keep_first = c.kind == ClaimKind::kClaim && same_round && v.has_accepted;
+    if (!stale && !keep_first) {
+      v.has_accepted = true;
+      v.accepted_round = c.round;
+      v.accepted_by = c.claimant;
+      v.accepted = c.attempt;
+    }
+  }
+  check_vote(v);
+  if (it == votes_.end()) {
+    ++counters_.granted;
+    votes_.emplace(key, v);
+    retain_interned(key.entry);
+    host_.local_put(grant_key(c.volume, c.occ), encode(v));
+  } else if (!(v == it->second)) {
+    it->second = v;
+    host_.local_put(grant_key(c.volume, c.occ), encode(v));
+  }
+  if (c.kind != ClaimKind::kPrepare && c.occ.scheduled_utc_ms >= now.utc_ms - options_.occurrence_retention_ms) {
+    track(c.volume, c.occ, now).holder = c.claimant;
+  }
+  reply.outcome = ClaimOutcome::kGranted;
+  reply.holder = c.claimant;
+  describe(reply, v);
+  host_.send(from, std::move(reply), true);
+  emit_grant(c);
+}
+
+// Observable (debug log, simulator checker): the attempt a grant accepted names the
+// worker the claimant may dispatch to as soon as it holds a quorum.
+void Scheduler::emit_grant(const Claim& c) {
+  if (c.attempt.worker.empty()) return;
+  FireEvent& e = event_scratch_;  // every field is set: the event is the reused one
+  e.kind = FireEvent::Kind::kGranted;
+  e.volume = c.volume;
+  e.occ = c.occ;
+  e.node = c.claimant.node;
+  e.attempt = c.attempt.attempt;
+  e.at_most_once = false;
+  e.path = FirePath::kQuorum;
+  e.ok = true;
+  e.lateness_ms = 0;
+  e.detail = c.attempt.worker;
+  host_.emit(e);
+}
+
+// Only an ordinary (round 0) claim that was never taken over may be handed back.
+void Scheduler::on_release(const Release& r) {
+  const auto key = known_occ_key(r.volume, r.occ);
+  if (!key) return;
+  auto it = votes_.find(*key);
+  if (it == votes_.end() || it->second.promised_round != 0 || !(it->second.promised_by == r.claimant)) return;
+  drop_vote(it);
+  if (Occ* o = find_occ(r.volume, r.occ); o && o->holder && *o->holder == r.claimant) o->holder.reset();
+}
+
+}  // namespace caesium::schedule
