@@ -201,6 +201,8 @@ class Cluster {
   Rng& rng() { return rng_; }
 
   // --- entries and records ---------------------------------------------------------------
+  // Makes `master` the master and puts the one-shot entry `e`: its occurrence.
+  OccurrenceId start_entry(const Entry& e, const std::string& master = "n1");
   // Validates and writes the entry into every replica's store (as if replicated long
   // ago), durably, and tells the live schedulers.
   void put_entry(const Entry& e);
@@ -245,6 +247,7 @@ class Cluster {
   ObservedView& view(const std::string& observer, const std::string& peer);
   void notify(const std::string& observer, const std::string& peer);  // on_peer_change
   void change_view(const std::string& observer, const std::string& peer, const std::function<void(ObservedView&)>& f);
+  void set_indirect(const std::string& observer, const std::string& peer);  // heard through relays only
   // Every other live node's view of `peer`.
   void change_views_of(const std::string& peer, const std::function<void(ObservedView&)>& f);
   void suspect(const std::string& peer);       // every other live node: suspect, silent from now

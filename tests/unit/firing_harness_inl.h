@@ -472,6 +472,10 @@ inline void Cluster::change_views_of(const std::string& peer, const std::functio
   }
 }
 
+inline void Cluster::set_indirect(const std::string& observer, const std::string& peer) {
+  change_view(observer, peer, [](ObservedView& v) { v.direct = false; });
+}
+
 inline void Cluster::suspect(const std::string& peer) {
   change_views_of(peer, [&](ObservedView& v) {
     v.suspect = true;
@@ -585,6 +589,14 @@ inline void Cluster::put_entry(const Entry& e) {
     m.store[{kVolume, key}] = rec;
     turn(m, [&](Scheduler& s, Clock now) { s.on_record(kVolume, key, rec.value, now); });
   }
+}
+
+inline OccurrenceId Cluster::start_entry(const Entry& e, const std::string& master) {
+  const auto* timer = std::get_if<schedule::Timer>(&e.timing);
+  if (timer == nullptr || timer->kind != schedule::TimerKind::at) throw HarnessError("start_entry takes a one-shot");
+  make_master(master);
+  put_entry(e);
+  return occ_of(e, timer->at_utc_ms);
 }
 
 inline std::optional<std::string> Cluster::store_value(const std::string& id, const std::string& key) const {

@@ -24,6 +24,23 @@ bool any_outcome(const std::vector<ClaimReply>& rs, ClaimOutcome outcome) {
   return std::any_of(rs.begin(), rs.end(), [&](const ClaimReply& r) { return r.outcome == outcome; });
 }
 
+// Two masters of a moment, n1 and n2, claim a new at-most-once occurrence at its fire time.
+// The (observer, peer) pairs are heard through relays only (which steers the thrifty
+// claims), and every message to `held_to` ("*": to anyone) is held for the test to
+// deliver by hand.
+OccurrenceId two_masters_claim(Cluster& c, const std::string& name,
+                               std::initializer_list<std::pair<const char*, const char*>> indirect,
+                               const std::string& held_to) {
+  c.set_master("n1", true);
+  c.set_master("n2", true);
+  for (const auto& [observer, peer] : indirect) c.set_indirect(observer, peer);
+  c.hold("*", held_to, messages());
+  const Entry e = one_shot(name, kF, Semantics::at_most_once);
+  c.put_entry(e);
+  c.advance_until_t(c.t_at("n1", kF));
+  return occ_of(e, kF);
+}
+
 }  // namespace
 
 // Rule: a replica grants round 0 of an occurrence to the first claimant only, and
@@ -31,16 +48,8 @@ bool any_outcome(const std::vector<ClaimReply>& rs, ClaimOutcome outcome) {
 // answered "held", naming the holder; a restart that keeps the disk keeps the vote.
 TEST_CASE("firing protocol: a replica grants round 0 once, durably, and names the holder after", "[firing][claims]") {
   Cluster c;
-  c.set_master("n1", true);
-  c.set_master("n2", true);  // two masters of a moment
   // Each sees the other only through relays, so both thrifty claims ask n3.
-  c.change_view("n1", "n2", [](ObservedView& v) { v.direct = false; });
-  c.change_view("n2", "n1", [](ObservedView& v) { v.direct = false; });
-  c.hold("*", "n3", messages());
-  const Entry e = one_shot("once", kF, Semantics::at_most_once);
-  c.put_entry(e);
-  const OccurrenceId occ = occ_of(e, kF);
-  c.advance_until_t(c.t_at("n1", kF));
+  const OccurrenceId occ = two_masters_claim(c, "once", {{"n1", "n2"}, {"n2", "n1"}}, "n3");
   REQUIRE(c.in_flight("n1", "n3", claims(ClaimKind::kClaim)).size() == 1);
   REQUIRE(c.in_flight("n2", "n3", claims(ClaimKind::kClaim)).size() == 1);
   const Packet n2_claim = c.in_flight("n2", "n3", claims(ClaimKind::kClaim)).front();
@@ -196,17 +205,8 @@ TEST_CASE("firing protocol: a 2-2 split vote is released by both claimants and r
   ClusterOptions o;
   o.nodes = 4;
   Cluster c(o);
-  c.set_master("n1", true);
-  c.set_master("n2", true);
   // Neither claim can be thrifty (too few direct peers): each asks all four.
-  for (const auto& [obs, peer] : {std::pair{"n1", "n2"}, {"n1", "n4"}, {"n2", "n1"}, {"n2", "n3"}}) {
-    c.change_view(obs, peer, [](ObservedView& v) { v.direct = false; });
-  }
-  c.hold("*", "*", messages());
-  const Entry e = one_shot("split", kF, Semantics::at_most_once);
-  c.put_entry(e);
-  const OccurrenceId occ = occ_of(e, kF);
-  c.advance_until_t(c.t_at("n1", kF));
+  const OccurrenceId occ = two_masters_claim(c, "split", {{"n1", "n2"}, {"n1", "n4"}, {"n2", "n1"}, {"n2", "n3"}}, "*");
   REQUIRE(c.in_flight("n1", "*", claims(ClaimKind::kClaim)).size() == 3);
   REQUIRE(c.in_flight("n2", "*", claims(ClaimKind::kClaim)).size() == 3);
   // n3 votes for n1 and n4 for n2 first; then every other claim meets a vote.

@@ -32,10 +32,8 @@ std::vector<Packet> dispatches(const Cluster& c, const std::string& from = "*") 
 // reply) and before the handler starts.
 TEST_CASE("firing protocol: a worker accepts durably before it replies and runs", "[firing][owner]") {
   Cluster c;
-  c.make_master("n1");
   const Entry e = on_n3("durable-accept", Semantics::at_most_once);
-  c.put_entry(e);
-  const OccurrenceId occ = occ_of(e, kF);
+  const OccurrenceId occ = c.start_entry(e);
   c.hold("n1", "n3", is<Dispatch>());
   c.run_until_t(c.t_at("n1", kF) + 100);
   REQUIRE(c.in_flight("n1", "n3", is<Dispatch>()).size() >= 1);
@@ -63,10 +61,8 @@ TEST_CASE("firing protocol: a worker accepts durably before it replies and runs"
 // never will (kRevoked); while the revoke goes unanswered nothing else is dispatched.
 TEST_CASE("firing protocol: at-most-once redispatches only after the revoke is answered", "[firing][owner]") {
   Cluster c;
-  c.make_master("n1");
   const Entry e = on_n3("revoke-first", Semantics::at_most_once);
-  c.put_entry(e);
-  const OccurrenceId occ = occ_of(e, kF);
+  const OccurrenceId occ = c.start_entry(e);
   c.cut("n1", "n3", is<Dispatch>());  // the dispatches are lost
   c.hold("n1", "n3", is<Revoke>());   // the revokes wait
   c.run_until_t(c.t_at("n1", kF) + 20'000);
@@ -109,10 +105,8 @@ TEST_CASE("firing protocol: a worker that dies while running: at-most-once lost,
           "[firing][owner]") {
   const Semantics semantics = GENERATE(Semantics::at_most_once, Semantics::at_least_once);
   Cluster c;
-  c.make_master("n1");
   const Entry e = on_n3("worker-dies", semantics);
-  c.put_entry(e);
-  const OccurrenceId occ = occ_of(e, kF);
+  const OccurrenceId occ = c.start_entry(e);
   c.run_until_t(c.t_at("n1", kF) + 500);
   REQUIRE(c.runs_of(occ).size() == 1);
   REQUIRE(c.runs_of(occ)[0].node == "n3");
@@ -139,10 +133,8 @@ TEST_CASE("firing protocol: a worker that dies while running: at-most-once lost,
 // the occurrence redispatched elsewhere at once, flagged possible_duplicate (no revoke).
 TEST_CASE("firing protocol: at-least-once redispatches after the accept timeout, flagged", "[firing][owner]") {
   Cluster c;
-  c.make_master("n1");
   const Entry e = on_n3("alo-timeout", Semantics::at_least_once);
-  c.put_entry(e);
-  const OccurrenceId occ = occ_of(e, kF);
+  const OccurrenceId occ = c.start_entry(e);
   c.cut("n1", "n3", is<Dispatch>());
   c.run_until_t(c.t_at("n1", kF) + 10'000);
   INFO(c.dump());
@@ -168,11 +160,9 @@ TEST_CASE("firing protocol: complete_time redispatches a slow at-least-once run;
           "[firing][owner]") {
   const int64_t complete_time = GENERATE(0, 3'000);
   Cluster c;
-  c.make_master("n1");
   Entry e = on_n3("slow", Semantics::at_least_once);
   e.complete_time_ms = complete_time;
-  c.put_entry(e);
-  const OccurrenceId occ = occ_of(e, kF);
+  const OccurrenceId occ = c.start_entry(e);
   c.run_until_t(c.t_at("n1", kF) + 500);
   REQUIRE(c.runs_of(occ).size() == 1);  // n3 runs it and never finishes
   c.run_for(60'000);
@@ -196,11 +186,9 @@ TEST_CASE("firing protocol: complete_time redispatches a slow at-least-once run;
 TEST_CASE("firing protocol: a wiped worker ignores an old at-most-once dispatch and answers its revoke unknown",
           "[firing][owner][amnesia]") {
   Cluster c;
-  c.make_master("n1");
   Entry e = on_n3("wiped-worker", Semantics::at_most_once);
   e.accept_timeout_ms = 3'000;
-  c.put_entry(e);
-  const OccurrenceId occ = occ_of(e, kF);
+  const OccurrenceId occ = c.start_entry(e);
   c.hold("n1", "n3", is<Dispatch>());
   c.run_until_t(c.t_at("n1", kF) + 100);
   REQUIRE_FALSE(c.in_flight("n1", "n3", is<Dispatch>()).empty());

@@ -90,9 +90,7 @@ TEST_CASE("firing protocol: a takeover revokes the vanished owner's attempt befo
 TEST_CASE("firing protocol: a takeover that finds the attempt running waits for it", "[firing][takeover]") {
   Cluster c;
   const Entry e = on_n3("takeover-running");
-  const OccurrenceId occ = occ_of(e, kF);
-  c.make_master("n1");
-  c.put_entry(e);
+  const OccurrenceId occ = c.start_entry(e);
   c.hold("n3", "n2", pushes());  // n2 does not see the worker's records
   c.run_until_t(c.t_at("n1", kF) + 100);
   REQUIRE(c.runs_of(occ).size() == 1);
@@ -127,7 +125,7 @@ TEST_CASE("firing protocol: a takeover resolves both values accepted in round 0 
   const OccurrenceId occ = occ_of(e, kF);
   c.set_master("n1", true);
   c.set_master("n2", true);
-  c.change_view("n1", "n2", [](ObservedView& v) { v.direct = false; });  // n1 claims from n1 and n3
+  c.set_indirect("n1", "n2");  // n1 claims from n1 and n3
   // n2 is cut off, in and out (its messages wait): it holds its own round-0 vote only.
   c.hold("n2", "*", messages());
   c.hold("*", "n2", messages());
@@ -173,9 +171,7 @@ TEST_CASE("firing protocol: a takeover resolves both values accepted in round 0 
 TEST_CASE("firing protocol: an owner superseded by a higher round stops", "[firing][takeover]") {
   Cluster c;
   const Entry e = on_n3("superseded");
-  const OccurrenceId occ = occ_of(e, kF);
-  c.make_master("n1");
-  c.put_entry(e);
+  const OccurrenceId occ = c.start_entry(e);
   c.cut("n1", "n3", is<Dispatch>());  // n1's attempt is lost; its revoke later is not
   c.run_until_t(c.t_at("n1", kF) + 100);
   const auto first = c.sent("n1", "n3", is<Dispatch>());

@@ -89,7 +89,7 @@ TEST_CASE("firing protocol: a thrifty claim asks just enough peers", "[firing]")
   if (nodes == 3) {
     Cluster d;
     d.make_master("n1");
-    d.change_view("n1", "n2", [](ObservedView& v) { v.direct = false; });
+    d.set_indirect("n1", "n2");
     d.put_entry(e);
     d.run_until_t(d.t_at("n1", kF) + 1'000);
     CHECK(claim_targets(d, "n1") == std::set<std::string>{"n1", "n3"});
