@@ -85,9 +85,11 @@ TEST_CASE("firing protocol: a takeover revokes the vanished owner's attempt befo
 }
 
 // Rule (takeover): a takeover that finds the vanished owner's attempt accepted and
-// running on a live worker (its revoke answered kAccepted) waits for it and never runs
-// a new attempt.
-TEST_CASE("firing protocol: a takeover that finds the attempt running waits for it", "[firing][takeover]") {
+// running on a live worker (its revoke answered kAccepted) waits for it, and one that
+// finds it finished (kCompleted) is done: neither runs a new attempt.
+TEST_CASE("firing protocol: a takeover that finds the attempt running or finished runs nothing new",
+          "[firing][takeover]") {
+  const bool finished = GENERATE(false, true);
   Cluster c;
   const Entry e = on_n3("takeover-running");
   const OccurrenceId occ = c.start_entry(e);
@@ -95,20 +97,22 @@ TEST_CASE("firing protocol: a takeover that finds the attempt running waits for 
   c.run_until_t(c.t_at("n1", kF) + 100);
   REQUIRE(c.runs_of(occ).size() == 1);
   const std::string fid = c.runs_of(occ)[0].inv.fire_id;
+  if (finished) c.complete("n3");
   c.crash("n1");
   c.suspect("n1");
   c.set_master("n2", true);
   c.run_for(15'000);
-  INFO(c.dump());
+  INFO("finished " << finished << "\n" << c.dump());
   CHECK_FALSE(c.sent("n2", "*", claims(ClaimKind::kPrepare)).empty());
-  bool accepted = false;
+  const RevokeOutcome expected = finished ? RevokeOutcome::kCompleted : RevokeOutcome::kAccepted;
+  bool answered = false;
   for (const auto& p : c.sent("n3", "n2", is<RevokeReply>())) {
-    accepted = accepted || (p.as<RevokeReply>()->fire_id == fid && p.as<RevokeReply>()->outcome == RevokeOutcome::kAccepted);
+    answered = answered || (p.as<RevokeReply>()->fire_id == fid && p.as<RevokeReply>()->outcome == expected);
   }
-  CHECK(accepted);
+  CHECK(answered);
   CHECK(c.sent("n2", "*", is<Dispatch>()).empty());
 
-  c.complete("n3");
+  if (!finished) c.complete("n3");
   c.unhold();
   c.run_for(60'000);
   CHECK(c.runs_of(occ).size() == 1);
