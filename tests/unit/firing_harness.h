@@ -321,3 +321,4 @@ const char* kind_name(const Packet& p);
 }  // namespace caesium::firing_test
 
 #include "tests/unit/firing_harness_inl.h"
+#include "tests/unit/firing_harness_state_inl.h"
