@@ -81,24 +81,12 @@ std::string encode_entry(const Entry& e) {
   return w.take();
 }
 
-Result<Entry> decode_entry(std::string_view bytes) {
-  Reader r(bytes);
-  if (bytes.size() < 3 || bytes[0] != 'C' || bytes[1] != 'E') {
-    return Error("entry encoding: not an entry (bad magic)", "encoding");
-  }
-  r.u8("magic");
-  r.u8("magic");
-  const uint8_t version = r.u8("version");
-  if (version != kEntryEncodingVersion) {
-    return Error("entry encoding: unsupported version " + std::to_string(version) + " (this node reads version " +
-                     std::to_string(kEntryEncodingVersion) + ")",
-                 "encoding");
-  }
-  Entry e;
-  e.entity = r.str("entity", kMaxIdentifierBytes);
-  e.name = r.str("name", kMaxIdentifierBytes);
+namespace {
+
+// The timing tag and its fields; a cron timing's text and zone are compiled by the caller
+// once the whole entry has been read.  Returns the tag.
+uint8_t read_timing(Reader& r, Entry& e, std::string& cron_text, std::string& tz) {
   const uint8_t timing = r.u8("timing");
-  std::string cron_text, tz;
   if (timing == 0) {
     cron_text = r.str("cron", kMaxExprBytes);
     tz = r.str("tz", kMaxZoneBytes);
@@ -116,6 +104,29 @@ Result<Entry> decode_entry(std::string_view bytes) {
   } else if (r.ok()) {
     r.fail("timing", "unknown timing tag " + std::to_string(timing));
   }
+  return timing;
+}
+
+}  // namespace
+
+Result<Entry> decode_entry(std::string_view bytes) {
+  Reader r(bytes);
+  if (bytes.size() < 3 || bytes[0] != 'C' || bytes[1] != 'E') {
+    return Error("entry encoding: not an entry (bad magic)", "encoding");
+  }
+  r.u8("magic");
+  r.u8("magic");
+  const uint8_t version = r.u8("version");
+  if (version != kEntryEncodingVersion) {
+    return Error("entry encoding: unsupported version " + std::to_string(version) + " (this node reads version " +
+                     std::to_string(kEntryEncodingVersion) + ")",
+                 "encoding");
+  }
+  Entry e;
+  e.entity = r.str("entity", kMaxIdentifierBytes);
+  e.name = r.str("name", kMaxIdentifierBytes);
+  std::string cron_text, tz;
+  const uint8_t timing = read_timing(r, e, cron_text, tz);
   e.jitter_ms = r.svarint("jitter");
   e.handler = r.str("handler", kMaxIdentifierBytes);
   const uint8_t semantics = r.u8("semantics");

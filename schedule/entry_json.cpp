@@ -131,6 +131,101 @@ int base64_value(char c) {
 
 }  // namespace
 
+namespace {
+
+// The fields of an entry's JSON that are not its timing; the timing fields are collected
+// for entry_timing_from_json, which needs them together.
+struct TimingFields {
+  const json* cron = nullptr;
+  const json* tz = nullptr;
+  const json* jitter = nullptr;
+  const json* timer = nullptr;
+};
+
+Status entry_field_from_json(const std::string& field, const json& v, Entry& e, bool& has_payload) {
+  if (field == "handler") {
+    auto h = get_string(v, field);
+    if (!h.ok()) return h.error();
+    e.handler = std::move(*h);
+  } else if (field == "semantics") {
+    auto s = get_enum(v, field, kSemantics);
+    if (!s.ok()) return s.error();
+    e.semantics = *s;
+  } else if (field == "misfire") {
+    auto m = get_enum(v, field, kMisfire);
+    if (!m.ok()) return m.error();
+    e.misfire = *m;
+  } else if (field == "bind") {
+    if (!v.is_array()) return field_error(field, "expected an array of node ids and \"tag:<t>\" selectors");
+    for (size_t i = 0; i < v.size(); ++i) {
+      auto b = get_string(v[i], "bind[" + std::to_string(i) + "]");
+      if (!b.ok()) return b.error();
+      e.bind.push_back(std::move(*b));
+    }
+  } else if (field == "prefer_origin") {
+    if (!v.is_boolean()) return field_error(field, "expected true or false");
+    e.prefer_origin = v.get<bool>();
+  } else if (field == "accept_timeout" || field == "complete_time" || field == "misfire_window") {
+    auto d = get_duration(v, field);
+    if (!d.ok()) return d.error();
+    (field == "accept_timeout" ? e.accept_timeout_ms : field == "complete_time" ? e.complete_time_ms
+                                                                                : e.misfire_window_ms) = *d;
+  } else if (field == "payload" || field == "payload_base64") {
+    if (has_payload) return field_error(field, "give payload or payload_base64, not both");
+    has_payload = true;
+    auto p = get_string(v, field);
+    if (!p.ok()) return p.error();
+    if (field == "payload") {
+      e.payload = std::move(*p);
+    } else {
+      auto bytes = base64_decode(*p);
+      if (!bytes.ok()) return field_error(field, bytes.error().message);
+      e.payload = std::move(*bytes);
+    }
+  } else {
+    return field_error(field.empty() ? "\"\"" : field,
+                       "unknown field; expected cron, tz, jitter, timer, handler, semantics, bind, "
+                       "prefer_origin, accept_timeout, complete_time, misfire_window, misfire, "
+                       "payload or payload_base64");
+  }
+  return Status::success();
+}
+
+Status entry_timing_from_json(const TimingFields& t, Entry& e) {
+  if ((t.cron == nullptr) == (t.timer == nullptr)) {
+    return field_error(t.cron ? "timer" : "cron", t.cron ? "give \"cron\" or \"timer\", not both"
+                                                         : "missing; give \"cron\" (with optional \"tz\") or \"timer\"");
+  }
+  if (t.cron == nullptr) {
+    if (t.tz != nullptr) return field_error("tz", "only applies to \"cron\" entries");
+    if (t.jitter != nullptr) return field_error("jitter", "for a timer, put jitter inside \"timer\"");
+    auto timer = timer_from_json(*t.timer);
+    if (!timer.ok()) return timer.error();
+    e.timing = timer->timer;
+    e.jitter_ms = timer->jitter_ms;
+    return Status::success();
+  }
+  auto text = get_string(*t.cron, "cron");
+  if (!text.ok()) return text.error();
+  std::string zone = "UTC";
+  if (t.tz != nullptr) {
+    auto z = get_string(*t.tz, "tz");
+    if (!z.ok()) return z.error();
+    zone = std::move(*z);
+  }
+  auto compiled = CronTiming::make(*text, zone);
+  if (!compiled.ok()) return compiled.error();
+  e.timing = std::move(*compiled);
+  if (t.jitter != nullptr) {
+    auto d = get_duration(*t.jitter, "jitter");
+    if (!d.ok()) return d.error();
+    e.jitter_ms = *d;
+  }
+  return Status::success();
+}
+
+}  // namespace
+
 Result<Entry> entry_from_json(const json& j, std::string entity, std::string name, int64_t now_utc_ms,
                               std::string origin) {
   if (!j.is_object()) return field_error("entry", std::string("expected a JSON object, got ") + j.type_name());
@@ -138,107 +233,24 @@ Result<Entry> entry_from_json(const json& j, std::string entity, std::string nam
   e.created_utc_ms = now_utc_ms;
   e.origin = std::move(origin);
   const std::string key = entry_key(entity, name);
-  const json* cron = nullptr;
-  const json* tz = nullptr;
-  const json* jitter = nullptr;
-  const json* timer = nullptr;
+  TimingFields timing;
   bool has_payload = false;
   for (const auto& [field, v] : j.items()) {
     Status st;
-    if (field == "cron") {
-      cron = &v;
-    } else if (field == "tz") {
-      tz = &v;
-    } else if (field == "jitter") {
-      jitter = &v;
-    } else if (field == "timer") {
-      timer = &v;
-    } else if (field == "handler") {
-      auto h = get_string(v, field);
-      if (!h.ok()) return h.error();
-      e.handler = std::move(*h);
-    } else if (field == "semantics") {
-      auto s = get_enum(v, field, kSemantics);
-      if (!s.ok()) return s.error();
-      e.semantics = *s;
-    } else if (field == "misfire") {
-      auto m = get_enum(v, field, kMisfire);
-      if (!m.ok()) return m.error();
-      e.misfire = *m;
-    } else if (field == "bind") {
-      if (!v.is_array()) return field_error(field, "expected an array of node ids and \"tag:<t>\" selectors");
-      for (size_t i = 0; i < v.size(); ++i) {
-        auto b = get_string(v[i], "bind[" + std::to_string(i) + "]");
-        if (!b.ok()) return b.error();
-        e.bind.push_back(std::move(*b));
-      }
-    } else if (field == "prefer_origin") {
-      if (!v.is_boolean()) return field_error(field, "expected true or false");
-      e.prefer_origin = v.get<bool>();
-    } else if (field == "accept_timeout" || field == "complete_time" || field == "misfire_window") {
-      auto d = get_duration(v, field);
-      if (!d.ok()) return d.error();
-      (field == "accept_timeout" ? e.accept_timeout_ms : field == "complete_time" ? e.complete_time_ms
-                                                                                  : e.misfire_window_ms) = *d;
-    } else if (field == "payload" || field == "payload_base64") {
-      if (has_payload) return field_error(field, "give payload or payload_base64, not both");
-      has_payload = true;
-      auto p = get_string(v, field);
-      if (!p.ok()) return p.error();
-      if (field == "payload") {
-        e.payload = std::move(*p);
-      } else {
-        auto bytes = base64_decode(*p);
-        if (!bytes.ok()) return field_error(field, bytes.error().message);
-        e.payload = std::move(*bytes);
-      }
-    } else if (field == "entity") {
-      st = check_same(v, field, entity);
-    } else if (field == "name") {
-      st = check_same(v, field, name);
-    } else if (field == "key") {
-      st = check_same(v, field, key);
-    } else if (field == "created" || field == "origin") {
-      // Owned by the server: accepted so a GET body can be PUT back, otherwise ignored.
-    } else {
-      return field_error(field.empty() ? "\"\"" : field,
-                         "unknown field; expected cron, tz, jitter, timer, handler, semantics, bind, "
-                         "prefer_origin, accept_timeout, complete_time, misfire_window, misfire, "
-                         "payload or payload_base64");
-    }
+    if (field == "cron") timing.cron = &v;
+    else if (field == "tz") timing.tz = &v;
+    else if (field == "jitter") timing.jitter = &v;
+    else if (field == "timer") timing.timer = &v;
+    else if (field == "entity") st = check_same(v, field, entity);
+    else if (field == "name") st = check_same(v, field, name);
+    else if (field == "key") st = check_same(v, field, key);
+    else if (field == "created" || field == "origin") continue;  // the server's: accepted so a GET body can be PUT back
+    else st = entry_field_from_json(field, v, e, has_payload);
     if (!st.ok()) return st.error();
   }
   e.entity = std::move(entity);
   e.name = std::move(name);
-  if ((cron == nullptr) == (timer == nullptr)) {
-    return field_error(cron ? "timer" : "cron", cron ? "give \"cron\" or \"timer\", not both"
-                                                     : "missing; give \"cron\" (with optional \"tz\") or \"timer\"");
-  }
-  if (cron != nullptr) {
-    auto text = get_string(*cron, "cron");
-    if (!text.ok()) return text.error();
-    std::string zone = "UTC";
-    if (tz != nullptr) {
-      auto z = get_string(*tz, "tz");
-      if (!z.ok()) return z.error();
-      zone = std::move(*z);
-    }
-    auto compiled = CronTiming::make(*text, zone);
-    if (!compiled.ok()) return compiled.error();
-    e.timing = std::move(*compiled);
-    if (jitter != nullptr) {
-      auto d = get_duration(*jitter, "jitter");
-      if (!d.ok()) return d.error();
-      e.jitter_ms = *d;
-    }
-  } else {
-    if (tz != nullptr) return field_error("tz", "only applies to \"cron\" entries");
-    if (jitter != nullptr) return field_error("jitter", "for a timer, put jitter inside \"timer\"");
-    auto t = timer_from_json(*timer);
-    if (!t.ok()) return t.error();
-    e.timing = t->timer;
-    e.jitter_ms = t->jitter_ms;
-  }
+  if (Status st = entry_timing_from_json(timing, e); !st.ok()) return st.error();
   if (e.handler.empty()) return field_error("handler", "missing; name the handler that runs this entry");
   if (Status s = validate(e); !s.ok()) return s.error();
   return e;

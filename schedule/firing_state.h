@@ -17,8 +17,9 @@
 //   O2  An at-most-once attempt is never abandoned, and an attempt this process created
 //       follows only attempts that were refused or revoked (never one that may run).
 //   O3  Owned with path kQuorum won round 0; an at-most-once takeover won round >= 1.
-//   O4  Every deadline armed is in the future once a step is over (a step that leaves one
-//       behind would be woken at once, for ever).
+//   O4  A deadline is armed in the future, never in the past (a step woken by one that
+//       armed it again would be woken again at once, for ever), and the earliest armed is
+//       on the mono wheel.
 //   O5  An attempt counted against its worker's load (outstanding_) is in flight.
 #pragma once
 

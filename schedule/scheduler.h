@@ -124,7 +124,7 @@ struct SchedulerOptions {
   // 0: off (claims at F, runs on acceptance).  Every replica of a cluster should use the
   // same value; a mix is safe, only slower.
   int64_t prepare_ahead_ms = 0;
-  // A replica that is not the master of a volume decides a due occurrence itself when
+  // A replica that is not the master of a volume decides a due at-most-once occurrence itself when
   // nothing shows progress on it (no owner or worker record) backup_step_ms times its
   // backup rank after the fire time: a master that looks alive but cannot win a claim (a
   // gray failure: its messages to some replicas are lost) would otherwise leave a
@@ -440,6 +440,8 @@ class Scheduler {
 
   // --- round 0 (scheduler_claim.cpp) -------------------------------------------------------
   void claim_step(Occ& o, Clock now);
+  bool claim_resolved_by_owner(Occ& o, const Entry& e, Clock now);
+  bool claim_resolved_by_holder(Occ& o, const Entry& e, Clock now);
   bool claim_resolved_by_split(Occ& o, const Entry& e, Clock now);
   void claim_retry(Occ& o, const Entry& e, Clock now);
   void send_claims(Occ& o, const Entry& e, Clock now, bool all);
@@ -477,6 +479,7 @@ class Scheduler {
   void on_dispatch_reply(const std::string& from, const DispatchReply& r, Clock now);
   void on_revoke_reply(const std::string& from, const RevokeReply& r, Clock now);
   uint32_t next_attempt_number(Occ& o);
+  int64_t accept_by_utc_ms(const Occ& o, Clock now) const;
   void uncount(Attempt& a);  // the attempt stops counting against its worker's load (idempotent)
   void count(Attempt& a);
 
@@ -568,7 +571,7 @@ class Scheduler {
             const std::string& detail = {}, bool ok = true);
 
   // --- checks (scheduler_check.cpp) -----------------------------------------------------------
-  void check_occ(const Occ& o, Clock now) const;
+  void check_occ(const Occ& o) const;
   void check_vote(const Vote& v) const;
 
   ProcessId self_;

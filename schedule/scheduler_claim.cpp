@@ -4,11 +4,13 @@
 //
 // A claim step, on every reply and every deadline, in this order:
 //   met an older value of ours   -> a higher round (it may have run)
-//   a majority granted           -> Owned, unless another process's owner record is known
+//   another process's owner record is known -> stop; the ordinary decision defers to it
+//   a majority granted           -> Owned
 //   the holder is gone and the rest cannot make a majority -> a higher round
 //   no longer deciding, and the rest cannot make a majority -> hand the grants back
 //   the misfire window closed    -> missed
 //   the refusals make a majority impossible -> a split vote: release, claim again later
+//   at-most-once, a live holder and no progress by claim_give_up -> a higher round
 //   at-least-once and no quorum answers by claim_give_up -> fire degraded
 //   otherwise: widen a thrifty claim, or ask again those that did not answer
 #include <algorithm>
@@ -21,10 +23,8 @@
 namespace caesium::schedule {
 
 void Scheduler::claim_step(Occ& o, Clock now) {
-  firing::Claiming& c = o.as<firing::Claiming>();
   const Entry& e = *o.entry;
-  const bool holder_other = o.holder && !(*o.holder == self_);
-  if (c.met_older_value) {
+  if (o.as<firing::Claiming>().met_older_value) {
     // An attempt of ours that some replicas accepted in round 0 may have run, and those
     // replicas' votes do not name this claim's attempt: dispatching it would leave a run
     // that no vote records, so a later takeover could not find it and would run o again.
@@ -35,55 +35,78 @@ void Scheduler::claim_step(Occ& o, Clock now) {
     take_over_or_wait(o, e, now);
     return;
   }
-  if (has_majority(c.ballot.granted, o.volume, e)) {
-    // A claim can span a change of the volume's replica sets: grants gathered under the
-    // joint sets become a majority of the new sets alone once the final step lands, while
-    // a process of the previous sets owns o with a majority of those.  The fill rule
-    // brings that owner's record to every remaining replica before the final step, so a
-    // claimant holding another process's owner record does not own o: it leaves o to the
-    // ordinary decision.  A claimant the change removed from the volume stops.
-    const bool other_owner = std::any_of(o.owner_records.begin(), o.owner_records.end(),
-                                         [&](const auto& r) { return !(r.second.owner == self_); });
-    if (other_owner || !is_replica(o.volume)) {
-      mark(Mark::kClaimOtherOwnerRecord);
-      release_grants(o);
-      to_tracking_from_claiming(o, now);
-      o.holder.reset();
-      touch(o);
-      return;
-    }
-    to_owned_from_claiming(o, e, FirePath::kQuorum, now);
-    return;
-  }
-  if (o.at_most_once && holder_other && owner_gone(*o.holder) &&
-      majority_impossible(o, c.ballot, e, /*unreachable_lost=*/true)) {
-    // The replicas holding o for another process, and those we cannot reach, leave this
-    // claim short of a majority, and that process is gone: waiting for them could outlast
-    // the misfire window.  A higher round resolves whatever the gone holder dispatched.
-    mark(Mark::kClaimHolderGoneTakeover);
-    to_tracking_from_claiming(o, now);
-    take_over_or_wait(o, e, now);
-    return;
-  }
-  const bool still_deciding = active_ && (masters_.count(o.volume) > 0 || o.backup);
-  if (holder_other && !still_deciding && majority_impossible(o, c.ballot, e, /*unreachable_lost=*/true)) {
-    // No longer deciding, and the replicas holding o for another process together with
-    // those we cannot reach leave this claim short: hand our grants back so that the
-    // master can win them.  Otherwise two claimants that each hold a vote of three wait
-    // for the third for as long as it is cut off.
-    mark(Mark::kClaimNotMasterHandsBack);
-    release_grants(o);
-    to_tracking_from_claiming(o, now);
-    touch(o);
-    return;
-  }
+  if (claim_resolved_by_owner(o, e, now)) return;
+  if (claim_resolved_by_holder(o, e, now)) return;
   if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
     release_grants(o);
     to_finished(o, Outcome::kMissed, "no quorum granted the claim within the misfire window", now);
     return;
   }
   if (claim_resolved_by_split(o, e, now)) return;
+  const bool holder_other = o.holder && !(*o.holder == self_);
+  if (o.at_most_once && holder_other &&
+      now.mono_ms >= o.as<firing::Claiming>().ballot.started_mono_ms + options_.claim_give_up_ms) {
+    // A live holder that shows no progress: some replicas granted it o, yet no owner
+    // record of it has come in claim_give_up, and the replicas we wait for do not answer.
+    // It may be a master that cannot win (its messages to some replicas are lost while
+    // it looks alive through relays): waiting for it leaves a connected majority idle
+    // until the window closes.  A higher round needs only that majority, and resolves
+    // whatever the holder may have dispatched first.
+    mark(Mark::kClaimHolderStalledTakeover);
+    to_tracking_from_claiming(o, now);
+    take_over_or_wait(o, e, now);
+    return;
+  }
   claim_retry(o, e, now);
+}
+
+// A majority granted the claim (Owned), or another process owns o (or decided it): its
+// record says so.  A claim can span a change of the volume's replica sets — grants
+// gathered under the joint sets become a majority of the new sets alone once the final
+// step lands, while a process of the previous sets owns o with a majority of those; the
+// fill rule brings that owner's record to every remaining replica before the final step.
+// And a master that cannot win its claim (a gray failure) learns so from the owner record
+// of the backup that took o over.  Either way this claim stops, and o goes to the
+// ordinary decision (which defers to a live owner).
+bool Scheduler::claim_resolved_by_owner(Occ& o, const Entry& e, Clock now) {
+  const bool other_owner = std::any_of(o.owner_records.begin(), o.owner_records.end(),
+                                       [&](const auto& r) { return !(r.second.owner == self_); });
+  const bool majority = has_majority(o.as<firing::Claiming>().ballot.granted, o.volume, e);
+  if (other_owner || (majority && !is_replica(o.volume))) {
+    mark(Mark::kClaimOtherOwnerRecord);
+    release_grants(o);
+    to_tracking_from_claiming(o, now);
+    o.holder.reset();
+    touch(o);
+    return true;
+  }
+  if (!majority) return false;
+  to_owned_from_claiming(o, e, FirePath::kQuorum, now);
+  return true;
+}
+
+// Replicas hold o for another process and, with those we cannot reach, leave this claim
+// short of a majority.  If that process is gone (at-most-once), waiting for them could
+// outlast the misfire window: a higher round resolves whatever it dispatched.  If we no
+// longer decide o, we hand our grants back so that the master can win them — otherwise
+// two claimants that each hold a vote of three wait for the third while it is cut off.
+bool Scheduler::claim_resolved_by_holder(Occ& o, const Entry& e, Clock now) {
+  if (!o.holder || *o.holder == self_) return false;
+  const firing::Ballot& b = o.as<firing::Claiming>().ballot;
+  if (!majority_impossible(o, b, e, /*unreachable_lost=*/true)) return false;
+  if (o.at_most_once && owner_gone(*o.holder)) {
+    mark(Mark::kClaimHolderGoneTakeover);
+    to_tracking_from_claiming(o, now);
+    take_over_or_wait(o, e, now);
+    return true;
+  }
+  const bool still_deciding = active_ && (masters_.count(o.volume) > 0 || o.backup);
+  if (still_deciding) return false;
+  mark(Mark::kClaimNotMasterHandsBack);
+  release_grants(o);
+  to_tracking_from_claiming(o, now);
+  touch(o);
+  return true;
 }
 
 // The refusals make a majority impossible.  If we hold half of some quorum set, no other

@@ -32,8 +32,11 @@ void Scheduler::decide(Occ& o, Clock now) {
 bool Scheduler::deciding(Occ& o, Clock now) {
   if (!active_ || !o.due) return false;
   if (masters_.count(o.volume) > 0 || o.backup) return true;
+  // Backups are for at-most-once work: at-least-once work the master cannot win a claim
+  // for it fires degraded itself (after claim_give_up), and a backup firing it too — a node
+  // that merely hears late — would only add a duplicate.
   auto rank = backup_ranks_.find(o.volume);
-  if (rank == backup_ranks_.end() || progress_seen(o)) {
+  if (!o.at_most_once || rank == backup_ranks_.end() || progress_seen(o)) {
     clear_deadline(o, Deadline::kBackup);
     return false;
   }
@@ -214,9 +217,16 @@ bool Scheduler::misfire_policy_allows(const Occ& o, const Entry& e, Clock now) c
 // misfire window and policy judge o against its due time: an occurrence decided late
 // runs only if the policy lets it, however long ago its claim started.
 bool Scheduler::misfire_stops(Occ& o, const Entry& e, Clock now) {
-  (void)o;
-  (void)e;
-  (void)now;
+  if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
+    mark(Mark::kMisfireAtDecision);
+    to_finished(o, Outcome::kMissed, "decided after its misfire window", now);
+    return true;
+  }
+  if (!misfire_policy_allows(o, e, now)) {
+    mark(Mark::kMisfireAtDecision);
+    to_finished(o, Outcome::kSkipped, "decided late beyond the misfire threshold; policy skips it", now);
+    return true;
+  }
   return false;
 }
 

@@ -208,8 +208,9 @@ void Scheduler::abandon_and_redispatch(Occ& o, Attempt& a, bool window_over, con
 // --- dispatching -------------------------------------------------------------------------------
 
 void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>& exclude_in) {
-  firing::Owned& own = o.as<firing::Owned>();
   const Entry& e = *o.entry;
+  if (misfire_stops(o, e, now)) return;  // every new attempt is a run decided now
+  firing::Owned& own = o.as<firing::Owned>();
   for (const Attempt& prev : own.attempts) {
     (void)prev;
     assert(!o.at_most_once || never_runs(prev.state));  // O2
@@ -238,7 +239,7 @@ void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>&
   }
   a.sent_mono_ms = now.mono_ms;
   a.resent_mono_ms = now.mono_ms;
-  a.accept_by_utc_ms = now.utc_ms + e.accept_timeout_ms;
+  a.accept_by_utc_ms = accept_by_utc_ms(o, now);
   a.prepared = options_.prepare_ahead_ms > 0;  // make_dispatch sets run_at then
   // At-most-once: a majority must accept a new attempt in our round first, so a master
   // that took over in a higher round meanwhile stops us (scheduler_rounds.cpp).
@@ -263,7 +264,7 @@ void Scheduler::send_dispatch(Occ& o, Attempt& a, Clock now) {
   a.state = AttemptState::kSent;
   a.sent_mono_ms = now.mono_ms;
   a.resent_mono_ms = now.mono_ms;
-  a.accept_by_utc_ms = now.utc_ms + o.entry->accept_timeout_ms;
+  a.accept_by_utc_ms = accept_by_utc_ms(o, now);
   host_.send(a.info.worker, make_dispatch(o, a), true);
   if (own.attempts.size() == 1) {
     ++counters_.dispatched;
@@ -296,6 +297,16 @@ Dispatch Scheduler::make_dispatch(const Occ& o, const Attempt& a) const {
   // Prepared ahead: the worker holds it until F (on its clock and a majority's).
   if (options_.prepare_ahead_ms > 0) d.run_at_utc_ms = o.fire_utc_ms;
   return d;
+}
+
+// A worker accepts an attempt until its accept timeout — and an entry whose policy skips
+// late occurrences only until the misfire threshold after F: a dispatch that reaches its
+// worker later would start a run the policy forbids (the owner then decides o again, and
+// skips it).
+int64_t Scheduler::accept_by_utc_ms(const Occ& o, Clock now) const {
+  int64_t by = now.utc_ms + o.entry->accept_timeout_ms;
+  if (o.entry->misfire == MisfirePolicy::skip) by = std::min(by, o.fire_utc_ms + options_.misfire_threshold_ms);
+  return by;
 }
 
 uint32_t Scheduler::next_attempt_number(Occ& o) {

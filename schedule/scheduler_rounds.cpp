@@ -42,8 +42,9 @@ void Scheduler::prepare_step(Occ& o, Clock now) {
   if (majority_impossible(o, p.ballot, e)) {
     // Someone prepared a round at least as high.  If it is alive it finishes o; if not,
     // we try a higher round after a backoff.
-    to_tracking_from_preparing(o, now);
-    const int64_t backoff = options_.claim_retry_ms * (1 + static_cast<int64_t>(hash64(self_.node) % 4));
+    // Spread by node and by round: two processes preparing in step fall apart.
+    const int64_t backoff = options_.claim_retry_ms * (1 + static_cast<int64_t>(hash64(self_.node, p.round) % 4));
+    to_tracking_from_preparing(o, now);  // p is gone from here on
     set_deadline(o, Deadline::kBackoff, now.mono_ms + backoff);
     return;
   }

@@ -77,8 +77,9 @@ void Scheduler::count_owned(FirePath path) {
 }
 
 // Every way into Owned ends here: the phase, the counters, the event; then the owner step
-// (marked) dispatches.  The misfire policy judges o here, where the run is decided: a
-// claim that stayed open through an outage must not run what the policy would skip.
+// (marked) dispatches.  The misfire window and policy judge o here, where the run is
+// decided, against its due time: a claim that stayed open through an outage must not run
+// what the policy skips for the rest of that outage (one outage, one outcome).
 void Scheduler::enter_owned(Occ& o, const Entry& e, firing::Owned owned, Clock now) {
   assert(o.entry != nullptr);
   o.deadlines.clear();
@@ -90,7 +91,9 @@ void Scheduler::enter_owned(Occ& o, const Entry& e, firing::Owned owned, Clock n
   count_owned(path);
   emit(FireEvent::Kind::kOwned, o, now, self_.node, 0,
        round == 0 ? std::string(to_string(path)) : "takeover (round " + std::to_string(round) + ")");
-  if (misfire_stops(o, e, now)) return;
+  // A takeover first resolves what its predecessor dispatched (a new attempt is judged
+  // when it goes out: dispatch_attempt); a claim or a degraded fire decides a run now.
+  if (path != FirePath::kTakeover && misfire_stops(o, e, now)) return;
   touch(o);
 }
 
@@ -209,6 +212,7 @@ void Scheduler::to_finished(Occ& o, Outcome outcome, const std::string& reason, 
   if (outcome != Outcome::kDone && !had_outcome_record) write_owner_record(o, recorded, reason, now);
   o.deadlines.clear();
   o.phase = firing::Finished{outcome, now.mono_ms};
+  sync_timer(o);  // an input may finish o outside a step (a revoke answered "unknown")
   if (outcome == Outcome::kDone) return;  // it ran: the worker's record says so
   emit(kind, o, now, {}, 0, reason);
 }
@@ -221,6 +225,7 @@ void Scheduler::to_finished_by_record(Occ& o, OwnerOutcome outcome, Clock now) {
                                                            : Outcome::kMissed;
   o.deadlines.clear();
   o.phase = firing::Finished{mine, now.mono_ms};
+  sync_timer(o);
 }
 
 }  // namespace caesium::schedule

@@ -49,6 +49,10 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
     s.max_clock_skew_ms = r.duration("max_clock_skew").value_or(s.max_clock_skew_ms);
     s.occurrence_retention_ms = r.duration("occurrence_retention").value_or(s.occurrence_retention_ms);
     s.prepare_ahead_ms = r.duration("prepare_ahead").value_or(s.prepare_ahead_ms);
+    s.backup_step_ms = r.duration("backup_step").value_or(s.backup_step_ms);
+    // The firing core's invariants after every input (SchedulerOptions::check_invariants):
+    // on in the simulator unless a scenario turns them off (a benchmark).
+    s.check_invariants = r.boolean("check_invariants").value_or(true);
     s.test_grant_every_claim = r.boolean("test_grant_every_claim").value_or(false);
     n.capacity.cores = static_cast<uint32_t>(r.integer("cores", 1, 4096).value_or(n.capacity.cores));
     n.capacity.max_running = static_cast<uint32_t>(r.integer("max_running", 1, 1 << 20).value_or(n.capacity.max_running));

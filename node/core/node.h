@@ -34,6 +34,7 @@
 #include "base/result.h"
 #include "base/rng.h"
 #include "gossip/anti_entropy.h"
+#include "gossip/master.h"
 #include "gossip/membership.h"
 #include "node/core/clock_watch.h"
 #include "node/core/cluster_config.h"
@@ -459,6 +460,8 @@ class Node final : private schedule::SchedulerHost {
   // store until it is handed over (VolumeState::departing).
   void depart_volume(const std::string& name, Clock now);
   std::optional<std::string> elect_master(const VolumeSpec& spec) const;  // highest (priority, id) alive replica
+  uint32_t backup_rank(const VolumeSpec& spec) const;
+  std::vector<gossip::MasterCandidate> master_candidates(const VolumeSpec& spec) const;
   void start_sync(const std::string& volume, VolumeState& v, const std::string& peer, Clock now);
   void on_store_change(const std::string& volume, const schedule::Change& change);
   void flush_pushes(Clock now);

@@ -129,6 +129,22 @@ void Node::drain_membership(Clock now) {
 // intersect) and free of duplicates (the loser defers to the holder), so the
 // next-in-line replica steps in as soon as the master is suspected.
 std::optional<std::string> Node::elect_master(const VolumeSpec& spec) const {
+  return gossip::choose_master(master_candidates(spec));
+}
+
+// This node's place in the master rule's order among the replicas alive in its view: 0
+// when it is the master, 1 for the next, ...; 0 too when it is not a replica.
+uint32_t Node::backup_rank(const VolumeSpec& spec) const {
+  const std::vector<gossip::MasterCandidate> candidates = master_candidates(spec);
+  const auto self = std::find_if(candidates.begin(), candidates.end(),
+                                 [&](const gossip::MasterCandidate& c) { return c.id == options_.id; });
+  if (self == candidates.end()) return 0;
+  uint32_t rank = 0;
+  for (const auto& c : candidates) rank += c.reachable && c.id != options_.id && gossip::outranks(c, *self) ? 1 : 0;
+  return rank;
+}
+
+std::vector<gossip::MasterCandidate> Node::master_candidates(const VolumeSpec& spec) const {
   std::vector<gossip::MasterCandidate> candidates;
   for (const auto& r : spec.replicas) {
     gossip::MasterCandidate c;
@@ -142,7 +158,7 @@ std::optional<std::string> Node::elect_master(const VolumeSpec& spec) const {
     }
     candidates.push_back(std::move(c));
   }
-  return gossip::choose_master(candidates);
+  return candidates;
 }
 
 void Node::refresh_masters(Clock now) {
@@ -164,6 +180,10 @@ void Node::refresh_masters(Clock now) {
     }
     const bool deciding = m && *m == options_.id && vs.synced;
     if (!vs.synced) pending_sync = true;
+    // Not the master but synced: a backup, deciding what the master makes no progress on
+    // (SchedulerOptions::backup_step_ms).
+    const uint32_t rank = spec && !left_ && vs.synced && !deciding ? backup_rank(*spec) : 0;
+    scheduler_->set_backup_rank(volume, rank, now);
     auto& known = masters_[volume];
     if (known == m && deciding_[volume] == deciding) continue;
     known = m;

@@ -40,6 +40,7 @@ void Node::depart_volume(const std::string& name, Clock now) {
   masters_.erase(name);
   deciding_.erase(name);
   scheduler_->set_master(name, false, now);
+  scheduler_->set_backup_rank(name, 0, now);
   NodeEvent e;
   e.kind = NodeEvent::Kind::kConfig;
   e.volume = name;
