@@ -65,7 +65,10 @@ void FireChecker::on_observation(const World& world, uint32_t node, const Observ
   }
   if (obs.kind != Observation::Kind::kFire) return;
   Decisions& d = decisions_[OccKey{obs.volume, obs.key, obs.scheduled_utc_ms}];
-  if ((obs.text == "dispatched" || obs.text == "redispatched") && !obs.subject.empty()) d.workers.insert(obs.subject);
+  if ((obs.text == "dispatched" || obs.text == "redispatched") && !obs.subject.empty()) {
+    d.workers.insert(obs.subject);
+    if (d.first_dispatch_ms < 0) d.first_dispatch_ms = world.now_ms();
+  }
   // A granted claim carries its first attempt: the claimant may dispatch it to that worker
   // the moment it holds a quorum, so that worker counts as one the occurrence went to.
   if (obs.text == "granted" && !obs.detail.empty()) d.workers.insert(obs.detail);
@@ -187,6 +190,13 @@ void FireChecker::finish(const World& world, Report& report) {
   std::vector<int64_t> lateness_all, lateness_healthy, lateness_faulty;
   std::set<OccKey> expected;
 
+  // When occurrence k was first dispatched; `fallback` (its first run) when no node
+  // reported a dispatch.
+  auto d_first_dispatch = [&](const OccKey& k, int64_t fallback) {
+    auto found = decisions_.find(k);
+    if (found == decisions_.end() || found->second.first_dispatch_ms < 0) return fallback;
+    return std::min(found->second.first_dispatch_ms, fallback);
+  };
   for (const auto& [ck, c] : created_) {
     const bool amo = c.entry.semantics == schedule::Semantics::at_most_once;
     Tally& t = tally[amo ? 1 : 0];
@@ -273,6 +283,22 @@ void FireChecker::finish(const World& world, Report& report) {
         if (quiet && settled_config && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms) {
           report.violate({"lateness.healthy", name + " ran " + std::to_string(late) + " ms late with no fault around it",
                           first_start, {}});
+        }
+      }
+
+      // The misfire policy "skip": an occurrence that nobody fired within the threshold is
+      // not run at all.  Judged on the first dispatch (the firing decision's visible
+      // effect), so a redispatch of an attempt first dispatched in time is no misfire.
+      if (started > 0 && c.entry.misfire == schedule::MisfirePolicy::skip) {
+        const int64_t dispatched = d_first_dispatch(k, first_start);
+        const int64_t allowance = options_.misfire_slack_ms + (skewed_nodes_.empty() ? 0 : world.max_skew_ms());
+        if (dispatched - due_ms > options_.misfire_threshold_ms + allowance) {
+          report.violate({"misfire.skip_late", name + " (misfire = skip) was first dispatched " +
+                                                   format_duration_ms(dispatched - due_ms) +
+                                                   " after it was due (misfire_threshold " +
+                                                   format_duration_ms(options_.misfire_threshold_ms) + ") and ran " +
+                                                   std::to_string(started) + " time(s)",
+                          dispatched, {}});
         }
       }
 
@@ -391,8 +417,11 @@ void FireChecker::finish(const World& world, Report& report) {
           }
         }
         if (best_group.size() * 2 > elig.size() && !worker_cut_off && group_holds) {
+          std::string group;
+          for (uint32_t g : best_group) group += (group.empty() ? "" : ", ") + world.spec(g).id;
           report.violate({"amo.liveness", name + " (at-most-once) ran " + std::to_string(started) +
-                                              " times although a majority of its replicas was up and connected",
+                                              " times although a majority of its replicas (" + group +
+                                              ") was up and connected",
                           due_ms, {}});
         }
       }

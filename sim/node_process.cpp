@@ -53,6 +53,7 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
     n.capacity.cores = static_cast<uint32_t>(r.integer("cores", 1, 4096).value_or(n.capacity.cores));
     n.capacity.max_running = static_cast<uint32_t>(r.integer("max_running", 1, 1 << 20).value_or(n.capacity.max_running));
     o.checker.detection_bound_ms = r.duration("checker_detection_bound").value_or(o.checker.detection_bound_ms);
+    o.checker.misfire_threshold_ms = s.misfire_threshold_ms;
     r.finish();
   } catch (const TomlReadError& e) {
     return e.error;
