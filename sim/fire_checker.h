@@ -90,6 +90,8 @@ class FireChecker final : public Checker {
     std::string via;
     int64_t at_ms = 0;       // virtual time of the write
     int64_t at_utc_ms = 0;   // the via node's clock then
+    uint64_t write_id = 0;   // World::writes() id (0: unknown)
+    bool deleted = false;    // a delete: no entry from here on
     schedule::Entry entry;
   };
   struct OccKey {
@@ -118,7 +120,8 @@ class FireChecker final : public Checker {
   const Scenario& scenario_;
   Options options_;
   std::map<std::string, size_t> workload_by_key_;  // volume + '\n' + key -> workload index
-  std::map<std::pair<std::string, std::string>, Created> created_;
+  // Every version of every entry the workload wrote, in issue order.
+  std::map<std::pair<std::string, std::string>, std::vector<Created>> created_;
   std::map<OccKey, std::vector<size_t>> executions_;  // indexes into World::executions()
   std::map<OccKey, Decisions> decisions_;
   std::vector<FaultRecord> faults_;

@@ -11,6 +11,7 @@
 #include "sim/fire_checker.h"
 #include "sim/scenario.h"
 #include "sim/toml_reader.h"
+#include "sim/write_checker.h"
 
 namespace caesium::sim {
 namespace {
@@ -219,27 +220,47 @@ class NodeProcess final : public Process {
 
   void put_entry(const std::string& volume, const std::string& entity, const std::string& name,
                  const std::string& json, Clock now) override {
-    nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
-    if (j.is_discarded()) {
-      note("workload entry " + entity + "/" + name + ": not JSON");
-      return;
+    EntryWrite w;
+    w.volume = volume;
+    w.entity = entity;
+    w.name = name;
+    w.json = json;
+    write_entry(w, now);
+  }
+
+  // The API's PUT / DELETE with ?w=N: the write is acknowledged once this node holds it
+  // durably and replica_acks counts N (reported as kWriteAcked from drain()).
+  void write_entry(const EntryWrite& w, Clock now) override {
+    const std::string what = "workload " + std::string(w.remove ? "delete of " : "entry ") + w.entity + "/" + w.name;
+    Result<node::WriteAck> ack = Error("not started", "node");
+    if (w.remove) {
+      ack = node_->delete_entry(w.volume, w.entity, w.name, now, w.want_acks > 1);
+    } else {
+      nlohmann::json j = nlohmann::json::parse(w.json, nullptr, false);
+      if (j.is_discarded()) {
+        note(what + ": not JSON");
+        return;
+      }
+      auto entry = schedule::entry_from_json(j, w.entity, w.name, now.utc_ms, id_);
+      if (!entry) {
+        note(what + " refused: " + entry.error().message);
+        return;
+      }
+      ack = node_->put_entry(w.volume, *entry, now, w.want_acks > 1);
     }
-    auto entry = schedule::entry_from_json(j, entity, name, now.utc_ms, id_);
-    if (!entry) {
-      note("workload entry " + entity + "/" + name + " refused: " + entry.error().message);
-      return;
-    }
-    auto ack = node_->put_entry(volume, *entry, now);
     if (!ack) {
-      note("workload entry " + entity + "/" + name + " refused: " + ack.error().message);
+      note(what + " refused: " + ack.error().message);
       return;
     }
     Observation o;
     o.kind = Observation::Kind::kEntry;
-    o.volume = volume;
-    o.key = schedule::entry_key(entity, name);
+    o.volume = w.volume;
+    o.key = schedule::entry_key(w.entity, w.name);
     o.at_utc_ms = now.utc_ms;
+    o.write_id = w.id;
+    if (w.remove) o.text = "delete";
     observations_.push_back(std::move(o));
+    if (w.id != 0) pending_writes_.push_back({w.id, w.volume, ack->record.key, ack->record.version, ack->durable_seq, w.want_acks});
     drain();
   }
 
@@ -264,6 +285,22 @@ class NodeProcess final : public Process {
 
   // Node events become observations for the report and the checkers.
   void drain() {
+    // Workload writes whose acknowledgement came (few, and only while a write waits).
+    for (size_t i = 0; i < pending_writes_.size();) {
+      const PendingWrite& p = pending_writes_[i];
+      if (node_->durable_seq() >= p.durable_seq &&
+          (p.want_acks <= 1 || node_->replica_acks(p.volume, p.key, p.version) >= p.want_acks)) {
+        Observation o;
+        o.kind = Observation::Kind::kWriteAcked;
+        o.volume = p.volume;
+        o.key = p.key;
+        o.write_id = p.id;
+        observations_.push_back(std::move(o));
+        pending_writes_.erase(pending_writes_.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
     node::NodeEvent e;
     while (node_->poll_event(e)) {
       Observation o;
@@ -287,6 +324,7 @@ class NodeProcess final : public Process {
           o.text = schedule::to_string(e.fire.kind);
           o.at_most_once = e.fire.at_most_once;
           o.subject = e.fire.node;
+          o.attempt = e.fire.attempt;
           o.detail = e.fire.detail.empty() ? schedule::to_string(e.fire.path) : e.fire.detail;
           break;
         case node::NodeEvent::Kind::kConfig:
@@ -327,6 +365,14 @@ class NodeProcess final : public Process {
     observations_.push_back(std::move(o));
   }
 
+  struct PendingWrite {
+    uint64_t id = 0;
+    std::string volume, key;
+    schedule::Version version;
+    uint64_t durable_seq = 0;
+    uint32_t want_acks = 1;
+  };
+  std::vector<PendingWrite> pending_writes_;  // workload writes not yet acknowledged
   node::ClusterConfig seen_config_;  // the config last reported (kConfigAdopted)
   uint64_t pending_proposal_ = 0;    // a reconfigure being agreed
   std::string id_;
@@ -387,6 +433,7 @@ ProcessKind node_process_kind() {
     std::vector<std::unique_ptr<Checker>> out;
     auto o = read_options(*s.node_options, s.path);
     out.push_back(std::make_unique<FireChecker>(s, o.ok() ? o->checker : FireChecker::Options{}));
+    out.push_back(std::make_unique<WriteChecker>(s));
     return out;
   };
   k.swarm_workload = swarm_workload;

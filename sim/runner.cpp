@@ -117,10 +117,17 @@ Result<Report> run_scenario(const Scenario& s, const RunOptions& options) {
   for (auto& c : extra) world.add_checker(c.get());
 
   world.start();
-  for (const WorkloadEntry& e : s.workload) {
+  for (size_t i = 0; i < s.workload.size(); ++i) {
+    const WorkloadEntry& e = s.workload[i];
     const auto via = static_cast<uint32_t>(world.index_of(e.via));
-    const std::string json = e.fields.dump();
-    world.at(e.at_ms, [&world, &e, via, json] { world.put_entry(via, e.volume, e.entity, e.name, json); });
+    EntryWrite write;
+    write.remove = e.remove;
+    write.volume = e.volume;
+    write.entity = e.entity;
+    write.name = e.name;
+    if (!e.remove) write.json = e.fields.dump();
+    write.want_acks = e.want_acks;
+    world.at(e.at_ms, [&world, &e, i, via, write] { world.write_entry(via, i, write, e.want_majority); });
   }
   for (const FaultSpec& f : s.faults) {
     world.at(f.at_ms, [&world, &f] { apply(world, f); });

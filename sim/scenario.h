@@ -46,6 +46,10 @@ struct WorkloadEntry {
   std::string via;  // node id receiving the API write
   std::string volume, entity, name;
   nlohmann::json fields = nlohmann::json::object();  // the entry itself, as for the HTTP API
+  bool remove = false;        // op = "delete" (no fields); a put of an existing entry is an edit
+  uint32_t want_acks = 1;     // w = N: wait for N replicas' durable acknowledgements (?w=N)
+  bool want_majority = false; // w = "majority": a majority of the volume's replicas
+  std::string where;          // "file:line" for messages
 };
 
 // Poisson fault processes over [start_ms, stop_ms); rates are events per hour for the

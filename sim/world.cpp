@@ -410,7 +410,8 @@ void World::observe(uint32_t node, const Observation& obs) {
         break;
       case Observation::Kind::kConfigAdopted:
       case Observation::Kind::kConfigResult:
-        break;  // observe_config traces them
+      case Observation::Kind::kWriteAcked:
+        break;  // traced below
       default:
         trace(spec(node).id + " observes " + obs.subject + " state " + std::to_string(obs.state) +
               (obs.text.empty() ? "" : " " + obs.text));
@@ -419,6 +420,13 @@ void World::observe(uint32_t node, const Observation& obs) {
   }
   if (obs.kind == Observation::Kind::kConfigAdopted || obs.kind == Observation::Kind::kConfigResult) {
     observe_config(node, obs);
+  }
+  if (obs.kind == Observation::Kind::kWriteAcked && obs.write_id >= 1 && obs.write_id <= writes_.size()) {
+    WriteRecord& w = writes_[obs.write_id - 1];
+    if (w.acked_ms < 0 && w.node == node) {
+      w.acked_ms = now_ms_;
+      trace(spec(node).id + " write " + std::to_string(w.id) + " acknowledged");
+    }
   }
   for (Checker* c : checkers_) c->on_observation(*this, node, obs);
 }

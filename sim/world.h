@@ -139,9 +139,12 @@ class World {
   const std::vector<std::string>& replicas_at(const std::string& volume, int64_t time_ms) const;
   const std::vector<std::string>& previous_replicas_at(const std::string& volume, int64_t time_ms) const;
   bool config_changed_between(const std::string& volume, int64_t from_ms, int64_t to_ms) const;
-  // The workload's API write on `node` (ignored, and counted, when the node is down).
-  void put_entry(uint32_t node, const std::string& volume, const std::string& entity,
-                 const std::string& name, const std::string& json);
+  // The workload's API write (put or delete) on `node`, recorded in writes() (refused,
+  // and counted, when the node is down).  `write.id` is assigned here; with
+  // `want_majority`, want_acks becomes a majority of the volume's replicas now.
+  void write_entry(uint32_t node, size_t workload_index, EntryWrite write, bool want_majority);
+  // Every workload write so far, in issue order, with when it was acknowledged.
+  const std::vector<WriteRecord>& writes() const { return writes_; }
 
   // Drains a process's outputs now and re-reads its deadline: for a driver (a test) that
   // changed the process from outside rather than through an input.
@@ -300,6 +303,8 @@ class World {
   uint64_t ticks_ = 0, syncs_ = 0, batches_lost_ = 0, observations_ = 0, puts_ = 0,
            puts_dropped_ = 0, configs_applied_ = 0, configs_refused_ = 0;
   std::vector<ConfigChange> config_changes_;
+  std::vector<WriteRecord> writes_;
+  uint64_t deletes_ = 0;
   std::set<std::pair<uint64_t, std::string>> configs_seen_;  // (epoch, volume) recorded in config_changes_
   int64_t now_ms_ = 0;
   uint64_t events_ = 0;
