@@ -161,6 +161,7 @@ class NodeProcess final : public Process {
   bool poll_transmit(Transmit& out) override { return node_->poll_transmit(out); }
   bool poll_storage(StorageBatch& out) override { return node_->poll_storage(out); }
   bool poll_invocation(Invocation& out) override { return node_->poll_invocation(out); }
+  bool poll_reconnect(std::string& stream_addr) override { return node_->poll_reconnect(stream_addr); }
   std::vector<std::pair<std::string, double>> counters() const override {
     if (!started_) return {};
     const auto& c = node_->counters();

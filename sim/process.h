@@ -89,6 +89,12 @@ class Process {
   virtual bool poll_storage(StorageBatch& out) = 0;
   virtual bool poll_invocation(Invocation& out) = 0;
   virtual bool poll_observation(Observation& out) = 0;
+  // A peer's process restarted: drop the reconnect back-off towards its stream address
+  // and connect at once (the daemon's Transport::reconnect_now).  Default: never.
+  virtual bool poll_reconnect(std::string& stream_addr) {
+    (void)stream_addr;
+    return false;
+  }
 
   // --- Added by the simulator (sim/ owner) -------------------------------------------
   // The workload's API write: create or replace entry `name` of `entity` in `volume`

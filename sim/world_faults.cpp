@@ -323,6 +323,11 @@ void World::finish(Report& report) {
   channel("stream", stream_);
   report.set("net.datagram.oversize", static_cast<double>(datagram_.oversize));
   report.set("net.stream.broken", static_cast<double>(stream_.broken));
+  report.set("net.stream.queued", static_cast<double>(stream_.queued));
+  report.set("net.stream.queue_dropped", static_cast<double>(stream_.queue_dropped));
+  report.set("net.stream.connects", static_cast<double>(stream_.connects));
+  report.set("net.stream.connect_failures", static_cast<double>(stream_.connect_failures));
+  report.set("net.stream.reconnects_now", static_cast<double>(stream_.reconnects_now));
   // The busiest node's send rate, against the mean: a flat protocol keeps this near 1.
   double max_rate = 0;
   for (const SimNode& n : nodes_) {
