@@ -8,8 +8,10 @@
 
 #include "node/core/node.h"
 #include "schedule/entry_json.h"
+#include "schedule/occurrence.h"
 #include "sim/fire_checker.h"
 #include "sim/scenario.h"
+#include "sim/restart_checker.h"
 #include "sim/toml_reader.h"
 #include "sim/write_checker.h"
 
@@ -217,6 +219,17 @@ class NodeProcess final : public Process {
     if (store == nullptr) return std::nullopt;
     auto view = store->find(key);
     return view && view->value;
+  }
+
+  std::optional<bool> holds_completion(const std::string& volume, const std::string& entry_key,
+                                       int64_t scheduled_utc_ms, const std::string& fire_id) const override {
+    if (!started_) return std::nullopt;
+    const schedule::VolumeStore* store = node_->store(volume);
+    if (store == nullptr) return std::nullopt;
+    auto view = store->find(schedule::worker_record_key({entry_key, scheduled_utc_ms}, fire_id));
+    if (!view || !view->value) return false;
+    auto record = schedule::decode_worker_record(*view->value);
+    return record.ok() && schedule::finished(record->state);
   }
 
   void put_entry(const std::string& volume, const std::string& entity, const std::string& name,
@@ -435,6 +448,7 @@ ProcessKind node_process_kind() {
     auto o = read_options(*s.node_options, s.path);
     out.push_back(std::make_unique<FireChecker>(s, o.ok() ? o->checker : FireChecker::Options{}));
     out.push_back(std::make_unique<WriteChecker>(s));
+    out.push_back(std::make_unique<RestartChecker>(s));
     return out;
   };
   k.swarm_workload = swarm_workload;

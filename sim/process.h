@@ -129,6 +129,15 @@ class Process {
     return std::nullopt;
   }
 
+  // Whether this node's store of `volume` holds the worker record of attempt `fire_id`
+  // of occurrence (entry_key, scheduled_utc_ms) as finished (completed or failed):
+  // ground truth for the restart.rerun rule.  nullopt: cannot tell / not a replica.
+  virtual std::optional<bool> holds_completion(const std::string& volume, const std::string& entry_key,
+                                               int64_t scheduled_utc_ms, const std::string& fire_id) const {
+    (void)volume, (void)entry_key, (void)scheduled_utc_ms, (void)fire_id;
+    return std::nullopt;
+  }
+
   // The converged start (`[nodes] start = "joined"`): after every process started, the
   // world hands each one the others' membership records to hold as alive.  Defaults:
   // nothing to offer, nothing to take.

@@ -32,6 +32,17 @@ std::vector<std::string> eligible_replicas(const World& world, const schedule::E
   return out;
 }
 
+bool reaches_majority(const World& world, uint32_t node, const std::vector<std::string>& eligible) {
+  size_t reach = 0;
+  for (const auto& r : eligible) {
+    const int64_t ri = world.index_of(r);
+    if (ri < 0) continue;
+    const auto rn = static_cast<uint32_t>(ri);
+    if (rn == node || (world.is_up(rn) && world.links().can_send(node, rn) && world.links().can_send(rn, node))) ++reach;
+  }
+  return reach * 2 > eligible.size();
+}
+
 std::optional<schedule::Entry> entry_of_write(const Scenario& scenario, const World& world, uint32_t node,
                                               const Observation& obs) {
   if (obs.text == "delete" || obs.write_id < 1 || obs.write_id > world.writes().size()) return std::nullopt;
@@ -136,15 +147,8 @@ void WriteChecker::on_observation(const World& world, uint32_t node, const Obser
   for (const auto& v : k.versions) entry = v.entry ? &*v.entry : entry;
   const std::vector<std::string> elig =
       entry ? eligible_replicas(world, *entry, world.replicas_at(obs.volume, world.now_ms())) : std::vector<std::string>{};
-  size_t reach = 0;
-  for (const auto& r : elig) {
-    const int64_t ri = world.index_of(r);
-    if (ri < 0) continue;
-    const auto rn = static_cast<uint32_t>(ri);
-    if (rn == node || (world.is_up(rn) && world.links().can_send(node, rn) && world.links().can_send(rn, node))) ++reach;
-  }
   k.dispatches[obs.scheduled_utc_ms].push_back(
-      {world.now_ms(), world.spec(node).id, obs.subject, obs.attempt, reach * 2 > elig.size()});
+      {world.now_ms(), world.spec(node).id, obs.subject, obs.attempt, reaches_majority(world, node, elig)});
 }
 
 void WriteChecker::finish(const World& world, Report& report) {

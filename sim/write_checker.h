@@ -38,6 +38,10 @@ namespace caesium::sim {
 std::vector<std::string> eligible_replicas(const World& world, const schedule::Entry& entry,
                                            const std::vector<std::string>& replicas);
 
+// Whether `node` reaches a majority of `eligible` now: itself, and the others up with
+// links open both ways (ground truth).
+bool reaches_majority(const World& world, uint32_t node, const std::vector<std::string>& eligible);
+
 // The entry a workload write (kEntry observation) created, as the taking node did:
 // nullopt for a delete, an unknown write, or fields the node refused too.
 std::optional<schedule::Entry> entry_of_write(const Scenario& scenario, const World& world, uint32_t node,
