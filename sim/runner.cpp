@@ -129,10 +129,15 @@ Result<Report> run_scenario(const Scenario& s, const RunOptions& options) {
     write.want_acks = e.want_acks;
     world.at(e.at_ms, [&world, &e, i, via, write] { world.write_entry(via, i, write, e.want_majority); });
   }
+  std::vector<FaultSpec>* log = options.applied_faults;
   for (const FaultSpec& f : s.faults) {
-    world.at(f.at_ms, [&world, &f] { apply(world, f); });
+    world.at(f.at_ms, [&world, &f, log] {
+      apply(world, f);
+      if (log) log->push_back(f);
+    });
   }
   RandomFaultDriver random(world, s.random, s.duration_ms, Rng(options.seed ^ 0xFA017ULL).next_u64());
+  random.set_log(log);
   random.schedule();
   if (s.heal_at_end) {
     world.at(s.duration_ms, [&world, &convergence] {
