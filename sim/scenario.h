@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,6 +102,9 @@ struct Scenario {
   std::vector<FaultSpec> faults;  // sorted by at_ms (stable)
   RandomFaults random;
   Expect expect;
+  // Swarm only: the kinds of explicit faults it added (config, gray, crash_at_due,
+  // restart_backoff, churn), for the per-seed line and the by-kind table.
+  std::set<std::string> swarm_kinds;
 
   int64_t end_ms() const { return duration_ms + settle_ms; }
 };

@@ -43,7 +43,7 @@ struct Args {
   std::string scenario, seeds, process, duration, prepare_ahead, marks_out, check_marks, dump_scenario;
   int64_t nodes = 0;
   bool has_seed = false, swarm = false, json = false, trace = false, kinds = false, reconfig = false,
-       list_marks = false;
+       list_marks = false, classic_faults = false;
   uint64_t seed = 0;
 };
 
@@ -51,7 +51,7 @@ void print_usage(FILE* out) {
   std::fprintf(out,
                "usage: caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]\n"
                "       caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig]\n"
-               "                     [--prepare-ahead D] [--json] [--dump-scenario FILE (one seed)]\n"
+               "                     [--prepare-ahead D] [--classic-faults] [--json] [--dump-scenario FILE (one seed)]\n"
                "       caesium sim --kinds | --list-marks | --check-marks DIR\n"
                "       (--marks-out FILE with --scenario or --swarm writes the coverage marks hit)\n"
                "scenario format: tests/sim/README.md\n");
@@ -187,6 +187,7 @@ int run_swarm(const Args& a) {
   if (!a.process.empty()) o.process = a.process;
   o.nodes = a.nodes;
   o.reconfig = a.reconfig;
+  o.issue33_kinds = !a.classic_faults;
   if (!a.duration.empty()) {
     auto d = caesium::parse_duration_ms(a.duration);
     if (!d.ok() || d.value() <= 0) return usage_error("--duration: " + (d.ok() ? std::string("must be > 0") : d.error().message));
@@ -207,7 +208,8 @@ int run_swarm(const Args& a) {
   int64_t virtual_ms = 0;
   // Firing outcomes summed over the seeds whose fault mix includes each kind (a seed with
   // several kinds counts under each), plus seeds with no random fault at all.
-  static const char* kKinds[] = {"none", "crash", "partition", "cut", "oneway", "slow", "skew"};
+  static const char* kKinds[] = {"none", "crash", "partition", "cut", "oneway", "slow", "skew",
+                                 "config", "gray", "crash_at_due", "restart_backoff", "churn"};
   static const char* kFigures[] = {"alo.due", "alo.once", "alo.duplicates", "alo.missed", "alo.lost",
                                    "amo.due", "amo.once", "amo.duplicates", "amo.withheld", "amo.missed", "amo.lost"};
   std::map<std::string, std::map<std::string, double>> by_kind;
@@ -239,6 +241,7 @@ int run_swarm(const Args& a) {
       for (size_t k = 0; k < 6; ++k) {
         if (rates[k] > 0) kinds.emplace_back(kKinds[k + 1]);
       }
+      kinds.insert(kinds.end(), s.swarm_kinds.begin(), s.swarm_kinds.end());
       if (kinds.empty()) kinds.emplace_back("none");
       for (const auto& kind : kinds) {
         ++seeds_by_kind[kind];
@@ -359,6 +362,8 @@ int run_sim(int argc, char** argv) {
       a.swarm = true;
     } else if (arg == "--reconfig") {
       a.reconfig = true;
+    } else if (arg == "--classic-faults") {
+      a.classic_faults = true;
     } else if (arg == "--prepare-ahead") {
       if (!value(a.prepare_ahead)) return usage_error("--prepare-ahead needs a duration such as 5s");
     } else if (arg == "--json") {
@@ -404,8 +409,10 @@ int run_sim(int argc, char** argv) {
     return run_swarm(a);
   }
   if (a.scenario.empty()) return usage_error("give --scenario FILE or --swarm --seeds A..B");
-  if (!a.seeds.empty() || a.nodes > 0 || !a.duration.empty() || a.reconfig || !a.prepare_ahead.empty()) {
-    return usage_error("--seeds, --nodes, --duration, --reconfig and --prepare-ahead go with --swarm");
+  if (!a.seeds.empty() || a.nodes > 0 || !a.duration.empty() || a.reconfig || !a.prepare_ahead.empty() ||
+      a.classic_faults || !a.dump_scenario.empty()) {
+    return usage_error("--seeds, --nodes, --duration, --reconfig, --prepare-ahead, --classic-faults and "
+                       "--dump-scenario go with --swarm");
   }
   return run_one(a);
 }
