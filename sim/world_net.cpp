@@ -111,8 +111,13 @@ void World::send_stream(uint32_t src, uint32_t dst, std::string bytes) {
     transmit_stream(src, dst, conn, std::move(bytes));
     return;
   }
-  // No connection: the frame waits, and the oldest go when the queue is full.
+  // No connection: the frame waits, and the oldest go when the queue is full.  The first
+  // frame queued while the back-off runs arms the reconnect at its end (the daemon's tick
+  // reconnects a destination with frames queued once its back-off ran out).
   ++stream_.queued;
+  if (conn.queue.empty() && conn.state == Connection::State::kIdle && now_ms_ < conn.retry_at_ms) {
+    connect_event(src, dst, conn, conn.retry_at_ms, true);
+  }
   conn.queue_bytes += bytes.size();
   conn.queue.push_back(std::move(bytes));
   while (conn.queue_bytes > kSendQueueBytes && conn.queue.size() > 1) {
