@@ -34,6 +34,19 @@ struct Execution {
   int64_t done_ms = -1;                 // when it completed (kOk/kFailed)
 };
 
+// One workload write (put or delete) as the World performed it: ground truth for when it
+// was acknowledged (World::writes(), in issue order; id = index + 1).
+struct WriteRecord {
+  uint64_t id = 0;
+  size_t workload = 0;      // index into Scenario::workload
+  uint32_t node = 0;        // the node whose API took it
+  bool remove = false;
+  std::string volume, key;  // key: "<entity>/caesium/schedule/<name>"
+  uint32_t want_acks = 1;   // replicas (the taking node included) it waited for
+  int64_t issued_ms = -1;   // -1: never issued (the node was down)
+  int64_t acked_ms = -1;    // durable on the taking node and on want_acks - 1 others; -1: never
+};
+
 enum class FaultKind : uint8_t {
   kCrash = 0,
   kRestart = 1,     // detail "wipe" when the disk was wiped

@@ -22,6 +22,8 @@ enum class EventKind : uint8_t {
   kSyncDone = 3,        // node, generation, a = storage seq
   kInvocationDone = 4,  // node, generation, a = execution index, aux = outcome
   kAction = 5,          // slot = Pool<std::function<void()>>: faults, workload
+  kConnect = 6,         // node = source, generation, a = destination, slot = attempt token;
+                        // aux 0: a connect attempt ends, 1: the reconnect back-off ran out
 };
 
 struct Event {

@@ -8,6 +8,7 @@
 #include "schedule/timing.h"
 #include "sim/report.h"
 #include "sim/world.h"
+#include "sim/write_checker.h"
 
 namespace caesium::sim {
 namespace {
@@ -37,20 +38,29 @@ void FireChecker::on_fault(const World& world, const FaultRecord& fault) {
 
 void FireChecker::on_observation(const World& world, uint32_t node, const Observation& obs) {
   if (obs.kind == Observation::Kind::kEntry) {
-    // The node accepted an API write: the entry's clock starts at the node's time.
-    auto found = workload_by_key_.find(obs.volume + '\n' + obs.key);
-    if (found == workload_by_key_.end()) return;
-    const WorkloadEntry* w = &scenario_.workload[found->second];
-    auto entry = schedule::entry_from_json(w->fields, w->entity, w->name, obs.at_utc_ms, world.spec(node).id);
-    if (!entry) return;  // the node refused it too
+    // The node accepted an API write: the entry's clock starts at the node's time.  Every
+    // write of a key is a version of it (an edit replaces, a delete ends it).
+    const WorkloadEntry* w = nullptr;
+    if (obs.write_id >= 1 && obs.write_id <= world.writes().size()) {
+      w = &scenario_.workload[world.writes()[obs.write_id - 1].workload];
+    } else if (auto found = workload_by_key_.find(obs.volume + '\n' + obs.key); found != workload_by_key_.end()) {
+      w = &scenario_.workload[found->second];
+    }
+    if (w == nullptr) return;
     Created c;
     c.volume = obs.volume;
     c.key = obs.key;
     c.via = world.spec(node).id;
     c.at_ms = world.now_ms();
     c.at_utc_ms = obs.at_utc_ms;
-    c.entry = std::move(*entry);
-    created_[{c.volume, c.key}] = std::move(c);
+    c.write_id = obs.write_id;
+    c.deleted = obs.text == "delete";
+    if (!c.deleted) {
+      auto entry = schedule::entry_from_json(w->fields, w->entity, w->name, obs.at_utc_ms, world.spec(node).id);
+      if (!entry) return;  // the node refused it too
+      c.entry = std::move(*entry);
+    }
+    created_[{c.volume, c.key}].push_back(std::move(c));
     return;
   }
   if (obs.kind == Observation::Kind::kMaster) {
@@ -65,7 +75,10 @@ void FireChecker::on_observation(const World& world, uint32_t node, const Observ
   }
   if (obs.kind != Observation::Kind::kFire) return;
   Decisions& d = decisions_[OccKey{obs.volume, obs.key, obs.scheduled_utc_ms}];
-  if ((obs.text == "dispatched" || obs.text == "redispatched") && !obs.subject.empty()) d.workers.insert(obs.subject);
+  if ((obs.text == "dispatched" || obs.text == "redispatched") && !obs.subject.empty()) {
+    d.workers.insert(obs.subject);
+    if (d.first_dispatch_ms < 0) d.first_dispatch_ms = world.now_ms();
+  }
   // A granted claim carries its first attempt: the claimant may dispatch it to that worker
   // the moment it holds a quorum, so that worker counts as one the occurrence went to.
   if (obs.text == "granted" && !obs.detail.empty()) d.workers.insert(obs.detail);
@@ -105,24 +118,7 @@ std::vector<std::string> FireChecker::eligible_previous(const World& world, cons
 
 std::vector<std::string> FireChecker::eligible_among(const World& world, const Created& c,
                                                      const std::vector<std::string>& replicas) const {
-  std::vector<std::string> out;
-  for (const auto& r : replicas) {
-    const int64_t idx = world.index_of(r);
-    if (idx < 0) continue;
-    bool match = c.entry.bind.empty();
-    for (const auto& b : c.entry.bind) {
-      if (b.rfind("tag:", 0) == 0) {
-        const auto& tags = world.spec(static_cast<uint32_t>(idx)).tags;
-        if (std::binary_search(tags.begin(), tags.end(), b.substr(4))) match = true;
-      } else if (b == r) {
-        match = true;
-      }
-    }
-    if (match) out.push_back(r);
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  return eligible_replicas(world, c.entry, replicas);
 }
 
 // An acknowledged entry must survive every replica change: at the end, with every replica
@@ -187,221 +183,276 @@ void FireChecker::finish(const World& world, Report& report) {
   std::vector<int64_t> lateness_all, lateness_healthy, lateness_faulty;
   std::set<OccKey> expected;
 
-  for (const auto& [ck, c] : created_) {
-    const bool amo = c.entry.semantics == schedule::Semantics::at_most_once;
-    Tally& t = tally[amo ? 1 : 0];
-    if (entry_lost(world, c)) {
-      report.violate({"entry.lost", c.volume + "/" + c.key + " is held by no replica of the volume at the end", end_ms, {}});
-    }
-    int64_t cursor = c.at_utc_ms - 1;
-    for (size_t n = 0; n < options_.max_occurrences_per_entry; ++n) {
-      auto next = schedule::next_occurrence(c.entry, cursor);
-      if (!next) break;
-      cursor = *next;
-      const int64_t fire_utc = schedule::fire_time(c.entry, *next);
-      const int64_t due_ms = fire_utc - epoch;  // the true instant the occurrence is due
-      // Occurrences too close to the end of the run have not had their chance yet.
-      if (due_ms > end_ms - 2 * options_.detection_bound_ms) break;
-      const OccKey k{c.volume, c.key, *next};
-      expected.insert(k);
-      const std::vector<std::string> elig = eligible(world, c, due_ms);
-      // Liveness is judged only under a settled replica set (Options::reconfig_settle_ms),
-      // and not while a change is in flight (previous replicas listed).
-      const bool settled_config =
-          !world.config_changed_between(c.volume, std::min(c.at_ms, due_ms - options_.reconfig_settle_ms),
-                                        due_ms + options_.liveness_window_ms) &&
-          world.previous_replicas_at(c.volume, due_ms).empty();
-      ++t.due;
-      const std::string name = occ_name(c.volume, c.key, *next);
-      size_t started = 0, counted = 0;
-      int64_t first_start = -1;
-      auto it = executions_.find(k);
-      if (it != executions_.end()) {
-        for (size_t idx : it->second) {
-          const Execution& e = execs[idx];
-          ++started;
-          if (e.outcome != Execution::Outcome::kAbandoned) ++counted;
-          if (first_start < 0 || e.start_ms < first_start) first_start = e.start_ms;
-          // Never early.  A quorum cannot agree early unless a majority of the eligible
-          // clocks run ahead; a degraded fire may be early by its own node's skew.  The
-          // grants come from the sets of the claimant's config, which may be older than
-          // the one in force at the due instant, so every set in force from a while
-          // before the start to the due instant counts (swarm --reconfig seed 2927: n3
-          // and n4, both ahead, granted in [n1,n3,n4] a second early; n4 was removed
-          // before the due instant, and [n1,n3] alone has no skewed majority).
-          bool any_skewed = false, quorum_could_skew = false;
-          for (const int64_t at : config_times(world, c.volume, e.start_ms - options_.reconfig_settle_ms, due_ms)) {
-            for (const auto& set : {eligible(world, c, at), eligible_previous(world, c, at)}) {
-              size_t skewed = 0;
-              for (const auto& r : set) {
-                const int64_t idx_r = world.index_of(r);
-                if (idx_r >= 0 && skewed_nodes_.count(static_cast<uint32_t>(idx_r))) ++skewed;
+  // When occurrence k was first dispatched; `fallback` (its first run) when no node
+  // reported a dispatch.
+  auto d_first_dispatch = [&](const OccKey& k, int64_t fallback) {
+    auto found = decisions_.find(k);
+    if (found == decisions_.end() || found->second.first_dispatch_ms < 0) return fallback;
+    return std::min(found->second.first_dispatch_ms, fallback);
+  };
+  for (const auto& [ck, versions] : created_) {
+    for (size_t version = 0; version < versions.size(); ++version) {
+      const Created& c = versions[version];
+      if (c.deleted) continue;
+      const bool amo = c.entry.semantics == schedule::Semantics::at_most_once;
+      Tally& t = tally[amo ? 1 : 0];
+      if (version + 1 == versions.size() && entry_lost(world, c)) {
+        report.violate({"entry.lost", c.volume + "/" + c.key + " is held by no replica of the volume at the end", end_ms, {}});
+      }
+      // This version schedules until the next write of its key was issued (an occurrence of
+      // it due later is the next version's business, or nobody's after a delete), and
+      // liveness holds only for what is due once the write was acknowledged: before, either
+      // outcome is fine (a write that never was acknowledged may or may not take effect).
+      const int64_t next_issue_ms = version + 1 < versions.size() ? versions[version + 1].at_ms : kNever;
+      const int64_t acked_ms = c.write_id >= 1 && c.write_id <= world.writes().size()
+                                   ? world.writes()[c.write_id - 1].acked_ms
+                                   : c.at_ms;
+      int64_t cursor = c.at_utc_ms - 1;
+      for (size_t n = 0; n < options_.max_occurrences_per_entry; ++n) {
+        auto next = schedule::next_occurrence(c.entry, cursor);
+        if (!next) break;
+        cursor = *next;
+        const int64_t fire_utc = schedule::fire_time(c.entry, *next);
+        const int64_t due_ms = fire_utc - epoch;  // the true instant the occurrence is due
+        // Occurrences too close to the end of the run have not had their chance yet.
+        if (due_ms > end_ms - 2 * options_.detection_bound_ms) break;
+        if (due_ms >= next_issue_ms) break;
+        const bool unacked = acked_ms < 0 || due_ms < acked_ms;
+        const OccKey k{c.volume, c.key, *next};
+        expected.insert(k);
+        const std::vector<std::string> elig = eligible(world, c, due_ms);
+        // Liveness is judged only for an acknowledged version, under a settled replica set
+        // (Options::reconfig_settle_ms), and not while a change is in flight (previous
+        // replicas listed).
+        const bool judged =
+            !unacked && !world.config_changed_between(c.volume, std::min(c.at_ms, due_ms - options_.reconfig_settle_ms),
+                                          due_ms + options_.liveness_window_ms) &&
+            world.previous_replicas_at(c.volume, due_ms).empty();
+        ++t.due;
+        const std::string name = occ_name(c.volume, c.key, *next);
+        size_t started = 0, counted = 0;
+        int64_t first_start = -1;
+        auto it = executions_.find(k);
+        if (it != executions_.end()) {
+          for (size_t idx : it->second) {
+            const Execution& e = execs[idx];
+            ++started;
+            if (e.outcome != Execution::Outcome::kAbandoned) ++counted;
+            if (first_start < 0 || e.start_ms < first_start) first_start = e.start_ms;
+            // Never early.  A quorum cannot agree early unless a majority of the eligible
+            // clocks run ahead; a degraded fire may be early by its own node's skew.  The
+            // grants come from the sets of the claimant's config, which may be older than
+            // the one in force at the due instant, so every set in force from a while
+            // before the start to the due instant counts (swarm --reconfig seed 2927: n3
+            // and n4, both ahead, granted in [n1,n3,n4] a second early; n4 was removed
+            // before the due instant, and [n1,n3] alone has no skewed majority).
+            bool any_skewed = false, quorum_could_skew = false;
+            for (const int64_t at : config_times(world, c.volume, e.start_ms - options_.reconfig_settle_ms, due_ms)) {
+              for (const auto& set : {eligible(world, c, at), eligible_previous(world, c, at)}) {
+                size_t skewed = 0;
+                for (const auto& r : set) {
+                  const int64_t idx_r = world.index_of(r);
+                  if (idx_r >= 0 && skewed_nodes_.count(static_cast<uint32_t>(idx_r))) ++skewed;
+                }
+                any_skewed = any_skewed || skewed > 0;
+                quorum_could_skew = quorum_could_skew || skewed * 2 > set.size();
               }
-              any_skewed = any_skewed || skewed > 0;
-              quorum_could_skew = quorum_could_skew || skewed * 2 > set.size();
+            }
+            // A degraded or takeover fire is decided by one node alone: early by its skew.
+            const int64_t allowance =
+                (e.invocation.possible_duplicate && any_skewed) || quorum_could_skew ? world.max_skew_ms() : 0;
+            if (e.start_ms < due_ms - allowance) {
+              report.violate({"early", name + " started " + std::to_string(due_ms - e.start_ms) + " ms before it was due (fire id " +
+                                           e.invocation.fire_id + ")",
+                              e.start_ms, world.spec(e.node).id});
             }
           }
-          // A degraded or takeover fire is decided by one node alone: early by its skew.
-          const int64_t allowance =
-              (e.invocation.possible_duplicate && any_skewed) || quorum_could_skew ? world.max_skew_ms() : 0;
-          if (e.start_ms < due_ms - allowance) {
-            report.violate({"early", name + " started " + std::to_string(due_ms - e.start_ms) + " ms before it was due (fire id " +
-                                         e.invocation.fire_id + ")",
-                            e.start_ms, world.spec(e.node).id});
+        }
+        t.executions += started;
+        {
+          auto parsed = schedule::parse_entry_key(c.key);
+          const std::string prefix = "entry." + (parsed.ok() ? parsed->entity + "/" + parsed->name : c.key);
+          report.add(prefix + ".due", 1);
+          report.add(prefix + ".executions", static_cast<double>(started));
+        }
+        if (started == 1) ++t.once;
+        if (started > 1) t.duplicates += started - 1;
+        const Decisions d = decisions_.count(k) ? decisions_.at(k) : Decisions{};
+        if (d.withheld) ++t.withheld;
+        if (d.lost) ++t.lost;
+        if (started == 0) ++t.missed;
+
+        if (first_start >= 0) {
+          const int64_t late = first_start - due_ms;
+          lateness_all.push_back(late);
+          const bool quiet = quiet_between(world, elig, std::max<int64_t>(0, due_ms - options_.liveness_before_ms), first_start);
+          (quiet ? lateness_healthy : lateness_faulty).push_back(late);
+          if (quiet && judged && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms) {
+            report.violate({"lateness.healthy", name + " ran " + std::to_string(late) + " ms late with no fault around it",
+                            first_start, {}});
           }
         }
-      }
-      t.executions += started;
-      {
-        auto parsed = schedule::parse_entry_key(c.key);
-        const std::string prefix = "entry." + (parsed.ok() ? parsed->entity + "/" + parsed->name : c.key);
-        report.add(prefix + ".due", 1);
-        report.add(prefix + ".executions", static_cast<double>(started));
-      }
-      if (started == 1) ++t.once;
-      if (started > 1) t.duplicates += started - 1;
-      const Decisions d = decisions_.count(k) ? decisions_.at(k) : Decisions{};
-      if (d.withheld) ++t.withheld;
-      if (d.lost) ++t.lost;
-      if (started == 0) ++t.missed;
 
-      if (first_start >= 0) {
-        const int64_t late = first_start - due_ms;
-        lateness_all.push_back(late);
-        const bool quiet = quiet_between(world, elig, std::max<int64_t>(0, due_ms - options_.liveness_before_ms), first_start);
-        (quiet ? lateness_healthy : lateness_faulty).push_back(late);
-        if (quiet && settled_config && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms) {
-          report.violate({"lateness.healthy", name + " ran " + std::to_string(late) + " ms late with no fault around it",
-                          first_start, {}});
+        // The misfire policy "skip": an occurrence that nobody fired within the threshold is
+        // not run at all.  Judged on the first dispatch (the firing decision's visible
+        // effect), so a redispatch of an attempt first dispatched in time is no misfire.
+        if (started > 0 && c.entry.misfire == schedule::MisfirePolicy::skip) {
+          const int64_t dispatched = d_first_dispatch(k, first_start);
+          const int64_t allowance = options_.misfire_slack_ms + (skewed_nodes_.empty() ? 0 : world.max_skew_ms());
+          if (dispatched - due_ms > options_.misfire_threshold_ms + allowance) {
+            report.violate({"misfire.skip_late", name + " (misfire = skip) was first dispatched " +
+                                                     format_duration_ms(dispatched - due_ms) +
+                                                     " after it was due (misfire_threshold " +
+                                                     format_duration_ms(options_.misfire_threshold_ms) + ") and ran " +
+                                                     std::to_string(started) + " time(s)",
+                            dispatched, {}});
+          }
         }
-      }
 
-      if (amo && started > 1) {
-        report.violate({"amo.duplicate", name + " (at-most-once) started " + std::to_string(started) + " times", due_ms, {}});
-      }
-      // A client can always tell a duplicate: at most one run of an occurrence is a first
-      // attempt without the possible_duplicate flag (every other run is a later attempt or
-      // flagged).
-      if (started > 1) {
-        size_t plain = 0;
-        for (size_t idx : it->second) {
-          const auto& inv = execs[idx].invocation;
-          if (inv.attempt == 1 && !inv.possible_duplicate) ++plain;
+        if (amo && started > 1) {
+          report.violate({"amo.duplicate", name + " (at-most-once) started " + std::to_string(started) + " times", due_ms, {}});
         }
-        if (plain > 1) {
-          report.violate({"duplicate.unflagged", name + " ran " + std::to_string(plain) +
-                                                     " times as an unflagged first attempt", due_ms, {}});
+        // A client can always tell a duplicate: at most one run of an occurrence is a first
+        // attempt without the possible_duplicate flag (every other run is a later attempt or
+        // flagged).
+        if (started > 1) {
+          size_t plain = 0;
+          for (size_t idx : it->second) {
+            const auto& inv = execs[idx].invocation;
+            if (inv.attempt == 1 && !inv.possible_duplicate) ++plain;
+          }
+          if (plain > 1) {
+            report.violate({"duplicate.unflagged", name + " ran " + std::to_string(plain) +
+                                                       " times as an unflagged first attempt", due_ms, {}});
+          }
         }
-      }
-      // A redispatch because a run outlived the entry's complete_time is the entry asking
-      // for speed over uniqueness (seed 003, slow worker), not a fault-free duplicate.
-      size_t by_complete_time = 0;
-      if (it != executions_.end() && c.entry.complete_time_ms > 0) {
-        for (size_t idx : it->second) {
-          const Execution& later = execs[idx];
-          if (later.invocation.attempt <= 1) continue;
-          for (size_t j : it->second) {
-            const Execution& earlier = execs[j];
-            const int64_t ran_until = earlier.done_ms >= 0 ? earlier.done_ms : end_ms;
-            if (earlier.start_ms < later.start_ms && ran_until - earlier.start_ms >= c.entry.complete_time_ms) {
-              ++by_complete_time;
+        // A redispatch because a run outlived the entry's complete_time is the entry asking
+        // for speed over uniqueness (seed 003, slow worker), not a fault-free duplicate.
+        size_t by_complete_time = 0;
+        if (it != executions_.end() && c.entry.complete_time_ms > 0) {
+          for (size_t idx : it->second) {
+            const Execution& later = execs[idx];
+            if (later.invocation.attempt <= 1) continue;
+            for (size_t j : it->second) {
+              const Execution& earlier = execs[j];
+              const int64_t ran_until = earlier.done_ms >= 0 ? earlier.done_ms : end_ms;
+              if (earlier.start_ms < later.start_ms && ran_until - earlier.start_ms >= c.entry.complete_time_ms) {
+                ++by_complete_time;
+                break;
+              }
+            }
+          }
+        }
+        if (fault_free && !unacked && due_ms - c.at_ms > options_.replication_grace_ms && started - by_complete_time != 1) {
+          report.violate({"healthy.once", name + " ran " + std::to_string(started) + " times in a run without faults", due_ms, {}});
+        }
+        // ALO: some eligible replica holding the entry stayed up long enough.
+        // (A master that found it late and skipped or missed it by the entry's misfire policy
+        // decided; lateness is judged separately.)
+        if (!amo && judged && counted == 0 && !d.missed && due_ms + options_.detection_bound_ms <= end_ms) {
+          for (const auto& r : elig) {
+            const int64_t ri = world.index_of(r);
+            const int64_t vi = world.index_of(c.via);
+            if (ri < 0 || vi < 0) continue;
+            const auto rn = static_cast<uint32_t>(ri), vn = static_cast<uint32_t>(vi);
+            // Another replica holds it if the node that took the write stayed up, and linked
+            // to it, while it replicated: a node that crashed right after the write may have
+            // lost it before it was durable (the write was then never acknowledged).
+            const bool holds = r == c.via || (world.linked_throughout(vn, rn, c.at_ms, c.at_ms + 2'000) &&
+                                              world.healthy_throughout(vn, c.at_ms, c.at_ms + 2'000));
+            if (holds && world.healthy_throughout(rn, c.at_ms, due_ms + options_.detection_bound_ms) &&
+                c.entry.misfire_window_ms >= options_.detection_bound_ms) {
+              report.violate({"alo.missed", name + " (at-least-once) never completed although replica " + r +
+                                                " held it and stayed up",
+                              due_ms, r});
               break;
             }
           }
         }
-      }
-      if (fault_free && due_ms - c.at_ms > options_.replication_grace_ms && started - by_complete_time != 1) {
-        report.violate({"healthy.once", name + " ran " + std::to_string(started) + " times in a run without faults", due_ms, {}});
-      }
-      // ALO: some eligible replica holding the entry stayed up long enough.
-      // (A master that found it late and skipped or missed it by the entry's misfire policy
-      // decided; lateness is judged separately.)
-      if (!amo && settled_config && counted == 0 && !d.missed && due_ms + options_.detection_bound_ms <= end_ms) {
-        for (const auto& r : elig) {
-          const int64_t ri = world.index_of(r);
-          const int64_t vi = world.index_of(c.via);
-          if (ri < 0 || vi < 0) continue;
-          const auto rn = static_cast<uint32_t>(ri), vn = static_cast<uint32_t>(vi);
-          // Another replica holds it if the node that took the write stayed up, and linked
-          // to it, while it replicated: a node that crashed right after the write may have
-          // lost it before it was durable (the write was then never acknowledged).
-          const bool holds = r == c.via || (world.linked_throughout(vn, rn, c.at_ms, c.at_ms + 2'000) &&
-                                            world.healthy_throughout(vn, c.at_ms, c.at_ms + 2'000));
-          if (holds && world.healthy_throughout(rn, c.at_ms, due_ms + options_.detection_bound_ms) &&
-              c.entry.misfire_window_ms >= options_.detection_bound_ms) {
-            report.violate({"alo.missed", name + " (at-least-once) never completed although replica " + r +
-                                              " held it and stayed up",
-                            due_ms, r});
-            break;
+        // AMO liveness: a majority of the eligible replicas up and connected around the due time.
+        // (Running twice is amo.duplicate's business; liveness is about running at all.)
+        if (amo && judged && started == 0 && due_ms - c.at_ms > options_.replication_grace_ms &&
+            c.entry.misfire_window_ms >= options_.detection_bound_ms) {
+          const int64_t from = due_ms - options_.liveness_before_ms, to = due_ms + options_.liveness_window_ms;
+          std::vector<uint32_t> healthy;
+          for (const auto& r : elig) {
+            const int64_t ri = world.index_of(r);
+            if (ri >= 0 && world.healthy_throughout(static_cast<uint32_t>(ri), std::max<int64_t>(0, c.at_ms), to)) {
+              healthy.push_back(static_cast<uint32_t>(ri));
+            }
           }
-        }
-      }
-      // AMO liveness: a majority of the eligible replicas up and connected around the due time.
-      // (Running twice is amo.duplicate's business; liveness is about running at all.)
-      if (amo && settled_config && started == 0 && due_ms - c.at_ms > options_.replication_grace_ms &&
-          c.entry.misfire_window_ms >= options_.detection_bound_ms) {
-        const int64_t from = due_ms - options_.liveness_before_ms, to = due_ms + options_.liveness_window_ms;
-        std::vector<uint32_t> healthy;
-        for (const auto& r : elig) {
-          const int64_t ri = world.index_of(r);
-          if (ri >= 0 && world.healthy_throughout(static_cast<uint32_t>(ri), std::max<int64_t>(0, c.at_ms), to)) {
-            healthy.push_back(static_cast<uint32_t>(ri));
+          // The largest group of healthy replicas all pairwise connected (greedy: replicas
+          // are few, so try each as a seed).
+          std::vector<uint32_t> best_group;
+          for (uint32_t seed : healthy) {
+            std::vector<uint32_t> group{seed};
+            for (uint32_t other : healthy) {
+              if (other == seed) continue;
+              bool ok = true;
+              for (uint32_t g : group) ok = ok && world.healthy_pair_throughout(g, other, from, to);
+              if (ok) group.push_back(other);
+            }
+            if (group.size() > best_group.size()) best_group = group;
           }
-        }
-        // The largest group of healthy replicas all pairwise connected (greedy: replicas
-        // are few, so try each as a seed).
-        std::vector<uint32_t> best_group;
-        for (uint32_t seed : healthy) {
-          std::vector<uint32_t> group{seed};
-          for (uint32_t other : healthy) {
-            if (other == seed) continue;
-            bool ok = true;
-            for (uint32_t g : group) ok = ok && world.healthy_pair_throughout(g, other, from, to);
-            if (ok) group.push_back(other);
+          // A worker the occurrence went to that crashed, or was cut off from that group,
+          // may have accepted it: at-most-once must then wait for its answer (or report the
+          // occurrence lost), so exactly-once cannot be required.
+          bool worker_cut_off = false;
+          for (const auto& w : d.workers) {
+            const int64_t wi = world.index_of(w);
+            if (wi < 0) continue;
+            const auto wn = static_cast<uint32_t>(wi);
+            if (std::find(best_group.begin(), best_group.end(), wn) == best_group.end() ||
+                !world.healthy_throughout(wn, from, end_ms)) {
+              worker_cut_off = true;
+            }
           }
-          if (group.size() > best_group.size()) best_group = group;
-        }
-        // A worker the occurrence went to that crashed, or was cut off from that group,
-        // may have accepted it: at-most-once must then wait for its answer (or report the
-        // occurrence lost), so exactly-once cannot be required.
-        bool worker_cut_off = false;
-        for (const auto& w : d.workers) {
-          const int64_t wi = world.index_of(w);
-          if (wi < 0) continue;
-          const auto wn = static_cast<uint32_t>(wi);
-          if (std::find(best_group.begin(), best_group.end(), wn) == best_group.end() ||
-              !world.healthy_throughout(wn, from, end_ms)) {
-            worker_cut_off = true;
+          // The group can only fire what it holds: the node that took the write is in it, or
+          // one of its members was connected to that node while the entry replicated (an
+          // entry written on the other side of a partition reaches the group only later).
+          bool group_holds = false;
+          if (const int64_t vi = world.index_of(c.via); vi >= 0) {
+            const auto vn = static_cast<uint32_t>(vi);
+            // As for at-least-once above: the writer must also have stayed up while the entry
+            // replicated (swarm seed 19499: the writer crashed 2 ms after the write, before
+            // it was durable, and the checker still counted the entry as replicated).
+            const bool writer_up =
+                world.healthy_throughout(vn, c.at_ms, c.at_ms + options_.replication_grace_ms);
+            for (uint32_t g : best_group) {
+              group_holds = group_holds || g == vn ||
+                            (writer_up && world.linked_throughout(vn, g, c.at_ms, c.at_ms + options_.replication_grace_ms));
+            }
           }
-        }
-        // The group can only fire what it holds: the node that took the write is in it, or
-        // one of its members was connected to that node while the entry replicated (an
-        // entry written on the other side of a partition reaches the group only later).
-        bool group_holds = false;
-        if (const int64_t vi = world.index_of(c.via); vi >= 0) {
-          const auto vn = static_cast<uint32_t>(vi);
-          // As for at-least-once above: the writer must also have stayed up while the entry
-          // replicated (swarm seed 19499: the writer crashed 2 ms after the write, before
-          // it was durable, and the checker still counted the entry as replicated).
-          const bool writer_up =
-              world.healthy_throughout(vn, c.at_ms, c.at_ms + options_.replication_grace_ms);
-          for (uint32_t g : best_group) {
-            group_holds = group_holds || g == vn ||
-                          (writer_up && world.linked_throughout(vn, g, c.at_ms, c.at_ms + options_.replication_grace_ms));
+          if (best_group.size() * 2 > elig.size() && !worker_cut_off && group_holds) {
+            std::string group;
+            for (uint32_t g : best_group) group += (group.empty() ? "" : ", ") + world.spec(g).id;
+            report.violate({"amo.liveness", name + " (at-most-once) ran " + std::to_string(started) +
+                                                " times although a majority of its replicas (" + group +
+                                                ") was up and connected",
+                            due_ms, {}});
           }
-        }
-        if (best_group.size() * 2 > elig.size() && !worker_cut_off && group_holds) {
-          report.violate({"amo.liveness", name + " (at-most-once) ran " + std::to_string(started) +
-                                              " times although a majority of its replicas was up and connected",
-                          due_ms, {}});
         }
       }
     }
   }
-  // Executions of occurrences no entry produced (before the evaluation cutoff).
+  // Executions of occurrences no version produced (before the evaluation cutoff): those
+  // of a version replaced or deleted before they were due.  Running one twice is still a
+  // duplicate when every version of the entry was at-most-once.
   const int64_t cutoff_utc = epoch + end_ms - 2 * options_.detection_bound_ms;
   for (const auto& [k, v] : executions_) {
-    if (!expected.count(k) && k.scheduled_utc_ms <= cutoff_utc) unknown_executions_ += v.size();
+    if (expected.count(k) || k.scheduled_utc_ms > cutoff_utc) continue;
+    unknown_executions_ += v.size();
+    auto versions = created_.find({k.volume, k.key});
+    if (versions == created_.end() || v.size() < 2) continue;
+    bool all_amo = true;
+    for (const Created& c : versions->second) {
+      all_amo = all_amo && (c.deleted || c.entry.semantics == schedule::Semantics::at_most_once);
+    }
+    if (all_amo) {
+      report.violate({"amo.duplicate", occ_name(k.volume, k.key, k.scheduled_utc_ms) + " (at-most-once) started " +
+                                           std::to_string(v.size()) + " times",
+                      k.scheduled_utc_ms - epoch, {}});
+    }
   }
   const char* names[2] = {"alo", "amo"};
   for (int s = 0; s < 2; ++s) {

@@ -26,6 +26,12 @@
 //                  healthy bound
 //   entry.lost     an entry whose write was acknowledged is held by no replica of the
 //                  volume's final replica sets at the end, with all of them up
+//   misfire.skip_late  an occurrence of a misfire = "skip" entry was first dispatched
+//                  later than misfire_threshold after its due time (plus the skew
+//                  bound where clocks were skewed, plus Options::misfire_slack_ms for the
+//                  claim's round trips): the policy promises such an occurrence is
+//                  skipped.  Later runs of an attempt first dispatched in time (a
+//                  redispatch after a worker vanished) are the same firing, not a misfire
 // The replica sets are those in effect at each due time (World::replicas_at: `config`
 // faults change them; the early check also looks at earlier ones); the liveness checks skip occurrences near a change
 // (Options::reconfig_settle_ms) and while previous replicas are listed.
@@ -63,6 +69,11 @@ class FireChecker final : public Checker {
     // from the liveness checks: the new replicas fill by anti-entropy, and which of them
     // hold the entry is not ground truth.  Safety checks still apply.
     int64_t reconfig_settle_ms = 30'000;
+    // The nodes' misfire_threshold (node option), and how much later than it the first
+    // dispatch of a "skip" occurrence may come: the decision is taken when the claim
+    // starts, and its round trips (retries under loss) come after it.
+    int64_t misfire_threshold_ms = 30'000;
+    int64_t misfire_slack_ms = 5'000;
   };
   FireChecker(const Scenario& scenario, Options options);
 
@@ -79,6 +90,8 @@ class FireChecker final : public Checker {
     std::string via;
     int64_t at_ms = 0;       // virtual time of the write
     int64_t at_utc_ms = 0;   // the via node's clock then
+    uint64_t write_id = 0;   // World::writes() id (0: unknown)
+    bool deleted = false;    // a delete: no entry from here on
     schedule::Entry entry;
   };
   struct OccKey {
@@ -90,6 +103,7 @@ class FireChecker final : public Checker {
   struct Decisions {
     bool withheld = false, lost = false, missed = false;
     std::set<std::string> workers;  // every node an attempt was dispatched to
+    int64_t first_dispatch_ms = -1;  // virtual time of the first (re)dispatch observed
   };
 
   // The replicas of c's volume at time_ms (World::replicas_at) that c's binding allows.
@@ -106,7 +120,8 @@ class FireChecker final : public Checker {
   const Scenario& scenario_;
   Options options_;
   std::map<std::string, size_t> workload_by_key_;  // volume + '\n' + key -> workload index
-  std::map<std::pair<std::string, std::string>, Created> created_;
+  // Every version of every entry the workload wrote, in issue order.
+  std::map<std::pair<std::string, std::string>, std::vector<Created>> created_;
   std::map<OccKey, std::vector<size_t>> executions_;  // indexes into World::executions()
   std::map<OccKey, Decisions> decisions_;
   std::vector<FaultRecord> faults_;

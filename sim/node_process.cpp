@@ -8,9 +8,12 @@
 
 #include "node/core/node.h"
 #include "schedule/entry_json.h"
+#include "schedule/occurrence.h"
 #include "sim/fire_checker.h"
 #include "sim/scenario.h"
+#include "sim/restart_checker.h"
 #include "sim/toml_reader.h"
+#include "sim/write_checker.h"
 
 namespace caesium::sim {
 namespace {
@@ -57,6 +60,7 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
     n.capacity.cores = static_cast<uint32_t>(r.integer("cores", 1, 4096).value_or(n.capacity.cores));
     n.capacity.max_running = static_cast<uint32_t>(r.integer("max_running", 1, 1 << 20).value_or(n.capacity.max_running));
     o.checker.detection_bound_ms = r.duration("checker_detection_bound").value_or(o.checker.detection_bound_ms);
+    o.checker.misfire_threshold_ms = s.misfire_threshold_ms;
     r.finish();
   } catch (const TomlReadError& e) {
     return e.error;
@@ -163,6 +167,7 @@ class NodeProcess final : public Process {
   bool poll_transmit(Transmit& out) override { return node_->poll_transmit(out); }
   bool poll_storage(StorageBatch& out) override { return node_->poll_storage(out); }
   bool poll_invocation(Invocation& out) override { return node_->poll_invocation(out); }
+  bool poll_reconnect(std::string& stream_addr) override { return node_->poll_reconnect(stream_addr); }
   std::vector<std::pair<std::string, double>> counters() const override {
     if (!started_) return {};
     const auto& c = node_->counters();
@@ -220,29 +225,60 @@ class NodeProcess final : public Process {
     return view && view->value;
   }
 
+  std::optional<bool> holds_completion(const std::string& volume, const std::string& entry_key,
+                                       int64_t scheduled_utc_ms, const std::string& fire_id) const override {
+    if (!started_) return std::nullopt;
+    const schedule::VolumeStore* store = node_->store(volume);
+    if (store == nullptr) return std::nullopt;
+    auto view = store->find(schedule::worker_record_key({entry_key, scheduled_utc_ms}, fire_id));
+    if (!view || !view->value) return false;
+    auto record = schedule::decode_worker_record(*view->value);
+    return record.ok() && schedule::finished(record->state);
+  }
+
   void put_entry(const std::string& volume, const std::string& entity, const std::string& name,
                  const std::string& json, Clock now) override {
-    nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
-    if (j.is_discarded()) {
-      note("workload entry " + entity + "/" + name + ": not JSON");
-      return;
+    EntryWrite w;
+    w.volume = volume;
+    w.entity = entity;
+    w.name = name;
+    w.json = json;
+    write_entry(w, now);
+  }
+
+  // The API's PUT / DELETE with ?w=N: the write is acknowledged once this node holds it
+  // durably and replica_acks counts N (reported as kWriteAcked from drain()).
+  void write_entry(const EntryWrite& w, Clock now) override {
+    const std::string what = "workload " + std::string(w.remove ? "delete of " : "entry ") + w.entity + "/" + w.name;
+    Result<node::WriteAck> ack = Error("not started", "node");
+    if (w.remove) {
+      ack = node_->delete_entry(w.volume, w.entity, w.name, now, w.want_acks > 1);
+    } else {
+      nlohmann::json j = nlohmann::json::parse(w.json, nullptr, false);
+      if (j.is_discarded()) {
+        note(what + ": not JSON");
+        return;
+      }
+      auto entry = schedule::entry_from_json(j, w.entity, w.name, now.utc_ms, id_);
+      if (!entry) {
+        note(what + " refused: " + entry.error().message);
+        return;
+      }
+      ack = node_->put_entry(w.volume, *entry, now, w.want_acks > 1);
     }
-    auto entry = schedule::entry_from_json(j, entity, name, now.utc_ms, id_);
-    if (!entry) {
-      note("workload entry " + entity + "/" + name + " refused: " + entry.error().message);
-      return;
-    }
-    auto ack = node_->put_entry(volume, *entry, now);
     if (!ack) {
-      note("workload entry " + entity + "/" + name + " refused: " + ack.error().message);
+      note(what + " refused: " + ack.error().message);
       return;
     }
     Observation o;
     o.kind = Observation::Kind::kEntry;
-    o.volume = volume;
-    o.key = schedule::entry_key(entity, name);
+    o.volume = w.volume;
+    o.key = schedule::entry_key(w.entity, w.name);
     o.at_utc_ms = now.utc_ms;
+    o.write_id = w.id;
+    if (w.remove) o.text = "delete";
     observations_.push_back(std::move(o));
+    if (w.id != 0) pending_writes_.push_back({w.id, w.volume, ack->record.key, ack->record.version, ack->durable_seq, w.want_acks});
     drain();
   }
 
@@ -267,6 +303,22 @@ class NodeProcess final : public Process {
 
   // Node events become observations for the report and the checkers.
   void drain() {
+    // Workload writes whose acknowledgement came (few, and only while a write waits).
+    for (size_t i = 0; i < pending_writes_.size();) {
+      const PendingWrite& p = pending_writes_[i];
+      if (node_->durable_seq() >= p.durable_seq &&
+          (p.want_acks <= 1 || node_->replica_acks(p.volume, p.key, p.version) >= p.want_acks)) {
+        Observation o;
+        o.kind = Observation::Kind::kWriteAcked;
+        o.volume = p.volume;
+        o.key = p.key;
+        o.write_id = p.id;
+        observations_.push_back(std::move(o));
+        pending_writes_.erase(pending_writes_.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
     node::NodeEvent e;
     while (node_->poll_event(e)) {
       Observation o;
@@ -290,6 +342,7 @@ class NodeProcess final : public Process {
           o.text = schedule::to_string(e.fire.kind);
           o.at_most_once = e.fire.at_most_once;
           o.subject = e.fire.node;
+          o.attempt = e.fire.attempt;
           o.detail = e.fire.detail.empty() ? schedule::to_string(e.fire.path) : e.fire.detail;
           break;
         case node::NodeEvent::Kind::kConfig:
@@ -330,6 +383,14 @@ class NodeProcess final : public Process {
     observations_.push_back(std::move(o));
   }
 
+  struct PendingWrite {
+    uint64_t id = 0;
+    std::string volume, key;
+    schedule::Version version;
+    uint64_t durable_seq = 0;
+    uint32_t want_acks = 1;
+  };
+  std::vector<PendingWrite> pending_writes_;  // workload writes not yet acknowledged
   node::ClusterConfig seen_config_;  // the config last reported (kConfigAdopted)
   uint64_t pending_proposal_ = 0;    // a reconfigure being agreed
   std::string id_;
@@ -390,6 +451,8 @@ ProcessKind node_process_kind() {
     std::vector<std::unique_ptr<Checker>> out;
     auto o = read_options(*s.node_options, s.path);
     out.push_back(std::make_unique<FireChecker>(s, o.ok() ? o->checker : FireChecker::Options{}));
+    out.push_back(std::make_unique<WriteChecker>(s));
+    out.push_back(std::make_unique<RestartChecker>(s));
     return out;
   };
   k.swarm_workload = swarm_workload;

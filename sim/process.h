@@ -37,6 +37,8 @@ struct Observation {
                        // is the event kind (withheld, missed, lost, owned, dispatched, ...)
     kConfigAdopted = 5,  // the node adopted config `epoch`, which gives `volume` these sets
     kConfigResult = 6,   // the node's reconfigure() ended: `text` is "" (adopted) or why not
+    kWriteAcked = 7,     // workload write `write_id` is acknowledged: durable here and held
+                         // durably by as many replicas as it asked for (EntryWrite::want_acks)
   };
   Kind kind = Kind::kMemberState;
   std::string subject;
@@ -52,6 +54,17 @@ struct Observation {
   std::string detail;            // kFire: path ("quorum"/"degraded"/"takeover") or reason
   uint64_t epoch = 0;                                // kConfigAdopted
   std::vector<std::string> replicas, previous;       // kConfigAdopted: the volume's sets in it
+  uint32_t attempt = 0;   // kFire: the attempt a dispatched / redispatched event sent
+  uint64_t write_id = 0;  // kEntry (text "delete" for a delete) and kWriteAcked: the write
+};
+
+// A workload write as the HTTP API would receive it: PUT (create or replace) or DELETE of
+// one entry, waiting for `want_acks` replicas' durable acknowledgements (?w=N).
+struct EntryWrite {
+  uint64_t id = 0;      // the World's write id; the process names it in kEntry / kWriteAcked
+  bool remove = false;  // a delete (json unused)
+  std::string volume, entity, name, json;
+  uint32_t want_acks = 1;  // replicas holding it durably, this node included
 };
 
 class Process {
@@ -76,6 +89,12 @@ class Process {
   virtual bool poll_storage(StorageBatch& out) = 0;
   virtual bool poll_invocation(Invocation& out) = 0;
   virtual bool poll_observation(Observation& out) = 0;
+  // A peer's process restarted: drop the reconnect back-off towards its stream address
+  // and connect at once (the daemon's Transport::reconnect_now).  Default: never.
+  virtual bool poll_reconnect(std::string& stream_addr) {
+    (void)stream_addr;
+    return false;
+  }
 
   // --- Added by the simulator (sim/ owner) -------------------------------------------
   // The workload's API write: create or replace entry `name` of `entity` in `volume`
@@ -84,6 +103,14 @@ class Process {
   virtual void put_entry(const std::string& volume, const std::string& entity,
                          const std::string& name, const std::string& json, Clock now) {
     (void)volume, (void)entity, (void)name, (void)json, (void)now;
+  }
+
+  // The workload's write with an id and an acknowledgement to wait for: the process
+  // reports kEntry (with the id) when it accepted the write and kWriteAcked once
+  // `want_acks` replicas hold it durably.  Default: a put goes to put_entry (no
+  // acknowledgement is ever reported), a delete is ignored.
+  virtual void write_entry(const EntryWrite& write, Clock now) {
+    if (!write.remove) put_entry(write.volume, write.entity, write.name, write.json, now);
   }
 
   // A cluster config change through this node's API (the simulator's `config` fault):
@@ -99,6 +126,15 @@ class Process {
   // process cannot tell, or does not replicate the volume).
   virtual std::optional<bool> holds_record(const std::string& volume, const std::string& key) const {
     (void)volume, (void)key;
+    return std::nullopt;
+  }
+
+  // Whether this node's store of `volume` holds the worker record of attempt `fire_id`
+  // of occurrence (entry_key, scheduled_utc_ms) as finished (completed or failed):
+  // ground truth for the restart.rerun rule.  nullopt: cannot tell / not a replica.
+  virtual std::optional<bool> holds_completion(const std::string& volume, const std::string& entry_key,
+                                               int64_t scheduled_utc_ms, const std::string& fire_id) const {
+    (void)volume, (void)entry_key, (void)scheduled_utc_ms, (void)fire_id;
     return std::nullopt;
   }
 

@@ -30,6 +30,21 @@ void RandomFaultDriver::plan(const char*, double rate_per_hour, void (RandomFaul
   }
 }
 
+void RandomFaultDriver::log(FaultSpec::Kind kind, std::vector<uint32_t> nodes, const std::function<void(FaultSpec&)>& fill) {
+  if (log_ == nullptr) return;
+  FaultSpec f;
+  f.kind = kind;
+  f.at_ms = world_.now_ms();
+  f.where = "random";
+  if (kind == FaultSpec::Kind::kCut || kind == FaultSpec::Kind::kOneway || kind == FaultSpec::Kind::kHeal) {
+    f.pairs.emplace_back(world_.spec(nodes.at(0)).id, world_.spec(nodes.at(1)).id);
+  } else {
+    for (uint32_t n : nodes) f.nodes.push_back(world_.spec(n).id);
+  }
+  if (fill) fill(f);
+  log_->push_back(std::move(f));
+}
+
 size_t RandomFaultDriver::down_count() const {
   size_t down = 0;
   for (uint32_t i = 0; i < world_.node_count(); ++i) down += world_.is_up(i) ? 0 : 1;
@@ -46,11 +61,13 @@ void RandomFaultDriver::crash() {
   }
   count("crash");
   world_.crash(node);
+  log(FaultSpec::Kind::kCrash, {node});
   const bool wipe = rng_.chance(spec_.wipe_probability);
   const uint32_t gen = world_.generation(node);
   world_.at(world_.now_ms() + hold_ms(), [this, node, wipe, gen] {
     if (world_.is_up(node) || world_.generation(node) != gen) return;  // restarted meanwhile
     world_.restart(node, wipe);
+    log(FaultSpec::Kind::kRestart, {node}, [wipe](FaultSpec& f) { f.wipe_disk = wipe; });
   });
 }
 
@@ -66,9 +83,17 @@ void RandomFaultDriver::partition() {
   for (auto& g : groups) std::sort(g.begin(), g.end());
   count("partition");
   world_.partition(groups);
+  log(FaultSpec::Kind::kPartition, {}, [&](FaultSpec& f) {
+    for (const auto& g : groups) {
+      f.groups.emplace_back();
+      for (uint32_t member : g) f.groups.back().push_back(world_.spec(member).id);
+    }
+  });
   const uint64_t token = ++partition_token_;
   world_.at(world_.now_ms() + hold_ms(), [this, token] {
-    if (token == partition_token_) world_.partition({});
+    if (token != partition_token_) return;
+    world_.partition({});
+    log(FaultSpec::Kind::kPartition, {});
   });
 }
 
@@ -86,7 +111,11 @@ void RandomFaultDriver::cut() {
   const auto [a, b] = random_pair();
   count("cut");
   world_.cut(a, b);
-  world_.at(world_.now_ms() + hold_ms(), [this, x = a, y = b] { world_.heal_pair(x, y); });
+  log(FaultSpec::Kind::kCut, {a, b});
+  world_.at(world_.now_ms() + hold_ms(), [this, x = a, y = b] {
+    world_.heal_pair(x, y);
+    log(FaultSpec::Kind::kHeal, {x, y});
+  });
 }
 
 void RandomFaultDriver::oneway() {
@@ -94,13 +123,22 @@ void RandomFaultDriver::oneway() {
   const auto [a, b] = random_pair();
   count("oneway");
   world_.oneway(a, b);
-  world_.at(world_.now_ms() + hold_ms(), [this, x = a, y = b] { world_.heal_pair(x, y); });
+  log(FaultSpec::Kind::kOneway, {a, b});
+  world_.at(world_.now_ms() + hold_ms(), [this, x = a, y = b] {
+    world_.heal_pair(x, y);
+    log(FaultSpec::Kind::kHeal, {x, y});
+  });
 }
 
 void RandomFaultDriver::slow() {
   const auto node = static_cast<uint32_t>(rng_.below(world_.node_count()));
   count("slow");
-  world_.set_slow(node, spec_.slow_delay_ms, hold_ms());
+  const int64_t hold = hold_ms();
+  world_.set_slow(node, spec_.slow_delay_ms, hold);
+  log(FaultSpec::Kind::kSlow, {node}, [&](FaultSpec& f) {
+    f.delay_ms = spec_.slow_delay_ms;
+    f.for_ms = hold;
+  });
 }
 
 void RandomFaultDriver::skew() {
@@ -108,7 +146,15 @@ void RandomFaultDriver::skew() {
   // The World's bound (options) clamps drift; offsets are drawn inside it here.
   const int64_t bound = world_.max_skew_ms();
   count("skew");
-  world_.set_skew(node, rng_.between(-bound, bound), (rng_.unit() * 2 - 1) * 1e-4);
+  // (Drawn drift first, as the call this replaced evaluated its arguments: seeds keep
+  // their skews.)
+  const double drift = (rng_.unit() * 2 - 1) * 1e-4;
+  const int64_t offset = rng_.between(-bound, bound);
+  world_.set_skew(node, offset, drift);
+  log(FaultSpec::Kind::kSkew, {node}, [&](FaultSpec& f) {
+    f.offset_ms = offset;
+    f.drift = drift;
+  });
 }
 
 void RandomFaultDriver::write_figures(Report& report) const {

@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -33,6 +34,9 @@ class RandomFaultDriver {
   void schedule();
   // Figures: "random_faults.<kind>" applied and "random_faults.skipped".
   void write_figures(Report& report) const;
+  // Appends every fault and repair this driver applies, as the timeline fault that does
+  // the same, when it applies it (for --dump-scenario).  Null: no log.
+  void set_log(std::vector<FaultSpec>* log) { log_ = log; }
 
  private:
   void plan(const char* kind, double rate_per_hour, void (RandomFaultDriver::*apply)());
@@ -47,6 +51,7 @@ class RandomFaultDriver {
   // Two different random nodes.  REQUIRES: at least two nodes.
   std::pair<uint32_t, uint32_t> random_pair();
   void count(const char* kind) { ++applied_[kind]; }
+  void log(FaultSpec::Kind kind, std::vector<uint32_t> nodes, const std::function<void(FaultSpec&)>& fill = {});
 
   World& world_;
   RandomFaults spec_;
@@ -55,6 +60,7 @@ class RandomFaultDriver {
   uint64_t partition_token_ = 0;
   std::map<std::string, uint64_t> applied_;
   uint64_t skipped_ = 0;
+  std::vector<FaultSpec>* log_ = nullptr;
 };
 
 }  // namespace caesium::sim

@@ -117,15 +117,27 @@ Result<Report> run_scenario(const Scenario& s, const RunOptions& options) {
   for (auto& c : extra) world.add_checker(c.get());
 
   world.start();
-  for (const WorkloadEntry& e : s.workload) {
+  for (size_t i = 0; i < s.workload.size(); ++i) {
+    const WorkloadEntry& e = s.workload[i];
     const auto via = static_cast<uint32_t>(world.index_of(e.via));
-    const std::string json = e.fields.dump();
-    world.at(e.at_ms, [&world, &e, via, json] { world.put_entry(via, e.volume, e.entity, e.name, json); });
+    EntryWrite write;
+    write.remove = e.remove;
+    write.volume = e.volume;
+    write.entity = e.entity;
+    write.name = e.name;
+    if (!e.remove) write.json = e.fields.dump();
+    write.want_acks = e.want_acks;
+    world.at(e.at_ms, [&world, &e, i, via, write] { world.write_entry(via, i, write, e.want_majority); });
   }
+  std::vector<FaultSpec>* log = options.applied_faults;
   for (const FaultSpec& f : s.faults) {
-    world.at(f.at_ms, [&world, &f] { apply(world, f); });
+    world.at(f.at_ms, [&world, &f, log] {
+      apply(world, f);
+      if (log) log->push_back(f);
+    });
   }
   RandomFaultDriver random(world, s.random, s.duration_ms, Rng(options.seed ^ 0xFA017ULL).next_u64());
+  random.set_log(log);
   random.schedule();
   if (s.heal_at_end) {
     world.at(s.duration_ms, [&world, &convergence] {

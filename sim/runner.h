@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "sim/report.h"
@@ -18,6 +19,9 @@ struct RunOptions {
   uint64_t seed = 1;
   std::string replay;  // the exact command line that replays this run (for the report)
   std::function<void(const std::string&)> trace;  // optional event trace
+  // When set, receives every fault the run applied — the scenario's timeline and the
+  // random faults with their repairs — in the order applied (sim/scenario_dump.h).
+  std::vector<FaultSpec>* applied_faults = nullptr;
 };
 
 // Errors (exit 2 in the CLI): unknown process kind, node_options the kind rejects.

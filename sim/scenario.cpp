@@ -151,6 +151,22 @@ void read_burst(const toml::table& t, const std::string& section, const std::str
   }
 }
 
+// `op` ("put" | "delete") and `w` (an integer >= 1 or "majority") of a workload entry.
+void read_write_options(TomlReader& e, WorkloadEntry& we) {
+  if (auto op = e.string("op")) {
+    if (*op == "delete") we.remove = true;
+    else if (*op != "put") e.fail(*e.raw("op"), "op", "must be \"put\" or \"delete\", not \"" + *op + "\"");
+  }
+  if (const toml::node* w = e.raw("w")) {
+    if (const auto* text = w->as_string()) {
+      if (text->get() != "majority") e.fail(*w, "w", "must be a number of replicas (>= 1) or \"majority\"");
+      we.want_majority = true;
+    } else {
+      we.want_acks = static_cast<uint32_t>(e.integer("w", 1, 1000).value_or(1));
+    }
+  }
+}
+
 void read_workload(TomlReader& top, Scenario& s) {
   const toml::table* w = top.table("workload");
   if (!w) return;
@@ -170,10 +186,16 @@ void read_workload(TomlReader& top, Scenario& s) {
       if (we.via.empty() || we.volume.empty() || we.entity.empty() || we.name.empty()) {
         e.fail_here("an entry needs via, volume, entity and name");
       }
+      we.where = toml_where(top.path(), t);
+      read_write_options(e, we);
       // Every other key is a field of the entry itself, passed on as JSON.
       for (const auto& [k, v] : t) {
         const std::string key(k.str());
-        if (key == "at" || key == "via" || key == "volume" || key == "entity" || key == "name") continue;
+        if (key == "at" || key == "via" || key == "volume" || key == "entity" || key == "name" || key == "op" ||
+            key == "w") {
+          continue;
+        }
+        if (we.remove) e.fail(v, key, "a delete (op = \"delete\") takes no entry fields");
         we.fields[key] = to_json(v);
         (void)e.raw(key);
       }
@@ -351,6 +373,13 @@ Status validate_scenario(const Scenario& s) {
       return Error(p + ": workload.entry.volume: unknown volume '" + w.volume + "'", "workload.entry.volume");
     }
     if (w.at_ms > s.end_ms()) return Error(p + ": workload.entry.at: after the end of the run", "workload.entry.at");
+    for (const VolumeSpec& v : s.cluster.volumes) {
+      if (v.name == w.volume && w.want_acks > v.replicas.size()) {
+        return Error((w.where.empty() ? p : w.where) + ": workload.entry.w: " + std::to_string(w.want_acks) +
+                         " acknowledgements asked of a volume with " + std::to_string(v.replicas.size()) + " replicas",
+                     "workload.entry.w");
+      }
+    }
   }
   for (const FaultSpec& f : s.faults) {
     if (f.at_ms > s.end_ms()) {

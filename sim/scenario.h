@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,10 @@ struct WorkloadEntry {
   std::string via;  // node id receiving the API write
   std::string volume, entity, name;
   nlohmann::json fields = nlohmann::json::object();  // the entry itself, as for the HTTP API
+  bool remove = false;        // op = "delete" (no fields); a put of an existing entry is an edit
+  uint32_t want_acks = 1;     // w = N: wait for N replicas' durable acknowledgements (?w=N)
+  bool want_majority = false; // w = "majority": a majority of the volume's replicas
+  std::string where;          // "file:line" for messages
 };
 
 // Poisson fault processes over [start_ms, stop_ms); rates are events per hour for the
@@ -97,6 +102,9 @@ struct Scenario {
   std::vector<FaultSpec> faults;  // sorted by at_ms (stable)
   RandomFaults random;
   Expect expect;
+  // Swarm only: the kinds of explicit faults it added (config, gray, crash_at_due,
+  // restart_backoff, churn), for the per-seed line and the by-kind table.
+  std::set<std::string> swarm_kinds;
 
   int64_t end_ms() const { return duration_ms + settle_ms; }
 };

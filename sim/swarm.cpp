@@ -186,6 +186,8 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
   if (const ProcessKind* kind = find_process_kind(o.process); kind && kind->swarm_workload) {
     kind->swarm_workload(rng, s);
   }
+  if (o.issue33_kinds) add_issue33_faults(seed, s);
+  if (o.reconfig) s.swarm_kinds.insert("config");
   if (o.prepare_ahead_ms > 0) {
     auto options = std::make_shared<toml::table>(*s.node_options);
     options->insert_or_assign("prepare_ahead", std::to_string(o.prepare_ahead_ms) + "ms");
@@ -201,6 +203,7 @@ std::string swarm_replay_command(uint64_t seed, const SwarmOptions& o) {
   if (o.process != "node") cmd += " --process " + o.process;
   if (o.reconfig) cmd += " --reconfig";
   if (o.prepare_ahead_ms > 0) cmd += " --prepare-ahead " + format_duration_ms(o.prepare_ahead_ms);
+  if (!o.issue33_kinds) cmd += " --classic-faults";
   return cmd;
 }
 
@@ -214,7 +217,11 @@ std::string describe_swarm_scenario(const Scenario& s) {
                 format_duration_ms(s.duration_ms).c_str(), s.world.network.loss,
                 s.world.network.duplicate, s.world.network.corrupt, r.crash_rate,
                 r.partition_rate, r.cut_rate, r.oneway_rate, r.slow_rate, r.skew_rate);
-  return buf;
+  std::string out = buf;
+  std::string kinds;
+  for (const auto& k : s.swarm_kinds) kinds += (kinds.empty() ? "" : ",") + k;
+  if (!kinds.empty()) out += " +" + kinds;
+  return out;
 }
 
 }  // namespace caesium::sim

@@ -29,13 +29,20 @@ struct SwarmOptions {
   bool reconfig = false;
   // The nodes' prepare_ahead (SchedulerOptions::prepare_ahead_ms); 0 = their default (off).
   int64_t prepare_ahead_ms = 0;
+  // The fault kinds of issue 33 (sim/swarm_kinds.cpp: gray, crash_at_due,
+  // restart_backoff, churn), drawn from a stream of their own; --classic-faults turns
+  // them off.
+  bool issue33_kinds = true;
 };
+
+// SwarmOptions::issue33_kinds: adds those faults and writes to a derived scenario.
+void add_issue33_faults(uint64_t seed, Scenario& s);
 
 // The scenario for one seed.  Deterministic: same seed and options, same scenario.
 Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& options);
 
 // "caesium sim --swarm --seeds 17..17 [--nodes N] [--duration D] [--process K] [--reconfig]
-//  [--prepare-ahead D]"
+//  [--prepare-ahead D] [--classic-faults]"
 std::string swarm_replay_command(uint64_t seed, const SwarmOptions& options);
 
 // A short description of what the seed chose, for the per-seed line of the report.

@@ -132,6 +132,9 @@ void World::dispatch(Event& e) {
     case EventKind::kInvocationDone:
       on_invocation_done(e);
       break;
+    case EventKind::kConnect:
+      on_connect_event(e);
+      break;
     case EventKind::kAction: {
       mix(0xAC710 ^ static_cast<uint64_t>(now_ms_));
       auto action = actions_.take(e.slot);
@@ -213,13 +216,15 @@ void World::stop_process(uint32_t node) {
       ex.outcome = Execution::Outcome::kAbandoned;
     }
   }
-  // Streams to and from this node break.
-  for (auto& [key, conn] : connections_) {
+  // Its own connections and queues vanish with the process; the others' connections to
+  // it break, and they back off.
+  for (uint64_t key : connection_keys([node](uint32_t src, uint32_t dst) { return src == node || dst == node; })) {
+    Connection& conn = connections_.at(key);
     const auto src = static_cast<uint32_t>(key >> 32);
-    const auto dst = static_cast<uint32_t>(key & 0xffffffffu);
-    if (src == node || dst == node) {
-      ++conn.epoch;
-      conn.last_delivery_ms = 0;
+    if (src == node) {
+      conn = Connection{conn.epoch + 1, 0, Connection::State::kIdle, conn.token + 1, 0, 0, {}, 0};
+    } else {
+      break_connection(src, node, conn);
     }
   }
   record_status(node);
@@ -239,6 +244,8 @@ void World::drain(uint32_t node) {
   while (p.poll_invocation(inv)) execute(node, inv);
   Observation obs;
   while (p.poll_observation(obs)) observe(node, obs);
+  std::string addr;
+  while (n.up && p.poll_reconnect(addr)) reconnect_now(node, addr);
   schedule_tick(node, false);
 }
 
@@ -410,7 +417,8 @@ void World::observe(uint32_t node, const Observation& obs) {
         break;
       case Observation::Kind::kConfigAdopted:
       case Observation::Kind::kConfigResult:
-        break;  // observe_config traces them
+      case Observation::Kind::kWriteAcked:
+        break;  // traced below
       default:
         trace(spec(node).id + " observes " + obs.subject + " state " + std::to_string(obs.state) +
               (obs.text.empty() ? "" : " " + obs.text));
@@ -419,6 +427,13 @@ void World::observe(uint32_t node, const Observation& obs) {
   }
   if (obs.kind == Observation::Kind::kConfigAdopted || obs.kind == Observation::Kind::kConfigResult) {
     observe_config(node, obs);
+  }
+  if (obs.kind == Observation::Kind::kWriteAcked && obs.write_id >= 1 && obs.write_id <= writes_.size()) {
+    WriteRecord& w = writes_[obs.write_id - 1];
+    if (w.acked_ms < 0 && w.node == node) {
+      w.acked_ms = now_ms_;
+      trace(spec(node).id + " write " + std::to_string(w.id) + " acknowledged");
+    }
   }
   for (Checker* c : checkers_) c->on_observation(*this, node, obs);
 }

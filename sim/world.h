@@ -21,11 +21,19 @@
 //     reject it), reordering through latency jitter.  A datagram larger than
 //     max_datagram_bytes is dropped and reported as a "datagram_size" violation.
 //     The partition state is checked at send and again at delivery.
-//   streams: reliable and FIFO per (src, dst) connection while both ends are up and
+//   streams: the daemon's transport (node/daemon/net_tcp.cpp).  Per (src, dst stream
+//     address) one outbound connection, reliable and FIFO while both ends are up and
 //     links both ways are open.  A partition that separates the pair, or a crash or
-//     restart of either end, breaks the connection: every frame in flight on it is
-//     dropped; the next send opens a new connection.  A send on a broken link is dropped
-//     (the process learns only through its own timeouts).
+//     restart of the receiving process, breaks it: every frame in flight on it is lost,
+//     and the sender, which learns at once (FIN / RST), backs off: 100 ms doubling to
+//     5 s, reset by a successful connect.  Without a connection, frames wait in a
+//     bounded queue (8 MiB, oldest dropped first), and the sender connects only while
+//     it has frames queued, when the back-off has run out: a connect takes a round trip
+//     (refused by a down process: fails after the round trip; across a partition: fails
+//     after the 5 s connect timeout).  A connected sender flushes the queue — frames
+//     meant for a process that died reach the one that replaced it, as over TCP.  A
+//     crash of the sender drops its connections and queues.  The process may reset a
+//     back-off at once (Process::poll_reconnect: a peer restarted).
 //
 // Slow nodes: while a node is slow (delay D), every inbound delivery and tick that comes
 // due is postponed by D; afterwards, inbound work waits until the backlog has drained, so
@@ -38,6 +46,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <set>
@@ -139,9 +148,12 @@ class World {
   const std::vector<std::string>& replicas_at(const std::string& volume, int64_t time_ms) const;
   const std::vector<std::string>& previous_replicas_at(const std::string& volume, int64_t time_ms) const;
   bool config_changed_between(const std::string& volume, int64_t from_ms, int64_t to_ms) const;
-  // The workload's API write on `node` (ignored, and counted, when the node is down).
-  void put_entry(uint32_t node, const std::string& volume, const std::string& entity,
-                 const std::string& name, const std::string& json);
+  // The workload's API write (put or delete) on `node`, recorded in writes() (refused,
+  // and counted, when the node is down).  `write.id` is assigned here; with
+  // `want_majority`, want_acks becomes a majority of the volume's replicas now.
+  void write_entry(uint32_t node, size_t workload_index, EntryWrite write, bool want_majority);
+  // Every workload write so far, in issue order, with when it was acknowledged.
+  const std::vector<WriteRecord>& writes() const { return writes_; }
 
   // Drains a process's outputs now and re-reads its deadline: for a driver (a test) that
   // changed the process from outside rather than through an input.
@@ -195,6 +207,9 @@ class World {
     uint64_t sent = 0, sent_bytes = 0, delivered = 0, delivered_bytes = 0;
     uint64_t dropped_loss = 0, dropped_partition = 0, dropped_down = 0, unroutable = 0;
     uint64_t duplicated = 0, corrupted = 0, oversize = 0, broken = 0;
+    // streams: frames that waited for a connection, dropped from a full queue; connect
+    // attempts that succeeded / failed; back-offs reset by the process (poll_reconnect)
+    uint64_t queued = 0, queue_dropped = 0, connects = 0, connect_failures = 0, reconnects_now = 0;
     uint64_t max_bytes = 0;
   };
   const ChannelStats& datagram_stats() const { return datagram_; }
@@ -208,10 +223,20 @@ class World {
     uint32_t dst_generation = 0;
     uint64_t connection = 0;  // stream connection epoch
   };
+  // One outbound stream connection with its reconnect state (the daemon's Transport::Peer).
   struct Connection {
-    uint64_t epoch = 0;
+    enum class State : uint8_t { kIdle, kConnecting, kConnected };
+    uint64_t epoch = 0;  // frames in flight carry it; a break bumps it
     int64_t last_delivery_ms = 0;
+    State state = State::kIdle;
+    uint32_t token = 0;  // the pending connect attempt or retry timer (older ones are stale)
+    int64_t backoff_ms = 0;
+    int64_t retry_at_ms = 0;
+    std::deque<std::string> queue;  // frames waiting for a connection
+    size_t queue_bytes = 0;
   };
+  static constexpr int64_t kBackoffMinMs = 100, kBackoffMaxMs = 5'000, kConnectTimeoutMs = 5'000;
+  static constexpr size_t kSendQueueBytes = size_t{8} << 20;
   struct StatusChange {
     int64_t time_ms;
     bool up;
@@ -255,6 +280,17 @@ class World {
   void send(uint32_t node, node::Transmit& tx);
   void send_datagram(uint32_t src, uint32_t dst, std::string bytes);
   void send_stream(uint32_t src, uint32_t dst, std::string bytes);
+  void transmit_stream(uint32_t src, uint32_t dst, Connection& conn, std::string bytes);
+  void start_connect(uint32_t src, uint32_t dst, Connection& conn);
+  void connect_event(uint32_t src, uint32_t dst, Connection& conn, int64_t time_ms, bool retry);
+  void on_connect_event(const Event& e);
+  void connection_failed(uint32_t src, uint32_t dst, Connection& conn);
+  // The connection breaks (its receiver died, or the link): in-flight frames are lost.
+  void break_connection(uint32_t src, uint32_t dst, Connection& conn);
+  // Connections matching `pred(src, dst)`, in key order (never hash order: breaking one
+  // schedules events, whose order must be the seed's alone).
+  std::vector<uint64_t> connection_keys(const std::function<bool(uint32_t, uint32_t)>& pred) const;
+  void reconnect_now(uint32_t src, const std::string& stream_addr);
   void corrupt(std::string& bytes);
   void submit_storage(uint32_t node, node::StorageBatch& batch);
   void start_sync(uint32_t node);
@@ -300,6 +336,8 @@ class World {
   uint64_t ticks_ = 0, syncs_ = 0, batches_lost_ = 0, observations_ = 0, puts_ = 0,
            puts_dropped_ = 0, configs_applied_ = 0, configs_refused_ = 0;
   std::vector<ConfigChange> config_changes_;
+  std::vector<WriteRecord> writes_;
+  uint64_t deletes_ = 0;
   std::set<std::pair<uint64_t, std::string>> configs_seen_;  // (epoch, volume) recorded in config_changes_
   int64_t now_ms_ = 0;
   uint64_t events_ = 0;

@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "schedule/entry.h"
 #include "sim/world.h"
 
 namespace caesium::sim {
@@ -151,18 +152,32 @@ void World::heal_slowness() {
   }
 }
 
-void World::put_entry(uint32_t node, const std::string& volume, const std::string& entity,
-                      const std::string& name, const std::string& json) {
+void World::write_entry(uint32_t node, size_t workload_index, EntryWrite write, bool want_majority) {
   SimNode& n = nodes_[node];
-  mix(0x9077 ^ hash64(json));
+  mix(0x9077 ^ hash64(write.json) ^ (write.remove ? 0xDE1 : 0));
+  WriteRecord rec;
+  rec.id = writes_.size() + 1;
+  rec.workload = workload_index;
+  rec.node = node;
+  rec.remove = write.remove;
+  rec.volume = write.volume;
+  rec.key = schedule::entry_key(write.entity, write.name);
+  if (want_majority) write.want_acks = static_cast<uint32_t>(replicas_at(write.volume, now_ms_).size() / 2 + 1);
+  rec.want_acks = std::max<uint32_t>(1, write.want_acks);
+  write.id = rec.id;
+  const std::string what = std::string(write.remove ? "delete " : "put ") + write.volume + "/" + write.entity + "/" +
+                           write.name + (rec.want_acks > 1 ? " w=" + std::to_string(rec.want_acks) : "");
   if (!n.up) {
     ++puts_dropped_;
-    trace(spec(node).id + " is down: API write of " + entity + "/" + name + " refused");
+    trace(spec(node).id + " is down: API " + what + " refused");
+    writes_.push_back(std::move(rec));
     return;
   }
-  ++puts_;
-  trace(spec(node).id + " API put " + volume + "/" + entity + "/" + name);
-  n.process->put_entry(volume, entity, name, json, clock_of(node));
+  ++(write.remove ? deletes_ : puts_);
+  rec.issued_ms = now_ms_;
+  writes_.push_back(std::move(rec));
+  trace(spec(node).id + " API " + what + " (write " + std::to_string(write.id) + ")");
+  n.process->write_entry(write, clock_of(node));
   drain(node);
 }
 
@@ -308,6 +323,11 @@ void World::finish(Report& report) {
   channel("stream", stream_);
   report.set("net.datagram.oversize", static_cast<double>(datagram_.oversize));
   report.set("net.stream.broken", static_cast<double>(stream_.broken));
+  report.set("net.stream.queued", static_cast<double>(stream_.queued));
+  report.set("net.stream.queue_dropped", static_cast<double>(stream_.queue_dropped));
+  report.set("net.stream.connects", static_cast<double>(stream_.connects));
+  report.set("net.stream.connect_failures", static_cast<double>(stream_.connect_failures));
+  report.set("net.stream.reconnects_now", static_cast<double>(stream_.reconnects_now));
   // The busiest node's send rate, against the mean: a flat protocol keeps this near 1.
   double max_rate = 0;
   for (const SimNode& n : nodes_) {
@@ -331,6 +351,10 @@ void World::finish(Report& report) {
   report.set("sim.observations", static_cast<double>(observations_));
   report.set("sim.api.puts", static_cast<double>(puts_));
   report.set("sim.api.puts_refused", static_cast<double>(puts_dropped_));
+  report.set("sim.api.deletes", static_cast<double>(deletes_));
+  uint64_t acked = 0;
+  for (const WriteRecord& w : writes_) acked += w.acked_ms >= 0 ? 1 : 0;
+  report.set("sim.api.writes_acked", static_cast<double>(acked));
   report.set("sim.config.applied", static_cast<double>(configs_applied_));
   report.set("sim.config.refused", static_cast<double>(configs_refused_));
   uint64_t ok = 0, failed = 0, abandoned = 0, hung = 0, running = 0;

@@ -104,18 +104,33 @@ void World::send_datagram(uint32_t src, uint32_t dst, std::string bytes) {
 }
 
 void World::send_stream(uint32_t src, uint32_t dst, std::string bytes) {
-  const NetworkParams& p = options_.network;
   mix(0x57EA ^ (static_cast<uint64_t>(src) << 32 | dst));
   mix(hash64(bytes));
-  if (!links_.current().stream_ok(src, dst)) {
-    ++stream_.dropped_partition;
-    return;
-  }
-  if (!nodes_[dst].up) {
-    ++stream_.dropped_down;  // connection refused
-    return;
-  }
   Connection& conn = connection(src, dst);
+  if (conn.state == Connection::State::kConnected) {
+    transmit_stream(src, dst, conn, std::move(bytes));
+    return;
+  }
+  // No connection: the frame waits, and the oldest go when the queue is full.  The first
+  // frame queued while the back-off runs arms the reconnect at its end (the daemon's tick
+  // reconnects a destination with frames queued once its back-off ran out).
+  ++stream_.queued;
+  if (conn.queue.empty() && conn.state == Connection::State::kIdle && now_ms_ < conn.retry_at_ms) {
+    connect_event(src, dst, conn, conn.retry_at_ms, true);
+  }
+  conn.queue_bytes += bytes.size();
+  conn.queue.push_back(std::move(bytes));
+  while (conn.queue_bytes > kSendQueueBytes && conn.queue.size() > 1) {
+    conn.queue_bytes -= conn.queue.front().size();
+    conn.queue.pop_front();
+    ++stream_.queue_dropped;
+  }
+  if (conn.state == Connection::State::kIdle && now_ms_ >= conn.retry_at_ms) start_connect(src, dst, conn);
+}
+
+// A frame on an open connection: FIFO, lost if the connection breaks before it arrives.
+void World::transmit_stream(uint32_t src, uint32_t dst, Connection& conn, std::string bytes) {
+  const NetworkParams& p = options_.network;
   InFlight m;
   m.bytes = std::move(bytes);
   m.src = src;
@@ -137,6 +152,98 @@ void World::send_stream(uint32_t src, uint32_t dst, std::string bytes) {
   e.time_ms = t;
   e.slot = in_flight_.put(std::move(m));
   queue_.push(e);
+}
+
+// A connect takes a round trip when the receiver's host answers (accepted, or refused by
+// a process that is down), and the connect timeout when the link drops the SYN.
+void World::start_connect(uint32_t src, uint32_t dst, Connection& conn) {
+  conn.state = Connection::State::kConnecting;
+  mix(0xC044 ^ (static_cast<uint64_t>(src) << 32 | dst));
+  connect_event(src, dst, conn,
+                now_ms_ + (links_.current().stream_ok(src, dst)
+                               ? options_.network.latency.sample(net_rng_) + options_.network.latency.sample(net_rng_)
+                               : kConnectTimeoutMs),
+                false);
+}
+
+// The connection's next kConnect event; any earlier one becomes stale.
+void World::connect_event(uint32_t src, uint32_t dst, Connection& conn, int64_t time_ms, bool retry) {
+  Event e;
+  e.kind = EventKind::kConnect;
+  e.node = src;
+  e.generation = nodes_[src].generation;
+  e.a = dst;
+  e.slot = ++conn.token;
+  e.aux = retry ? 1 : 0;
+  e.time_ms = time_ms;
+  queue_.push(e);
+}
+
+void World::on_connect_event(const Event& e) {
+  const uint32_t src = e.node;
+  const auto dst = static_cast<uint32_t>(e.a);
+  if (!nodes_[src].up || nodes_[src].generation != e.generation) return;
+  Connection& conn = connection(src, dst);
+  if (e.slot != conn.token) return;  // superseded
+  if (e.aux == 1) {  // the back-off ran out
+    if (conn.state == Connection::State::kIdle && !conn.queue.empty()) start_connect(src, dst, conn);
+    return;
+  }
+  if (conn.state != Connection::State::kConnecting) return;
+  if (!nodes_[dst].up || !links_.current().stream_ok(src, dst)) {
+    ++stream_.connect_failures;
+    mix(0xFA11 ^ (static_cast<uint64_t>(src) << 32 | dst));
+    conn.state = Connection::State::kIdle;
+    connection_failed(src, dst, conn);
+    return;
+  }
+  ++stream_.connects;
+  mix(0xC0EC ^ (static_cast<uint64_t>(src) << 32 | dst));
+  conn.state = Connection::State::kConnected;
+  ++conn.epoch;
+  conn.last_delivery_ms = 0;
+  conn.backoff_ms = 0;
+  std::deque<std::string> queued;
+  queued.swap(conn.queue);
+  conn.queue_bytes = 0;
+  for (std::string& frame : queued) transmit_stream(src, dst, conn, std::move(frame));
+}
+
+// The daemon's peer_failed: the next attempt waits out an exponential back-off, and is
+// made then only if frames are waiting (a later send also connects once it ran out).
+void World::connection_failed(uint32_t src, uint32_t dst, Connection& conn) {
+  conn.backoff_ms = std::clamp<int64_t>(conn.backoff_ms * 2, kBackoffMinMs, kBackoffMaxMs);
+  conn.retry_at_ms = now_ms_ + conn.backoff_ms;
+  if (!conn.queue.empty()) connect_event(src, dst, conn, conn.retry_at_ms, true);
+}
+
+void World::break_connection(uint32_t src, uint32_t dst, Connection& conn) {
+  if (conn.state != Connection::State::kConnected) return;  // a connect in progress fails on its own
+  ++conn.epoch;
+  conn.last_delivery_ms = 0;
+  conn.state = Connection::State::kIdle;
+  connection_failed(src, dst, conn);
+}
+
+std::vector<uint64_t> World::connection_keys(const std::function<bool(uint32_t, uint32_t)>& pred) const {
+  std::vector<uint64_t> keys;
+  for (const auto& [key, conn] : connections_) {
+    if (pred(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key & 0xffffffffu))) keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+void World::reconnect_now(uint32_t src, const std::string& stream_addr) {
+  const uint32_t* dst = addresses_.by_stream.find(stream_addr);
+  if (dst == nullptr) return;
+  Connection& conn = connection(src, *dst);
+  ++stream_.reconnects_now;
+  mix(0x2EC0 ^ (static_cast<uint64_t>(src) << 32 | *dst));
+  trace(spec(src).id + " reconnects to " + spec(*dst).id + " at once (it restarted)");
+  conn.backoff_ms = 0;
+  conn.retry_at_ms = 0;
+  if (conn.state == Connection::State::kIdle && !conn.queue.empty()) start_connect(src, *dst, conn);
 }
 
 void World::deliver(Event& e) {
@@ -183,13 +290,8 @@ void World::deliver(Event& e) {
 // After a partition change: break every stream connection whose link is now unusable.
 void World::links_changed() {
   const LinkState& links = links_.current();
-  for (auto& [key, conn] : connections_) {
-    const auto src = static_cast<uint32_t>(key >> 32);
-    const auto dst = static_cast<uint32_t>(key & 0xffffffffu);
-    if (!links.stream_ok(src, dst)) {
-      ++conn.epoch;
-      conn.last_delivery_ms = 0;
-    }
+  for (uint64_t key : connection_keys([&](uint32_t src, uint32_t dst) { return !links.stream_ok(src, dst); })) {
+    break_connection(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key & 0xffffffffu), connections_.at(key));
   }
 }
 

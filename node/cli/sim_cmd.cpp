@@ -5,6 +5,9 @@
 //   caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig]
 //                     [--prepare-ahead D] [--json]
 //   caesium sim --kinds
+//   caesium sim --swarm --seeds N..N [...] --dump-scenario FILE   (a seed as a frozen scenario)
+//   caesium sim --list-marks | --check-marks DIR
+//   (--marks-out FILE with --scenario or --swarm: the coverage marks the run hit)
 //
 // Exit status: 0 every run passed; 1 an invariant was violated or an [expect] did not
 // hold (each failure prints its seed and the exact command that replays it); 2 bad
@@ -24,9 +27,12 @@
 #include "base/time.h"
 #include "node/cli/command.h"
 #include "node/daemon/glibc_tunables.h"
+#include "schedule/marks.h"
+#include "sim/coverage.h"
 #include "sim/registry.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
+#include "sim/scenario_dump.h"
 #include "sim/swarm.h"
 
 namespace {
@@ -34,9 +40,10 @@ namespace {
 using caesium::sim::Report;
 
 struct Args {
-  std::string scenario, seeds, process, duration, prepare_ahead;
+  std::string scenario, seeds, process, duration, prepare_ahead, marks_out, check_marks, dump_scenario;
   int64_t nodes = 0;
-  bool has_seed = false, swarm = false, json = false, trace = false, kinds = false, reconfig = false;
+  bool has_seed = false, swarm = false, json = false, trace = false, kinds = false, reconfig = false,
+       list_marks = false, classic_faults = false;
   uint64_t seed = 0;
 };
 
@@ -44,8 +51,9 @@ void print_usage(FILE* out) {
   std::fprintf(out,
                "usage: caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]\n"
                "       caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig]\n"
-               "                     [--prepare-ahead D] [--json]\n"
-               "       caesium sim --kinds\n"
+               "                     [--prepare-ahead D] [--classic-faults] [--json] [--dump-scenario FILE (one seed)]\n"
+               "       caesium sim --kinds | --list-marks | --check-marks DIR\n"
+               "       (--marks-out FILE with --scenario or --swarm writes the coverage marks hit)\n"
                "scenario format: tests/sim/README.md\n");
 }
 
@@ -66,6 +74,55 @@ bool parse_u64(const std::string& s, uint64_t& out) {
   }
   out = v;
   return true;
+}
+
+// --marks-out: the marks the run hit, "name count" per line (an empty file when none).
+bool write_marks(const std::string& path) {
+  if (path.empty()) return true;
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "caesium sim: cannot write %s\n", path.c_str());
+    return false;
+  }
+  const std::string text = caesium::sim::format_marks_hit(caesium::sim::mark_counts());
+  std::fwrite(text.data(), 1, text.size(), f);
+  return std::fclose(f) == 0;
+}
+
+// --check-marks DIR: every mark of this binary's list must be named by some file in DIR.
+int check_marks(const std::string& dir) {
+  auto hit = caesium::sim::read_marks_dir(dir);
+  if (!hit.ok()) {
+    std::fprintf(stderr, "caesium sim: %s\n", hit.error().message.c_str());
+    return 2;
+  }
+  const auto missing = caesium::sim::marks_missing(hit.value());
+  if (missing.empty()) {
+    std::printf("every one of the %zu coverage marks was hit by some run in %s\n", caesium::schedule::kMarkCount,
+                dir.c_str());
+    return 0;
+  }
+  std::printf("%zu of %zu coverage marks were hit by no scenario and no swarm run in %s:\n", missing.size(),
+              caesium::schedule::kMarkCount, dir.c_str());
+  for (const auto& m : missing) std::printf("  %s\n", m.c_str());
+  return 1;
+}
+
+// --dump-scenario: the seed as a scenario file whose faults are the ones this run applied.
+bool dump(const std::string& path, const caesium::sim::Scenario& s, const std::vector<caesium::sim::FaultSpec>& faults,
+          const std::string& replay, const Report& r) {
+  const std::string comment =
+      "Frozen from `" + replay + "`: the seed's choices as values and the faults it applied as an\n"
+      "explicit timeline (sim/scenario_dump.h).  That run: " + std::to_string(r.events) + " events, " +
+      std::to_string(r.violations.size()) + " violations.";
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "caesium sim: cannot write %s\n", path.c_str());
+    return false;
+  }
+  const std::string text = caesium::sim::dump_scenario(s, faults, comment);
+  std::fwrite(text.data(), 1, text.size(), f);
+  return std::fclose(f) == 0;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -100,6 +157,7 @@ int run_one(const Args& a) {
     return 2;
   }
   Report& r = result.value();
+  if (!write_marks(a.marks_out)) return 2;
   const double eps = wall > 0 ? static_cast<double>(r.events) / wall : 0;
   const double cpu_eps = cpu > 0 ? static_cast<double>(r.events) / cpu : 0;
   if (a.json) {
@@ -129,6 +187,7 @@ int run_swarm(const Args& a) {
   if (!a.process.empty()) o.process = a.process;
   o.nodes = a.nodes;
   o.reconfig = a.reconfig;
+  o.issue33_kinds = !a.classic_faults;
   if (!a.duration.empty()) {
     auto d = caesium::parse_duration_ms(a.duration);
     if (!d.ok() || d.value() <= 0) return usage_error("--duration: " + (d.ok() ? std::string("must be > 0") : d.error().message));
@@ -141,13 +200,16 @@ int run_swarm(const Args& a) {
     }
     o.prepare_ahead_ms = d.value();
   }
+  if (!a.dump_scenario.empty() && first != last) return usage_error("--dump-scenario takes one seed: --seeds N..N");
+  std::vector<caesium::sim::FaultSpec> applied;
   nlohmann::json runs = nlohmann::json::array();
   std::vector<std::string> failures;
   uint64_t events = 0, passed = 0;
   int64_t virtual_ms = 0;
   // Firing outcomes summed over the seeds whose fault mix includes each kind (a seed with
   // several kinds counts under each), plus seeds with no random fault at all.
-  static const char* kKinds[] = {"none", "crash", "partition", "cut", "oneway", "slow", "skew"};
+  static const char* kKinds[] = {"none", "crash", "partition", "cut", "oneway", "slow", "skew",
+                                 "config", "gray", "crash_at_due", "restart_backoff", "churn"};
   static const char* kFigures[] = {"alo.due", "alo.once", "alo.duplicates", "alo.missed", "alo.lost",
                                    "amo.due", "amo.once", "amo.duplicates", "amo.withheld", "amo.missed", "amo.lost"};
   std::map<std::string, std::map<std::string, double>> by_kind;
@@ -160,12 +222,14 @@ int run_swarm(const Args& a) {
     ro.seed = seed;
     ro.replay = caesium::sim::swarm_replay_command(seed, o);
     if (a.trace) ro.trace = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    if (!a.dump_scenario.empty()) ro.applied_faults = &applied;
     auto result = caesium::sim::run_scenario(s, ro);
     if (!result.ok()) {
       std::fprintf(stderr, "caesium sim: %s\n", result.error().message.c_str());
       return 2;
     }
     Report& r = result.value();
+    if (!a.dump_scenario.empty() && !dump(a.dump_scenario, s, applied, ro.replay, r)) return 2;
     events += r.events;
     virtual_ms += r.virtual_ms;
     if (r.passed()) ++passed;
@@ -177,6 +241,7 @@ int run_swarm(const Args& a) {
       for (size_t k = 0; k < 6; ++k) {
         if (rates[k] > 0) kinds.emplace_back(kKinds[k + 1]);
       }
+      kinds.insert(kinds.end(), s.swarm_kinds.begin(), s.swarm_kinds.end());
       if (kinds.empty()) kinds.emplace_back("none");
       for (const auto& kind : kinds) {
         ++seeds_by_kind[kind];
@@ -201,6 +266,8 @@ int run_swarm(const Args& a) {
   const double wall = seconds_since(start);
   const double cpu = cpu_seconds_since(cpu_start);
   const double eps = wall > 0 ? static_cast<double>(events) / wall : 0;
+  if (!write_marks(a.marks_out)) return 2;
+  const auto never_hit = caesium::sim::marks_never_hit(caesium::sim::mark_counts());
   if (a.json) {
     nlohmann::json j;
     j["seeds"] = a.seeds;
@@ -212,6 +279,7 @@ int run_swarm(const Args& a) {
     j["wall_seconds"] = wall;
     j["cpu_seconds"] = cpu;
     j["events_per_second"] = eps;
+    j["marks_never_hit"] = never_hit;
     j["runs"] = std::move(runs);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
@@ -219,6 +287,10 @@ int run_swarm(const Args& a) {
                 static_cast<unsigned long long>(passed), failures.size(),
                 static_cast<unsigned long long>(events), wall, cpu, eps);
     for (const auto& f : failures) std::printf("replay: %s\n", f.c_str());
+    std::string list;
+    for (const auto& m : never_hit) list += " " + m;
+    std::printf("\ncoverage marks never hit in these seeds (%zu of %zu):%s\n", never_hit.size(),
+                caesium::schedule::kMarkCount, never_hit.empty() ? " none" : list.c_str());
     std::printf("\nfiring outcomes by fault kind in the seed's mix (a seed counts under each of its kinds):\n");
     std::printf("%-10s %6s %9s %8s %6s %6s %5s %9s %8s %6s %8s %6s %5s\n", "kind", "seeds", "alo.due", "alo.once",
                 "dups", "missed", "lost", "amo.due", "amo.once", "dups", "withheld", "missed", "lost");
@@ -290,6 +362,8 @@ int run_sim(int argc, char** argv) {
       a.swarm = true;
     } else if (arg == "--reconfig") {
       a.reconfig = true;
+    } else if (arg == "--classic-faults") {
+      a.classic_faults = true;
     } else if (arg == "--prepare-ahead") {
       if (!value(a.prepare_ahead)) return usage_error("--prepare-ahead needs a duration such as 5s");
     } else if (arg == "--json") {
@@ -298,6 +372,14 @@ int run_sim(int argc, char** argv) {
       a.trace = true;
     } else if (arg == "--kinds") {
       a.kinds = true;
+    } else if (arg == "--list-marks") {
+      a.list_marks = true;
+    } else if (arg == "--check-marks") {
+      if (!value(a.check_marks)) return usage_error("--check-marks needs a directory of .marks files");
+    } else if (arg == "--dump-scenario") {
+      if (!value(a.dump_scenario)) return usage_error("--dump-scenario needs a file");
+    } else if (arg == "--marks-out") {
+      if (!value(a.marks_out)) return usage_error("--marks-out needs a file");
     } else if (arg == "--help" || arg == "-h") {
       print_usage(stdout);
       return 0;
@@ -306,6 +388,14 @@ int run_sim(int argc, char** argv) {
     }
   }
   caesium::sim::register_builtin_process_kinds();
+  if (a.list_marks) {
+    std::printf("%s", caesium::sim::format_mark_list().c_str());
+    return 0;
+  }
+  if (!a.check_marks.empty()) return check_marks(a.check_marks);
+  // Count the firing core's coverage marks from here on (the daemon never does).
+  caesium::schedule::enable_marks(true);
+  caesium::schedule::reset_marks();
   if (a.kinds) {
     for (const auto& name : caesium::sim::process_kind_names()) {
       const auto* k = caesium::sim::find_process_kind(name);
@@ -319,8 +409,10 @@ int run_sim(int argc, char** argv) {
     return run_swarm(a);
   }
   if (a.scenario.empty()) return usage_error("give --scenario FILE or --swarm --seeds A..B");
-  if (!a.seeds.empty() || a.nodes > 0 || !a.duration.empty() || a.reconfig || !a.prepare_ahead.empty()) {
-    return usage_error("--seeds, --nodes, --duration, --reconfig and --prepare-ahead go with --swarm");
+  if (!a.seeds.empty() || a.nodes > 0 || !a.duration.empty() || a.reconfig || !a.prepare_ahead.empty() ||
+      a.classic_faults || !a.dump_scenario.empty()) {
+    return usage_error("--seeds, --nodes, --duration, --reconfig, --prepare-ahead, --classic-faults and "
+                       "--dump-scenario go with --swarm");
   }
   return run_one(a);
 }

@@ -173,22 +173,45 @@ TEST_CASE("streams are FIFO per connection despite jitter", "[sim]") {
   CHECK(dgram_reordered);
 }
 
-TEST_CASE("a partition breaks a stream: frames in flight are lost, later frames flow after heal", "[sim]") {
+TEST_CASE("a partition breaks a stream: frames in flight are lost, queued ones flow after heal", "[sim]") {
   TestWorld tw(2, quiet_options(1, 50));
+  tw.send(0, 1, S, "hello");  // connects (a round trip: 100 ms), then 50 ms in flight
+  tw.world->run_until(150);
+  REQUIRE(tw.count(1, S) == 1);
+  CHECK(tw.world->stream_stats().connects == 1);
   for (int i = 0; i < 10; ++i) tw.send(0, 1, S, "before " + std::to_string(i));
-  tw.world->run_until(10);
+  tw.world->run_until(160);
   tw.world->partition({{0}, {1}});
-  tw.send(0, 1, S, "during");
-  tw.world->run_until(200);
-  CHECK(tw.count(1, S) == 0);
+  tw.send(0, 1, S, "during");  // queued: no connection
+  tw.world->run_until(10'000);
+  CHECK(tw.count(1, S) == 1);
   CHECK(tw.world->stream_stats().broken == 10);
-  CHECK(tw.world->stream_stats().dropped_partition == 1);
+  CHECK(tw.world->stream_stats().connect_failures >= 1);  // a connect times out (5 s) across the split
   tw.world->heal_all();
   tw.send(0, 1, S, "after");
-  tw.world->run_until(400);
-  REQUIRE(tw.count(1, S) == 1);
-  CHECK(tw.p(1).received[0].bytes == "after");
-  CHECK(tw.p(1).received[0].from == "n1:7947");
+  tw.world->run_until(30'000);
+  REQUIRE(tw.count(1, S) == 3);
+  CHECK(tw.p(1).received[1].bytes == "during");  // FIFO, as over TCP
+  CHECK(tw.p(1).received[2].bytes == "after");
+  CHECK(tw.p(1).received[2].from == "n1:7947");
+}
+
+TEST_CASE("a sender backs off 100 ms doubling to 5 s while the receiver is down, queued frames wait", "[sim]") {
+  TestWorld tw(2, quiet_options(1, 1));
+  tw.world->crash(1);
+  tw.send(0, 1, S, "waits");
+  tw.world->run_until(60'000);
+  // Refused after a 2 ms round trip each time: 100, 200, ... 3200, then every 5 s.
+  const uint64_t failures = tw.world->stream_stats().connect_failures;
+  CHECK(failures >= 15);
+  CHECK(failures <= 20);
+  CHECK(tw.world->stream_stats().queued == 1);
+  tw.world->restart(1, false);
+  tw.world->run_until(60'004);
+  CHECK(tw.count(1, S) == 0);  // the back-off still runs (up to 5 s)
+  tw.world->run_until(66'000);
+  REQUIRE(tw.count(1, S) == 1);  // the new process gets the queued frame
+  CHECK(tw.p(1).received[0].bytes == "waits");
 }
 
 TEST_CASE("a crash breaks streams to the node; datagrams reach it again after restart", "[sim]") {
@@ -208,9 +231,9 @@ TEST_CASE("a crash breaks streams to the node; datagrams reach it again after re
   tw.world->restart(1, false);
   CHECK(tw.count(1, D) == 0);
   CHECK(tw.world->datagram_stats().dropped_down == 1);
-  tw.send(0, 1, S, "new connection");
+  tw.send(0, 1, S, "new connection");  // after the back-off the crash started (100 ms)
   tw.send(0, 1, D, "hello");
-  tw.world->run_until(200);
+  tw.world->run_until(400);
   CHECK(tw.count(1, S) == 1);
   CHECK(tw.count(1, D) == 1);
 }

@@ -1,0 +1,79 @@
+// The restart checker: a restarted node must not decide from the state it had before it
+// went down (issue 33, class 3).
+//
+//   restart.rerun  an occurrence that already completed — some attempt's finished worker
+//                  record was held by a majority of the entry's eligible replicas (ground
+//                  truth: their stores, read when the node restarted) — is run again by
+//                  that node after its restart: an execution started after the restart
+//                  whose attempt the restarted node dispatched (or, when no dispatch was
+//                  reported, that ran on it) while it could reach a majority of the
+//                  eligible replicas (up, links both ways: ground truth).  A node that
+//                  restarts into a minority cannot ask, and may fire at-least-once work
+//                  alone, flagged.
+//
+// Why it is a violation although at-least-once allows duplicates: a majority held the
+// completion, so any master that asked a majority before deciding would have known it
+// (DESIGN.md §6: decisions come from a quorum, and the restarted node's store is only
+// one stale replica).  Running it again is deciding from stale local state — the
+// possible_duplicate flag tells the client, but nothing forced the duplicate.
+//
+// As with the write rules, the judgement is a pure function (judge_reruns) of records a
+// unit test can make by hand.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "schedule/entry.h"
+#include "sim/checker.h"
+#include "sim/report.h"
+#include "sim/scenario.h"
+
+namespace caesium::sim {
+
+struct RestartRules {
+  using Occ = std::tuple<std::string, std::string, int64_t>;  // volume, entry key, scheduled_utc_ms
+  struct Restart {
+    std::string node;
+    int64_t at_ms = 0;
+    std::set<Occ> completed;  // finished, and held so by a majority of the eligible replicas
+  };
+  struct Run {
+    Occ occ;
+    int64_t start_ms = 0;
+    std::string node, decided_by, fire_id;  // decided_by: the dispatching owner ("" unknown)
+    bool possible_duplicate = false;
+    bool decider_reaches_majority = true;  // when decided (or, unknown, when it started)
+  };
+  std::vector<Restart> restarts;
+  std::vector<Run> runs;
+};
+
+std::vector<Violation> judge_reruns(const RestartRules& rules);
+
+class RestartChecker final : public Checker {
+ public:
+  explicit RestartChecker(const Scenario& scenario) : scenario_(scenario) {}
+  void on_observation(const World& world, uint32_t node, const Observation& obs) override;
+  void on_execution(const World& world, const Execution& execution) override;
+  void on_fault(const World& world, const FaultRecord& fault) override;
+  void finish(const World& world, Report& report) override;
+
+ private:
+  const Scenario& scenario_;
+  std::map<std::pair<std::string, std::string>, schedule::Entry> entries_;  // latest definition
+  // Whether `node` reaches a majority of the eligible replicas of (volume, key) now.
+  bool reaches_majority(const World& world, uint32_t node, const std::string& volume, const std::string& key) const;
+
+  // (occurrence, attempt, worker) -> the owner that last dispatched it, and whether it
+  // reached a majority then
+  std::map<std::tuple<std::string, std::string, int64_t, uint32_t, std::string>, std::pair<std::string, bool>>
+      dispatched_by_;
+  RestartRules rules_;
+};
+
+}  // namespace caesium::sim

@@ -1,0 +1,187 @@
+// The swarm's fault kinds of issue 33, as explicit timeline faults and workload writes
+// (SwarmOptions::issue33_kinds).  They draw from a random stream of their own, after the
+// workload was derived, so every other choice of a seed stays what it was without them:
+//
+//   gray            a long one-way loss (1-4 minutes) from a volume's next master (the
+//                   replica second by priority) to one or two other replicas: it still
+//                   looks alive through relays, and cannot win a claim (class 1)
+//   crash_at_due    the current master of a volume (its first replica by priority)
+//                   crashes at a due instant of one of its cron entries and restarts with
+//                   its disk 20 s to 2 min later; half the time together with `gray`
+//   restart_backoff a replica down 15-90 s — long enough for its peers' reconnect
+//                   back-off to reach its 5 s maximum — then restarted with its disk
+//                   (class 3)
+//   churn           a partition of 20-60 s during which one to three deletes and edits of
+//                   workload entries are issued through random nodes, half of them with
+//                   w = majority; a deleted entry is sometimes created again later
+#include <algorithm>
+
+#include "node/core/cluster_config.h"
+#include "node/core/node.h"
+#include "schedule/entry_json.h"
+#include "schedule/timing.h"
+#include "sim/swarm.h"
+
+namespace caesium::sim {
+namespace {
+
+// The volume's replicas, master first: the master rule (gossip/master.h) with the
+// priority each node runs with (its configured one, or the node's default).
+std::vector<std::string> by_priority(const Scenario& s, const VolumeSpec& v) {
+  const node::NodeOptions defaults;
+  const int64_t fallback = node::default_priority(defaults.capacity.cores, defaults.capacity.memory_mb);
+  auto priority = [&](const std::string& id) {
+    for (const auto& n : s.cluster.nodes) {
+      if (n.id == id) return n.priority != 0 ? n.priority : fallback;
+    }
+    return fallback;
+  };
+  std::vector<std::string> out = v.replicas;
+  std::sort(out.begin(), out.end(), [&](const std::string& a, const std::string& b) {
+    const int64_t pa = priority(a), pb = priority(b);
+    return pa != pb ? pa > pb : a < b;
+  });
+  return out;
+}
+
+FaultSpec timeline(FaultSpec::Kind kind, int64_t at_ms) {
+  FaultSpec f;
+  f.kind = kind;
+  f.at_ms = at_ms;
+  f.where = "swarm";
+  return f;
+}
+
+// One-way loss from `from` to one or two of `others` over [at_ms, until_ms).
+void add_gray(Rng& rng, Scenario& s, const std::string& from, std::vector<std::string> others, int64_t at_ms,
+              int64_t until_ms) {
+  if (others.empty()) return;
+  rng.shuffle(others.begin(), others.end());
+  others.resize(std::min<size_t>(others.size(), 1 + rng.below(2)));
+  FaultSpec loss = timeline(FaultSpec::Kind::kOneway, at_ms);
+  FaultSpec heal = timeline(FaultSpec::Kind::kHeal, until_ms);
+  for (const auto& to : others) {
+    loss.pairs.emplace_back(from, to);
+    heal.pairs.emplace_back(from, to);
+  }
+  s.faults.push_back(std::move(loss));
+  s.faults.push_back(std::move(heal));
+}
+
+void gray(Rng& rng, Scenario& s, const VolumeSpec& v) {
+  const auto order = by_priority(s, v);
+  if (order.size() < 3 || s.duration_ms < 3 * kMsPerMinute) return;
+  const int64_t at = rng.between(20, s.duration_ms / kMsPerSecond - 90) * kMsPerSecond;
+  add_gray(rng, s, order[1], {order.begin() + 2, order.end()}, at,
+           std::min(at + rng.between(60, 240) * kMsPerSecond, s.duration_ms - 1));
+  s.swarm_kinds.insert("gray");
+}
+
+void crash_at_due(Rng& rng, Scenario& s, const VolumeSpec& v) {
+  std::vector<int64_t> dues;  // virtual instants due of the volume's cron entries
+  for (const WorkloadEntry& w : s.workload) {
+    if (w.volume != v.name || w.remove || !w.fields.contains("cron")) continue;
+    auto entry = schedule::entry_from_json(w.fields, w.entity, w.name, s.world.epoch_utc_ms + w.at_ms, w.via);
+    if (!entry) continue;
+    int64_t cursor = s.world.epoch_utc_ms + w.at_ms + 30 * kMsPerSecond;
+    for (int i = 0; i < 8; ++i) {
+      auto next = schedule::next_occurrence(*entry, cursor);
+      if (!next || *next - s.world.epoch_utc_ms > s.duration_ms - kMsPerMinute) break;
+      dues.push_back(*next - s.world.epoch_utc_ms);
+      cursor = *next + rng.between(0, 90) * kMsPerSecond;
+    }
+  }
+  if (dues.empty()) return;
+  const auto order = by_priority(s, v);
+  const int64_t at = dues[rng.below(dues.size())];
+  FaultSpec crash = timeline(FaultSpec::Kind::kCrash, at);
+  crash.nodes = {order[0]};
+  FaultSpec restart = timeline(FaultSpec::Kind::kRestart, std::min(at + rng.between(20, 120) * kMsPerSecond, s.duration_ms - 1));
+  restart.nodes = {order[0]};
+  s.faults.push_back(std::move(crash));
+  s.faults.push_back(std::move(restart));
+  s.swarm_kinds.insert("crash_at_due");
+  if (order.size() >= 3 && rng.chance(0.5)) {
+    add_gray(rng, s, order[1], {order.begin() + 2, order.end()}, std::max<int64_t>(1, at - 10 * kMsPerSecond),
+             std::min(at + rng.between(60, 240) * kMsPerSecond, s.duration_ms - 1));
+    s.swarm_kinds.insert("gray");
+  }
+}
+
+void restart_backoff(Rng& rng, Scenario& s, const VolumeSpec& v) {
+  if (s.duration_ms < 2 * kMsPerMinute) return;
+  const std::string node = v.replicas[rng.below(v.replicas.size())];
+  const int64_t at = rng.between(20, s.duration_ms / kMsPerSecond - 100) * kMsPerSecond;
+  FaultSpec crash = timeline(FaultSpec::Kind::kCrash, at);
+  crash.nodes = {node};
+  FaultSpec restart = timeline(FaultSpec::Kind::kRestart, at + rng.between(15, 90) * kMsPerSecond);
+  restart.nodes = {node};
+  s.faults.push_back(std::move(crash));
+  s.faults.push_back(std::move(restart));
+  s.swarm_kinds.insert("restart_backoff");
+}
+
+void churn(Rng& rng, Scenario& s) {
+  std::vector<size_t> entries;
+  for (size_t i = 0; i < s.workload.size(); ++i) {
+    if (!s.workload[i].remove) entries.push_back(i);
+  }
+  if (entries.empty() || s.cluster.nodes.size() < 2 || s.duration_ms < 2 * kMsPerMinute) return;
+  const int64_t at = rng.between(30, s.duration_ms / kMsPerSecond - 70) * kMsPerSecond;
+  const int64_t until = at + rng.between(20, 60) * kMsPerSecond;
+  std::vector<std::string> ids;
+  for (const auto& n : s.cluster.nodes) ids.push_back(n.id);
+  rng.shuffle(ids.begin(), ids.end());
+  FaultSpec split = timeline(FaultSpec::Kind::kPartition, at);
+  const size_t cut = 1 + rng.below(ids.size() - 1);
+  split.groups = {{ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(cut)}, {ids.begin() + static_cast<std::ptrdiff_t>(cut), ids.end()}};
+  s.faults.push_back(std::move(split));
+  s.faults.push_back(timeline(FaultSpec::Kind::kPartition, until));  // the split ends
+  const int64_t writes = rng.between(1, 3);
+  for (int64_t i = 0; i < writes; ++i) {
+    const WorkloadEntry& base = s.workload[entries[rng.below(entries.size())]];
+    WorkloadEntry w;
+    w.at_ms = rng.between(at + 1, until - 1);
+    w.volume = base.volume;
+    for (const auto& v : s.cluster.volumes) {
+      if (v.name == base.volume) w.via = v.replicas[rng.below(v.replicas.size())];
+    }
+    w.entity = base.entity;
+    w.name = base.name;
+    w.want_majority = rng.chance(0.5);
+    w.where = "swarm churn";
+    if (rng.chance(0.5)) {
+      w.remove = true;
+      if (rng.chance(0.3)) {  // created again after the split
+        WorkloadEntry again = base;
+        again.at_ms = until + rng.between(5, 60) * kMsPerSecond;
+        again.where = "swarm churn";
+        if (again.at_ms < s.duration_ms) s.workload.push_back(std::move(again));
+      }
+    } else {
+      w.fields = base.fields;
+      w.fields.erase("timer");
+      w.fields["cron"] = "*/" + std::to_string(rng.between(5, 30)) + " * * * * *";
+    }
+    s.workload.push_back(std::move(w));
+  }
+  std::stable_sort(s.workload.begin(), s.workload.end(),
+                   [](const WorkloadEntry& a, const WorkloadEntry& b) { return a.at_ms < b.at_ms; });
+  s.swarm_kinds.insert("churn");
+}
+
+}  // namespace
+
+void add_issue33_faults(uint64_t seed, Scenario& s) {
+  Rng rng(seed ^ 0x1553E33ULL);
+  if (s.cluster.volumes.empty()) return;
+  auto volume = [&]() -> const VolumeSpec& { return s.cluster.volumes[rng.below(s.cluster.volumes.size())]; };
+  if (rng.chance(0.35)) gray(rng, s, volume());
+  if (rng.chance(0.35)) crash_at_due(rng, s, volume());
+  if (rng.chance(0.3)) restart_backoff(rng, s, volume());
+  if (rng.chance(0.4)) churn(rng, s);
+  std::stable_sort(s.faults.begin(), s.faults.end(),
+                   [](const FaultSpec& a, const FaultSpec& b) { return a.at_ms < b.at_ms; });
+}
+
+}  // namespace caesium::sim

@@ -1,0 +1,99 @@
+// The write checker: what an acknowledged delete or edit promises about the runs that
+// follow it (issue 33).  The rules, on ground truth (World::writes() says when each
+// workload write was acknowledged; fire events say when each attempt was dispatched):
+//
+//   delete.run_after_ack  once a delete of entry E is acknowledged by a majority of E's
+//                  eligible replicas (at t), no attempt of E first dispatched after t
+//                  runs: always for at-most-once entries; for at-least-once entries when
+//                  the owner that dispatched it could reach a majority of the eligible
+//                  replicas then (links both ways, ground truth) — a minority cut off
+//                  before the delete may still fire, flagged.
+//   edit.run_after_ack  the same after an edit acknowledged by a majority, for the
+//                  occurrences due after the edit was issued that the new definition no
+//                  longer schedules.
+//
+// "Acknowledged by a majority of the eligible replicas": the write waited for w
+// replicas' durable acknowledgements (?w=N, World::WriteRecord::want_acks) and w is a
+// majority of the eligible replicas even if every replica outside the entry's binding
+// was among them.  A rule holds until the next write of the same key is issued.
+//
+// The judgement is a pure function of hand-made records (judge_writes), so unit tests
+// prove each rule bites without running a World; WriteChecker collects the records.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedule/entry.h"
+#include "sim/checker.h"
+#include "sim/report.h"
+#include "sim/scenario.h"
+
+namespace caesium::sim {
+
+// The replicas among `replicas` that an entry's binding allows, sorted.
+std::vector<std::string> eligible_replicas(const World& world, const schedule::Entry& entry,
+                                           const std::vector<std::string>& replicas);
+
+// Whether `node` reaches a majority of `eligible` now: itself, and the others up with
+// links open both ways (ground truth).
+bool reaches_majority(const World& world, uint32_t node, const std::vector<std::string>& eligible);
+
+// The entry a workload write (kEntry observation) created, as the taking node did:
+// nullopt for a delete, an unknown write, or fields the node refused too.
+std::optional<schedule::Entry> entry_of_write(const Scenario& scenario, const World& world, uint32_t node,
+                                              const Observation& obs);
+
+struct WriteRules {
+  // One version of an entry: what a write of its key made it (issue order).
+  struct Version {
+    uint64_t write_id = 0;
+    int64_t issued_ms = 0;
+    int64_t acked_ms = -1;  // -1: never acknowledged
+    bool deleted = false;
+    bool majority_acked = false;  // w covers a majority of the eligible replicas (see above)
+    std::optional<schedule::Entry> entry;  // absent for a delete
+  };
+  // A dispatched / redispatched fire event.
+  struct Dispatch {
+    int64_t at_ms = 0;
+    std::string owner, worker;
+    uint32_t attempt = 0;
+    bool owner_reaches_majority = false;  // ground truth at at_ms
+  };
+  struct Run {
+    int64_t start_ms = 0;
+    std::string node, fire_id;
+    uint32_t attempt = 1;
+    int64_t scheduled_utc_ms = 0;
+  };
+  struct Key {
+    std::string volume, key;
+    std::vector<Version> versions;
+    std::map<int64_t, std::vector<Dispatch>> dispatches;  // by scheduled_utc_ms
+    std::vector<Run> runs;
+  };
+  std::vector<Key> keys;
+  int64_t epoch_utc_ms = 0;
+};
+
+// Every violation of delete.run_after_ack and edit.run_after_ack in `rules`.
+std::vector<Violation> judge_writes(const WriteRules& rules);
+
+class WriteChecker final : public Checker {
+ public:
+  explicit WriteChecker(const Scenario& scenario) : scenario_(scenario) {}
+  void on_observation(const World& world, uint32_t node, const Observation& obs) override;
+  void finish(const World& world, Report& report) override;
+
+ private:
+  WriteRules::Key& key(const std::string& volume, const std::string& key);
+
+  const Scenario& scenario_;
+  std::map<std::pair<std::string, std::string>, WriteRules::Key> keys_;
+};
+
+}  // namespace caesium::sim
