@@ -188,6 +188,10 @@ void Scheduler::on_record(const std::string& volume, const std::string& key,
   } else {
     on_worker_record(volume, parsed, value, now);
   }
+}
+
+void Scheduler::settle(Clock now) {
+  last_ = now;
   drain(now);
 }
 
@@ -225,6 +229,7 @@ void Scheduler::on_message(const std::string& from, const FireMessage& msg, Cloc
 
 void Scheduler::on_tick(Clock now) {
   last_ = now;
+  drain(now);  // records applied since the last input
   poll_due_entries(now);
   poll_timers(now);
   start_held(now);
@@ -253,7 +258,7 @@ int64_t Scheduler::next_deadline_mono() const {
     if (auto d = mono_wheel_.next_deadline()) best = std::min(best, *d);
   }
   if (!held_.empty()) best = std::min(best, utc_to_mono(held_.begin()->first.first));
-  if (!dirty_volumes_.empty()) best = std::min(best, last_.mono_ms);
+  if (!dirty_volumes_.empty() || !worklist_.empty()) best = std::min(best, last_.mono_ms);
   if (!due_backlog_.empty()) best = std::min(best, last_.mono_ms);
   if (!occs_.empty() || !votes_.empty()) best = std::min(best, votes_expiring_ ? last_.mono_ms : next_purge_mono_ms_);
   return best;

@@ -250,9 +250,14 @@ class Scheduler {
   // --- inputs ---------------------------------------------------------------------------
   // A record of a volume store changed (store observer), or was loaded at start.
   // value = nullopt: deleted or removed.  Entry keys and occurrence keys matter; other
-  // keys are ignored.
+  // keys are ignored.  Records are applied, not acted on: the occurrences they touch are
+  // decided at settle() (or the next other input; next_deadline_mono is then now), so a
+  // batch — an anti-entropy session's records — is decided on as a whole.  Fed one by
+  // one, a vanished owner's record (keys .../m/...) was acted on before the completion
+  // record (.../w/...) of the same batch, and a restarted node ran again what had run.
   void on_record(const std::string& volume, const std::string& key,
                  const std::optional<std::string>& value, Clock now);
+  void settle(Clock now);
   // A node-local record loaded at start (grants).
   void on_local_record(const std::string& key, const std::string& value);
   void on_message(const std::string& from, const FireMessage& msg, Clock now);

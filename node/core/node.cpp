@@ -251,12 +251,12 @@ bool Node::open_frame(std::string_view bytes, node::Channel channel, wire::Envel
   }
   const uint64_t sender_hash = hash64(env->sender);
   last_heard_mono_.get_or_insert(sender_hash) = now.mono_ms;
+  // A process of the sender this process has not heard from before — a restart, or the
+  // first contact since this node started (frames queued for it since may wait behind a
+  // backoff that grew while it was down): the driver reconnects to it at once.
   uint64_t& seen_boot = frame_boots_.get_or_insert(sender_hash);
   if (seen_boot != env->boot_id) {
-    if (seen_boot != 0) {
-      const gossip::MemberMeta* meta = membership_ ? membership_->meta_of(env->sender) : nullptr;
-      if (meta != nullptr && !meta->stream_addr.empty()) reconnects_.push_back(meta->stream_addr);
-    }
+    reconnects_.push_back(env->sender);  // its address is looked up once the frame is read
     seen_boot = env->boot_id;
   }
   if (channel == Channel::kStream) {
@@ -381,10 +381,13 @@ void Node::on_invocation_done(const InvocationResult& result, Clock now) {
 void Node::pump(Clock now) {
   for (int rounds = 0; rounds < 1'000'000; ++rounds) {
     bool progress = false;
-    while (!deferred_records_.empty()) {
-      DeferredRecord d = std::move(deferred_records_.front());
-      deferred_records_.pop_front();
-      scheduler_->on_record(d.volume, d.key, d.value, now);
+    if (!deferred_records_.empty()) {
+      while (!deferred_records_.empty()) {
+        DeferredRecord d = std::move(deferred_records_.front());
+        deferred_records_.pop_front();
+        scheduler_->on_record(d.volume, d.key, d.value, now);
+      }
+      scheduler_->settle(now);  // decided on as a batch (Scheduler::on_record)
       progress = true;
     }
     // Released messages to ourselves are taken out first: delivering one may queue more.
@@ -481,10 +484,15 @@ void Node::flush_datagrams_and_streams(Clock now) {
 }
 
 bool Node::poll_reconnect(std::string& stream_addr) {
-  if (reconnects_.empty()) return false;
-  stream_addr = std::move(reconnects_.front());
-  reconnects_.pop_front();
-  return true;
+  while (!reconnects_.empty()) {
+    const std::string peer = std::move(reconnects_.front());
+    reconnects_.pop_front();
+    const gossip::MemberMeta* meta = membership_ ? membership_->meta_of(peer) : nullptr;
+    if (meta == nullptr || meta->stream_addr.empty()) continue;
+    stream_addr = meta->stream_addr;
+    return true;
+  }
+  return false;
 }
 
 bool Node::poll_transmit(Transmit& out) {

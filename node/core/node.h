@@ -301,6 +301,12 @@ class Node final : private schedule::SchedulerHost {
     // replica since it started (or it found no peer to ask): a restarted master must
     // not act on the state it had before it went down.
     bool synced = false;
+    // Synced by the startup grace with no peer replica reachable (deciding alone): a peer
+    // replica that appears must be reconciled with before this node decides again.
+    bool synced_alone = false;
+    // Until synced: the replicas this node has completed a session with (as the one who
+    // began it) since it started, or since a peer appeared while it decided alone.
+    std::set<std::string> synced_with;
     // Copied from a replica that held the volume before this node did: an anti-entropy
     // session with a previous replica completed since the volume was opened (or with any
     // replica, when the config names no previous ones or this node is one).  Advertised
@@ -388,6 +394,7 @@ class Node final : private schedule::SchedulerHost {
   // node_gossip.cpp: membership glue, masters, config spread
   void drain_membership(Clock now);
   void refresh_masters(Clock now);
+  void update_synced(VolumeState& vs, const VolumeSpec& spec, Clock now);
   void refresh_meta(Clock now);
   gossip::MemberMeta self_meta() const;
   void on_config_doc(const std::string& from, const wire::ConfigDoc& doc, Clock now);
@@ -509,7 +516,7 @@ class Node final : private schedule::SchedulerHost {
   std::map<std::string, uint64_t> known_boots_;                    // peer -> boot id last seen
   // hash64(peer id) -> the boot id of its latest authenticated frame: a change is a restart.
   HashKeyedMap<uint64_t> frame_boots_;
-  std::deque<std::string> reconnects_;  // stream addresses of peers seen restarting
+  std::deque<std::string> reconnects_;  // peers seen with a new boot id (poll_reconnect)
   HashKeyedMap<int64_t> last_heard_mono_;  // hash64(peer id) -> last authenticated frame (lookups only)
   // hash64(peer id) -> what its stream frames say of its clock (clock_watch.h).  Streams
   // only: they come from the peers this node works with, a few a second even when idle

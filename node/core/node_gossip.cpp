@@ -171,13 +171,7 @@ void Node::refresh_masters(Clock now) {
     // Not synced yet: decide only if no peer replica can be asked (alone after the
     // startup grace), never on the state from before a restart.
     VolumeState& vs = volumes_.at(volume);
-    if (!vs.synced && spec) {
-      bool peer_reachable = false;
-      for (const auto* set : {&spec->replicas, &spec->previous_replicas}) {
-        for (const auto& r : *set) peer_reachable = peer_reachable || (r != options_.id && membership_->reachable(r));
-      }
-      if (!peer_reachable && now.mono_ms - vs.opened_mono_ms >= options_.startup_grace_ms) vs.synced = true;
-    }
+    if (spec) update_synced(vs, *spec, now);
     const bool deciding = m && *m == options_.id && vs.synced;
     if (!vs.synced) pending_sync = true;
     // Not the master but synced: a backup, deciding what the master makes no progress on
@@ -196,6 +190,44 @@ void Node::refresh_masters(Clock now) {
     events_.push_back(std::move(e));
   }
   all_synced_ = !pending_sync;
+}
+
+// A node decides for a volume only once it has reconciled it, by sessions it began since
+// it started, with a majority of each replica set (itself included) — or with every peer
+// replica reachable, when those are fewer; or, when none is reachable after the startup
+// grace, alone.  What the others ran, completed or deleted while this node was down is
+// held by a majority, which any majority this node reconciled with meets.  A node deciding
+// alone that sees a peer replica again stops until it has reconciled with it.
+void Node::update_synced(VolumeState& vs, const VolumeSpec& spec, Clock now) {
+  std::vector<std::string> reachable;
+  for (const auto* set : {&spec.replicas, &spec.previous_replicas}) {
+    for (const auto& r : *set) {
+      if (r != options_.id && membership_->reachable(r)) reachable.push_back(r);
+    }
+  }
+  if (vs.synced && vs.synced_alone && !reachable.empty()) {
+    vs.synced = false;
+    vs.synced_alone = false;
+    vs.synced_with.clear();
+    vs.sync_soon_with = reachable.front();
+    vs.next_sync_mono_ms = now.mono_ms;
+  }
+  if (vs.synced) return;
+  if (reachable.empty()) {
+    if (now.mono_ms - vs.opened_mono_ms < options_.startup_grace_ms) return;
+    vs.synced = true;
+    vs.synced_alone = true;
+    return;
+  }
+  if (vs.synced_with.empty()) return;
+  auto majority_of = [&](const std::vector<std::string>& set) {
+    size_t n = 0;
+    for (const auto& r : set) n += r == options_.id || vs.synced_with.count(r) ? 1 : 0;
+    return set.empty() || 2 * n > set.size();
+  };
+  const bool every_reachable = std::all_of(reachable.begin(), reachable.end(),
+                                           [&](const std::string& r) { return vs.synced_with.count(r) > 0; });
+  if (every_reachable || (majority_of(spec.replicas) && majority_of(spec.previous_replicas))) vs.synced = true;
 }
 
 std::optional<std::string> Node::master_of(const std::string& volume) const {

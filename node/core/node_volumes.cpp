@@ -292,6 +292,14 @@ void Node::start_syncs(Clock now) {
         peers = std::move(sources);
       }
     }
+    if (!v.synced) {
+      // Reconciling after a start: each session with another replica (sync_complete).
+      std::vector<std::string> fresh;
+      for (const auto& p : peers) {
+        if (!v.synced_with.count(p)) fresh.push_back(p);
+      }
+      if (!fresh.empty()) peers = std::move(fresh);
+    }
     if (peers.empty()) {
       // Nobody to reconcile with yet (still joining): an unsynced volume asks again soon.
       if (!v.synced) v.next_sync_mono_ms = now.mono_ms + 250;
@@ -372,8 +380,13 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
           vit->second.next_sync_mono_ms = now.mono_ms;  // again at once
         }
       }
-      if (!vit->second.synced) {
-        vit->second.synced = true;
+      // Only a session this process began reconciles it: its messages were computed from
+      // both stores as they were after it started.  A session the peer began may have been
+      // begun before this node restarted, its first message queued behind the reconnect
+      // backoff, and a digest from then may match what this node's disk still holds.
+      if (!vit->second.synced && s.sync->role() == gossip::SyncSession::Role::kInitiator) {
+        vit->second.synced_with.insert(from);
+        vit->second.next_sync_mono_ms = now.mono_ms;  // the next replica at once
         refresh_masters(now);
       }
       const VolumeSpec* spec = config_.volume(msg.volume);

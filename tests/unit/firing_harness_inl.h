@@ -187,6 +187,7 @@ template <class F>
 void Cluster::turn(Member& m, F&& f) {
   if (!m.up) return;
   f(*m.sched, clock(m.id));
+  if (m.up) m.sched->settle(clock(m.id));  // records fed by f are decided on, as the Node's pump does
   settle(m);
 }
 
@@ -204,10 +205,13 @@ inline void Cluster::settle(Member& m) {
   for (bool progress = true; progress && m.up;) {
     check_steps(steps, "settle");
     progress = false;
-    while (!m.echoes.empty()) {
-      Member::Echo e = std::move(m.echoes.front());
-      m.echoes.pop_front();
-      m.sched->on_record(e.volume, e.key, e.value, clock(m.id));
+    if (!m.echoes.empty()) {
+      while (!m.echoes.empty()) {
+        Member::Echo e = std::move(m.echoes.front());
+        m.echoes.pop_front();
+        m.sched->on_record(e.volume, e.key, e.value, clock(m.id));
+      }
+      m.sched->settle(clock(m.id));  // as the Node does: a batch of records, then decisions
       progress = true;
     }
     if (m.auto_flush && !m.batch.empty()) {
