@@ -1,12 +1,12 @@
 // The client subcommands of `caesium` (put, get, ls, rm, history, status, config): thin
-// registrations; the work and the usage lines are in node/daemon/api_client.h
+// registrations; the work and the usage lines are in node/cli/client.h
 // (docs/cli.md).
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "node/cli/command.h"
-#include "node/daemon/api_client.h"
+#include "node/cli/client.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // caesium keygen [--out FILE] [--force] | --add-to FILE [--accept-only] | --promote FILE
 //                | --drop-accepted FILE
 //
-// Makes and rotates cluster key files.  The logic is node/daemon/keygen.h (unit-tested);
+// Makes and rotates cluster key files.  The logic is node/cli/keygen.h (unit-tested);
 // this file only prints.  Exit status: 0 ok, 1 a file could not be read or written
 // (or --out names an existing file without --force), 2 bad usage or a bad key file.
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "node/cli/command.h"
-#include "node/daemon/keygen.h"
+#include "node/cli/keygen.h"
 
 namespace {
 

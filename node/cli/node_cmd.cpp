@@ -2,7 +2,7 @@
 //
 // Runs one node until SIGTERM/SIGINT (graceful leave, exit 0; a second signal exits at
 // once).  SIGHUP reloads handlers and the log level.  A config, key or data-directory
-// problem is reported on stderr with exit status 2.  node/daemon/runtime.h has the rest.
+// problem is reported on stderr with exit status 2.  node/daemon/runtime/runtime.h has the rest.
 #include <uv.h>
 
 #include <csignal>
@@ -11,9 +11,9 @@
 #include <string>
 
 #include "node/cli/command.h"
-#include "node/daemon/glibc_tunables.h"
-#include "node/daemon/log.h"
-#include "node/daemon/runtime.h"
+#include "node/daemon/runtime/glibc_tunables.h"
+#include "node/daemon/runtime/log.h"
+#include "node/daemon/runtime/runtime.h"
 
 namespace {
 

@@ -23,7 +23,7 @@
 
 #include "base/time.h"
 #include "node/cli/command.h"
-#include "node/daemon/glibc_tunables.h"
+#include "node/daemon/runtime/glibc_tunables.h"
 #include "sim/registry.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
@@ -243,7 +243,7 @@ int run_swarm(const Args& a) {
 // of it misses the TLB as well as the cache.  glibc backs its heap with transparent huge
 // pages when the tunable glibc.malloc.hugetlb=1 is set, which it reads only at process
 // start: so `caesium sim` runs itself again once with the tunable added
-// (node/daemon/glibc_tunables.h).  One virtual hour of 1000 nodes
+// (node/daemon/runtime/glibc_tunables.h).  One virtual hour of 1000 nodes
 // (tests/sim/perf_1000_steady_hour.toml): 79 s → 67 s of CPU.  GLIBC_TUNABLES naming
 // glibc.malloc.hugetlb already (=0 to turn it off) is left alone, and a failed exec
 // carries on without.  Builds with a sanitizer have their own allocator and ignore it.

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/daemon/config.h"
-#include "node/daemon/config_toml.h"
+#include "node/daemon/config/config.h"
+#include "node/daemon/config/config_toml.h"
 
 using namespace caesium;
 using namespace caesium::daemon;
