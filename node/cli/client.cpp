@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/base64.h"
 #include "node/daemon/api/api.h"
 #include "node/daemon/config/config.h"
 #include "node/daemon/net/net_addr.h"
@@ -214,7 +215,7 @@ Result<std::string> entry_body(const Args& a) {
     if (schedule::is_valid_utf8(*bytes)) {
       j["payload"] = *bytes;
     } else {
-      j["payload_base64"] = schedule::base64_encode(*bytes);
+      j["payload_base64"] = base64_encode(*bytes);
     }
   }
   if (auto it = a.values.find("--bind"); it != a.values.end()) j["bind"] = it->second;

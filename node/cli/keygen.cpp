@@ -12,6 +12,8 @@
 #include <optional>
 #include <sstream>
 
+#include "base/base64.h"
+
 namespace caesium::daemon {
 
 namespace {
@@ -136,7 +138,7 @@ std::string key_file_text(const std::vector<wire::Key>& keys) {
       "# primary seals and opens frames; accept only opens them (see docs/keys.md).\n";
   for (size_t i = 0; i < keys.size(); ++i) {
     const std::string_view raw(reinterpret_cast<const char*>(keys[i].data()), keys[i].size());
-    out += (i == 0 ? "primary = " : "accept = ") + wire::base64_encode(raw) + "\n";
+    out += (i == 0 ? "primary = " : "accept = ") + base64_encode(raw) + "\n";
   }
   return out;
 }
@@ -153,7 +155,7 @@ Result<std::vector<wire::Key>> read_key_list(std::string_view text) {
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     if (line.empty() || line.front() == '#') continue;
     const size_t eq = line.find('=');
-    auto raw = wire::base64_decode(trim(line.substr(eq + 1)));
+    auto raw = base64_decode(trim(line.substr(eq + 1)));
     wire::Key key;
     std::copy(raw->begin(), raw->end(), key.begin());
     if (trim(line.substr(0, eq)) == "primary") keys[0] = key;

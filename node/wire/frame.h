@@ -72,9 +72,6 @@ class Keyring {
   std::vector<uint32_t> ids_;
 };
 
-std::string base64_encode(std::string_view bytes);
-Result<std::string> base64_decode(std::string_view text);
-
 enum class FrameChannel : uint8_t { kDatagram = 0, kStream = 1 };
 
 struct OpenedFrame {

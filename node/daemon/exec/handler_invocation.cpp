@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/base64.h"
 #include "base/time.h"
-#include "node/wire/frame.h"
 
 namespace caesium::daemon {
 
@@ -148,7 +148,7 @@ std::string invocation_json(const node::Invocation& inv, std::string_view node_i
   if (is_valid_utf8(inv.payload)) {
     j["payload"] = inv.payload;
   } else {
-    j["payload_base64"] = wire::base64_encode(inv.payload);
+    j["payload_base64"] = base64_encode(inv.payload);
   }
   return j.dump();
 }
