@@ -5,9 +5,11 @@
 //                 {"seed", "N", "PRNG seed (default 1)"}, {"quick", "", "a small sample"});
 //
 // The options listed are the only ones accepted (besides --json and --help): anything
-// else is refused with the usage before the benchmark starts, so a mistyped flag never
-// silently runs the default (possibly long) measurement.  An option with a value hint
-// takes a value (`--seed 3` or `--seed=3`); one without is a switch.
+// else is refused before the benchmark starts, so a mistyped flag never silently runs the
+// default (possibly long) measurement.  An option with a value hint takes a value
+// (`--seed 3` or `--seed=3`); one without is a switch.  A hint of N or MS means a whole
+// number, checked when the command line is parsed, so get_int never meets anything else.
+// The parser is the one `caesium` uses (node/cli/parse.h): the same errors and --help.
 //
 // Each benchmark prints a human table to stdout, or with --json exactly one JSON object.
 #pragma once
@@ -15,18 +17,22 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace caesium::bench {
 
 struct Args {
-  std::vector<std::string> argv;  // arguments after the benchmark name
-  bool json = false;              // --json was given
+  std::map<std::string, std::string> values;  // options given with a value, by name without "--"
+  std::set<std::string> switches;             // switches given
+  bool json = false;                          // --json was given
 
-  // Returns the value after `--name` (or `--name=value`), or `fallback`.
+  // The value of `--name`, or `fallback` when it was not given.
   std::string get(const std::string& name, const std::string& fallback = {}) const;
+  // REQUIRES: `--name` is declared with the hint N or MS (the parser checked the value).
   int64_t get_int(const std::string& name, int64_t fallback) const;
+  // Whether `--name` was given (a switch, or an option with a value).
   bool has(const std::string& name) const;
 };
 
@@ -48,8 +54,6 @@ struct Entry {
   std::vector<Option> options;
 };
 
-// Checks `argv` against `options`; on a problem returns a message naming it.
-std::string check_args(const std::vector<std::string>& argv, const std::vector<Option>& options);
 std::map<std::string, Entry>& registry();
 
 }  // namespace caesium::bench

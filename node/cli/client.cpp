@@ -4,6 +4,7 @@
 
 #include <curl/curl.h>
 
+#include <cassert>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -12,82 +13,26 @@
 #include <sstream>
 
 #include "base/base64.h"
+#include "base/time.h"
 #include "node/daemon/api/api.h"
 #include "node/daemon/config/config.h"
 #include "node/daemon/net/net_addr.h"
 #include "schedule/entry_json.h"
 
-namespace caesium::daemon {
+namespace caesium::cli {
 
+using daemon::DaemonConfig;
+using daemon::format_host_port;
+using daemon::is_wildcard_host;
+using daemon::load_config;
+using daemon::parse_host_port;
+using daemon::percent_encode;
+using daemon::read_token_file;
 using nlohmann::json;
 
 namespace {
 
-constexpr int kOk = 0, kRemoteError = 1, kUsage = 2;
-
-// --- arguments --------------------------------------------------------------------------
-
-struct Spec {
-  std::vector<std::string> positionals;  // names, for messages
-  std::set<std::string> values;          // flags taking a value (--x V or --x=V)
-  std::set<std::string> bools;           // flags without a value
-  std::set<std::string> repeatable;      // value flags that may repeat
-  bool optional_last = false;            // the last positional may be missing
-};
-
-struct Args {
-  std::vector<std::string> positionals;
-  std::map<std::string, std::vector<std::string>> values;
-  std::set<std::string> bools;
-
-  std::optional<std::string> value(const std::string& flag) const {
-    auto it = values.find(flag);
-    if (it == values.end() || it->second.empty()) return std::nullopt;
-    return it->second.back();
-  }
-  bool has(const std::string& flag) const { return bools.count(flag) > 0; }
-};
-
-const std::set<std::string> kCommonValues = {"--api", "--token-file", "--config", "--timeout"};
-
-Result<Args> parse_args(const std::vector<std::string>& words, const Spec& spec) {
-  Args a;
-  for (size_t i = 0; i < words.size(); ++i) {
-    const std::string& w = words[i];
-    if (w.size() < 2 || w.rfind("--", 0) != 0 || w == "--") {
-      a.positionals.push_back(w);
-      continue;
-    }
-    std::string flag = w;
-    std::optional<std::string> inline_value;
-    if (const size_t eq = w.find('='); eq != std::string::npos) {
-      flag = w.substr(0, eq);
-      inline_value = w.substr(eq + 1);
-    }
-    if (flag == "--json" || spec.bools.count(flag) > 0) {
-      if (inline_value) return Error(flag + " takes no value");
-      a.bools.insert(flag);
-      continue;
-    }
-    if (kCommonValues.count(flag) == 0 && spec.values.count(flag) == 0) return Error("unknown option " + flag);
-    std::string value;
-    if (inline_value) {
-      value = *inline_value;
-    } else if (i + 1 < words.size()) {
-      value = words[++i];
-    } else {
-      return Error(flag + " needs a value");
-    }
-    auto& list = a.values[flag];
-    if (!list.empty() && spec.repeatable.count(flag) == 0) return Error(flag + " is given twice");
-    list.push_back(std::move(value));
-  }
-  const size_t want = spec.positionals.size();
-  const size_t min = spec.optional_last && want > 0 ? want - 1 : want;
-  if (a.positionals.size() < min) return Error("missing " + spec.positionals[a.positionals.size()]);
-  if (a.positionals.size() > want) return Error("unexpected argument '" + a.positionals[want] + "'");
-  return a;
-}
+constexpr int kOk = 0, kRemoteError = 1;
 
 Result<std::string> read_input(const std::string& path) {
   std::ostringstream text;
@@ -116,6 +61,7 @@ struct Session {
   std::ostream& out;
   std::ostream& err;
   bool json_out = false;
+  const UsageErrorFn& usage_error;
 
   // The JSON of a 2xx answer, or nullopt after reporting the failure on `err`.
   std::optional<json> call(const std::string& method, const std::string& path, const std::string& body = {}) {
@@ -156,18 +102,18 @@ struct Session {
   }
 };
 
-std::string entry_path(const Args& a) {
+std::string entry_path(const ClientArgs& a) {
   return "/v1/volumes/" + percent_encode(a.positionals[0]) + "/entities/" + percent_encode(a.positionals[1]) +
          "/schedule/" + percent_encode(a.positionals[2]);
 }
 
-std::string with_w(const std::string& path, const Args& a) {
+std::string with_w(const std::string& path, const ClientArgs& a) {
   auto w = a.value("--w");
   return w ? path + "?w=" + percent_encode(*w) : path;
 }
 
 // The entry document from --file / --data, or built from field flags.
-Result<std::string> entry_body(const Args& a) {
+Result<std::string> entry_body(const ClientArgs& a) {
   const bool from_doc = a.value("--file") || a.value("--data");
   static const std::vector<std::string> kFields = {
       "--cron", "--tz", "--jitter", "--at", "--after", "--interval", "--repeat-for", "--count", "--handler",
@@ -225,32 +171,29 @@ Result<std::string> entry_body(const Args& a) {
 
 // --- the commands ---------------------------------------------------------------------------
 
-int cmd_put(Session& s, const Args& a) {
+int cmd_put(Session& s, const ClientArgs& a) {
   auto body = entry_body(a);
-  if (!body) {
-    s.err << "caesium put: " << body.error().message << "\n";
-    return kUsage;
-  }
+  if (!body) return s.usage_error(body.error().message);
   auto j = s.call("PUT", with_w(entry_path(a), a), *body);
   if (!j) return kRemoteError;
   s.print(*j, render_entry(*j));
   return kOk;
 }
 
-int cmd_get(Session& s, const Args& a) {
+int cmd_get(Session& s, const ClientArgs& a) {
   auto j = s.call("GET", entry_path(a));
   if (!j) return kRemoteError;
   s.print(*j, render_entry(*j));
   return kOk;
 }
 
-int cmd_rm(Session& s, const Args& a) {
+int cmd_rm(Session& s, const ClientArgs& a) {
   if (!s.call("DELETE", with_w(entry_path(a), a))) return kRemoteError;
   if (!s.json_out) s.out << "deleted " << a.positionals[1] << "/" << a.positionals[2] << " from " << a.positionals[0] << "\n";
   return kOk;
 }
 
-int cmd_ls(Session& s, const Args& a) {
+int cmd_ls(Session& s, const ClientArgs& a) {
   std::string after = a.value("--after").value_or("");
   json all = json::array();
   json last;
@@ -269,7 +212,7 @@ int cmd_ls(Session& s, const Args& a) {
   return kOk;
 }
 
-int cmd_history(Session& s, const Args& a) {
+int cmd_history(Session& s, const ClientArgs& a) {
   std::string path = entry_path(a) + "/history";
   if (auto l = a.value("--limit")) path += "?limit=" + percent_encode(*l);
   auto j = s.call("GET", path);
@@ -278,81 +221,39 @@ int cmd_history(Session& s, const Args& a) {
   return kOk;
 }
 
-int cmd_status(Session& s, const Args&) {
+int cmd_status(Session& s, const ClientArgs&) {
   auto j = s.call("GET", "/v1/status");
   if (!j) return kRemoteError;
   s.print(*j, render_status(*j));
   return kOk;
 }
 
-int cmd_config(Session& s, const Args& a) {
-  const std::string verb = a.positionals.empty() ? "get" : a.positionals[0];
-  if (verb == "get") {
-    if (a.positionals.size() > 1) {
-      s.err << "caesium config: 'get' takes no file\n";
-      return kUsage;
-    }
-    auto j = s.call("GET", "/v1/config");
-    if (!j) return kRemoteError;
-    s.print(*j, render_config(*j));
-    return kOk;
-  }
-  if (verb != "apply" || a.positionals.size() != 2) {
-    s.err << "caesium config: expected 'get' or 'apply FILE'\n";
-    return kUsage;
-  }
-  auto text = read_input(a.positionals[1]);
-  if (!text) {
-    s.err << "caesium config: " << text.error().message << "\n";
-    return kUsage;
-  }
+int cmd_config_get(Session& s, const ClientArgs&) {
+  auto j = s.call("GET", "/v1/config");
+  if (!j) return kRemoteError;
+  s.print(*j, render_config(*j));
+  return kOk;
+}
+
+int cmd_config_apply(Session& s, const ClientArgs& a) {
+  auto text = read_input(a.positionals.at(0));
+  if (!text) return s.usage_error(text.error().message);
   auto j = s.call("PUT", a.has("--force") ? "/v1/config?force=true" : "/v1/config", *text);
   if (!j) return kRemoteError;
   s.print(*j, "applied cluster config epoch " + std::to_string(j->value("epoch", 0)) + "\n" + render_config(*j));
   return kOk;
 }
 
-struct Command {
-  std::string usage;
-  Spec spec;
-  int (*run)(Session&, const Args&);
-};
+using CommandFn = int (*)(Session&, const ClientArgs&);
 
-const std::map<std::string, Command>& command_table() {
-  static const Spec entry{{"VOLUME", "ENTITY", "NAME"}, {}, {}, {}, false};
-  static const std::map<std::string, Command> table = [] {
-    std::map<std::string, Command> t;
-    Spec put = entry;
-    put.values = {"--file", "--data", "--cron", "--tz", "--jitter", "--at", "--after", "--interval", "--repeat-for",
-                  "--count", "--handler", "--semantics", "--misfire", "--misfire-window", "--accept-timeout",
-                  "--complete-time", "--payload", "--payload-file", "--bind", "--w"};
-    put.bools = {"--prefer-origin"};
-    put.repeatable = {"--bind"};
-    t["put"] = {"put VOLUME ENTITY NAME (--file F | --data JSON | --cron EXPR | --interval D ...) --handler H [--w N]",
-                put, cmd_put};
-    t["get"] = {"get VOLUME ENTITY NAME", entry, cmd_get};
-    Spec rm = entry;
-    rm.values = {"--w"};
-    t["rm"] = {"rm VOLUME ENTITY NAME [--w N]", rm, cmd_rm};
-    Spec hist = entry;
-    hist.values = {"--limit"};
-    t["history"] = {"history VOLUME ENTITY NAME [--limit N]", hist, cmd_history};
-    t["ls"] = {"ls VOLUME [--prefix ENTITY-PREFIX] [--limit N] [--after KEY] [--all]",
-               Spec{{"VOLUME"}, {"--prefix", "--limit", "--after"}, {"--all"}, {}, false}, cmd_ls};
-    t["status"] = {"status", Spec{}, cmd_status};
-    t["config"] = {"config [get | apply FILE [--force]]", Spec{{"get|apply", "FILE"}, {}, {"--force"}, {}, true}, cmd_config};
-    return t;
-  }();
+const std::map<std::string, CommandFn>& command_table() {
+  static const std::map<std::string, CommandFn> table = {
+      {"put", cmd_put},         {"get", cmd_get},       {"rm", cmd_rm},
+      {"history", cmd_history}, {"ls", cmd_ls},         {"status", cmd_status},
+      {"config", cmd_config_get}, {"config get", cmd_config_get}, {"config apply", cmd_config_apply}};
   return table;
 }
 
-Result<int64_t> timeout_of(const Args& a) {
-  auto t = a.value("--timeout");
-  if (!t) return int64_t{30'000};
-  auto ms = parse_duration_ms(*t);
-  if (!ms || *ms <= 0) return Error("--timeout must be a duration such as 10s");
-  return *ms;
-}
 
 }  // namespace
 
@@ -452,48 +353,17 @@ ClientTransport curl_transport(const ClientTarget& target, int64_t timeout_ms) {
   };
 }
 
-const std::vector<std::pair<std::string, std::string>>& client_command_usages() {
-  static const std::vector<std::pair<std::string, std::string>> usages = [] {
-    std::vector<std::pair<std::string, std::string>> u;
-    for (const auto& [name, c] : command_table()) u.emplace_back(name, c.usage);
-    return u;
-  }();
-  return usages;
-}
-
-int run_client_command(const std::string& command, const std::vector<std::string>& words, std::ostream& out,
-                       std::ostream& err, const EnvFn& env, const ConnectFn& connect) {
+int run_client_command(const std::string& command, const ClientArgs& args, std::ostream& out, std::ostream& err,
+                       const EnvFn& env, const ConnectFn& connect, const UsageErrorFn& usage_error) {
   auto it = command_table().find(command);
-  if (it == command_table().end()) {
-    err << "caesium: '" << command << "' is not a client command\n";
-    return kUsage;
-  }
-  const Command& c = it->second;
-  for (const auto& w : words) {
-    if (w == "--help" || w == "-h") {
-      out << "usage: caesium " << c.usage
-          << "\n  common options: --api HOST:PORT  --token-file FILE  --config NODE.toml  --json  --timeout 30s\n";
-      return kOk;
-    }
-  }
-  auto args = parse_args(words, c.spec);
-  if (!args) {
-    err << "caesium " << command << ": " << args.error().message << "\nusage: caesium " << c.usage << "\n";
-    return kUsage;
-  }
-  auto timeout = timeout_of(*args);
-  if (!timeout) {
-    err << "caesium " << command << ": " << timeout.error().message << "\n";
-    return kUsage;
-  }
-  ClientFlags flags{args->value("--api"), args->value("--token-file"), args->value("--config")};
+  assert(it != command_table().end());
+  // The parser checked that --timeout is a duration above zero.
+  const int64_t timeout_ms = args.value("--timeout") ? parse_duration_ms(*args.value("--timeout")).value() : 30'000;
+  ClientFlags flags{args.value("--api"), args.value("--token-file"), args.value("--config")};
   auto target = resolve_client_target(flags, env);
-  if (!target) {
-    err << "caesium " << command << ": " << target.error().message << "\n";
-    return kUsage;
-  }
-  Session s{*target, connect(*target, *timeout), out, err, args->has("--json")};
-  return c.run(s, *args);
+  if (!target) return usage_error(target.error().message);
+  Session s{*target, connect(*target, timeout_ms), out, err, args.has("--json"), usage_error};
+  return it->second(s, args);
 }
 
-}  // namespace caesium::daemon
+}  // namespace caesium::cli

@@ -1,7 +1,7 @@
 // The `caesium` client commands (put, get, ls, rm, history, status, config) against a
-// node's HTTP API — docs/cli.md is the user reference.  Kept in the daemon library,
-// apart from node/cli/, so the tests can drive argument handling and rendering with a
-// fake transport.
+// node's HTTP API — docs/cli.md is the user reference.  client_cmd.cpp declares their
+// options; this is what they do once parsed, with the transport passed in so the tests
+// drive it with a fake.
 //
 // Where to connect and with which token, first found wins:
 //   address  --api HOST:PORT (or a URL)  >  $CAESIUM_API  >  api.listen of --config FILE
@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <functional>
 #include <optional>
 #include <ostream>
@@ -24,7 +26,7 @@
 
 #include "base/result.h"
 
-namespace caesium::daemon {
+namespace caesium::cli {
 
 struct ClientTarget {
   std::string base_url;  // "http://127.0.0.1:7400"
@@ -57,13 +59,28 @@ ClientTransport curl_transport(const ClientTarget& target, int64_t timeout_ms);
 
 using ConnectFn = std::function<ClientTransport(const ClientTarget& target, int64_t timeout_ms)>;
 
-// Runs client command `command` with `args` (the words after the command name).
-// Reads files named by --file / --payload-file / `config apply FILE` ("-" = stdin).
-int run_client_command(const std::string& command, const std::vector<std::string>& args, std::ostream& out,
-                       std::ostream& err, const EnvFn& env, const ConnectFn& connect);
+// A client command's parsed arguments, by option name ("--cron"), as given.
+struct ClientArgs {
+  std::vector<std::string> positionals;
+  std::map<std::string, std::vector<std::string>> values;  // options that take a value
+  std::set<std::string> switches;                          // options without one that were given
 
-// The usage line of each client command, for `caesium help`.
-const std::vector<std::pair<std::string, std::string>>& client_command_usages();
+  std::optional<std::string> value(const std::string& option) const {
+    auto it = values.find(option);
+    if (it == values.end() || it->second.empty()) return std::nullopt;
+    return it->second.back();
+  }
+  bool has(const std::string& option) const { return switches.count(option) > 0; }
+};
+
+// Reports a usage problem the parser could not see (e.g. "--cron or a timer, not both")
+// and returns the exit status, 2.
+using UsageErrorFn = std::function<int(const std::string& message)>;
+
+// Runs client command `command` ("put", "config apply", ...) with `args`.  Reads files
+// named by --file / --payload-file / `config apply FILE` ("-" = stdin).
+int run_client_command(const std::string& command, const ClientArgs& args, std::ostream& out, std::ostream& err,
+                       const EnvFn& env, const ConnectFn& connect, const UsageErrorFn& usage_error);
 
 // --- rendering (client_render.cpp) ------------------------------------------------------
 // Columns padded to their widest cell, two spaces apart, no trailing spaces; control
@@ -77,4 +94,4 @@ std::string render_history(const nlohmann::json& history);
 std::string render_status(const nlohmann::json& status);
 std::string render_config(const nlohmann::json& config);
 
-}  // namespace caesium::daemon
+}  // namespace caesium::cli

@@ -5,7 +5,7 @@
 
 #include "node/cli/client.h"
 
-namespace caesium::daemon {
+namespace caesium::cli {
 
 using nlohmann::json;
 
@@ -173,4 +173,4 @@ std::string render_config(const json& c) {
   return out;
 }
 
-}  // namespace caesium::daemon
+}  // namespace caesium::cli

@@ -14,17 +14,11 @@
 
 #include "base/base64.h"
 
-namespace caesium::daemon {
+namespace caesium::cli {
 
 namespace {
 
 constexpr size_t kMaxKeyFileBytes = 64 * 1024;
-
-constexpr const char* kUsage =
-    "usage: caesium keygen [--out FILE] [--force]\n"
-    "       caesium keygen --add-to FILE [--accept-only]\n"
-    "       caesium keygen --promote FILE\n"
-    "       caesium keygen --drop-accepted FILE\n";
 
 std::string key_id_text(const wire::Key& key) {
   char buf[16];
@@ -60,43 +54,6 @@ std::string directory_of(const std::string& path) {
   return path.substr(0, slash);
 }
 
-struct Options {
-  std::optional<std::string> out;
-  std::optional<std::string> add_to;
-  std::optional<std::string> promote;
-  std::optional<std::string> drop_accepted;
-  bool force = false;
-  bool accept_only = false;
-};
-
-Result<Options> parse_args(const std::vector<std::string>& args) {
-  Options o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const auto value = [&](std::optional<std::string>& slot) -> Status {
-      if (i + 1 >= args.size()) return Error(a + " needs a file name");
-      if (slot) return Error(a + " is given twice");
-      slot = args[++i];
-      return Status::success();
-    };
-    Status s;
-    if (a == "--out") s = value(o.out);
-    else if (a == "--add-to") s = value(o.add_to);
-    else if (a == "--promote") s = value(o.promote);
-    else if (a == "--drop-accepted") s = value(o.drop_accepted);
-    else if (a == "--force") o.force = true;
-    else if (a == "--accept-only") o.accept_only = true;
-    else return Error("unknown argument '" + a + "'");
-    if (!s.ok()) return s.error();
-  }
-  const int modes = (o.out ? 1 : 0) + (o.add_to ? 1 : 0) + (o.promote ? 1 : 0) + (o.drop_accepted ? 1 : 0);
-  if (modes > 1) return Error("--out, --add-to, --promote and --drop-accepted exclude each other");
-  if (o.force && !o.out) return Error("--force goes with --out");
-  if (o.accept_only && !o.add_to) return Error("--accept-only goes with --add-to");
-  return o;
-}
-
-KeygenRun usage_error(const std::string& why) { return KeygenRun{2, "", "caesium keygen: " + why + "\n" + kUsage}; }
 KeygenRun failure(int code, const std::string& why) { return KeygenRun{code, "", "caesium keygen: " + why + "\n"}; }
 
 // Reads `path`, lets `change` rewrite its key list, writes it back (atomically, 0600).
@@ -209,13 +166,17 @@ Status write_key_file(const std::string& path, std::string_view text, bool repla
   return Status::success();
 }
 
-KeygenRun run_keygen(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) return KeygenRun{0, kUsage, ""};
-  auto opts = parse_args(args);
-  if (!opts) return usage_error(opts.error().message);
+Status check_keygen_options(const KeygenOptions& o) {
+  const int modes = (o.out ? 1 : 0) + (o.add_to ? 1 : 0) + (o.promote ? 1 : 0) + (o.drop_accepted ? 1 : 0);
+  if (modes > 1) return Error("--out, --add-to, --promote and --drop-accepted exclude each other");
+  if (o.force && !o.out) return Error("--force goes with --out");
+  if (o.accept_only && !o.add_to) return Error("--accept-only goes with --add-to");
+  return Status::success();
+}
 
-  if (opts->promote) {
-    return rewrite(*opts->promote, [](std::vector<wire::Key>& keys) -> Result<std::string> {
+KeygenRun run_keygen(const KeygenOptions& options) {
+  if (options.promote) {
+    return rewrite(*options.promote, [](std::vector<wire::Key>& keys) -> Result<std::string> {
       if (keys.size() < 2) return Error("there is no accepted key to promote");
       const wire::Key newest = keys.back();
       keys.pop_back();
@@ -223,8 +184,8 @@ KeygenRun run_keygen(const std::vector<std::string>& args) {
       return "promoted " + key_id_text(newest) + "; now " + accepted_summary(keys);
     });
   }
-  if (opts->drop_accepted) {
-    return rewrite(*opts->drop_accepted, [](std::vector<wire::Key>& keys) -> Result<std::string> {
+  if (options.drop_accepted) {
+    return rewrite(*options.drop_accepted, [](std::vector<wire::Key>& keys) -> Result<std::string> {
       const size_t dropped = keys.size() - 1;
       keys.resize(1);
       return "dropped " + std::to_string(dropped) + " accepted key(s); now " + accepted_summary(keys);
@@ -234,9 +195,9 @@ KeygenRun run_keygen(const std::vector<std::string>& args) {
   auto key = generate_key();
   if (!key) return failure(1, key.error().message);
   const wire::Key fresh = *key;
-  if (opts->add_to) {
-    const bool accept_only = opts->accept_only;
-    return rewrite(*opts->add_to, [&](std::vector<wire::Key>& keys) -> Result<std::string> {
+  if (options.add_to) {
+    const bool accept_only = options.accept_only;
+    return rewrite(*options.add_to, [&](std::vector<wire::Key>& keys) -> Result<std::string> {
       if (accept_only) keys.push_back(fresh);
       else keys.insert(keys.begin(), fresh);
       return std::string(accept_only ? "added accepted key " : "new primary key ") + key_id_text(fresh) +
@@ -244,11 +205,11 @@ KeygenRun run_keygen(const std::vector<std::string>& args) {
     });
   }
   const std::string text = key_file_text({fresh});
-  if (!opts->out) return KeygenRun{0, text, ""};
-  if (Status s = write_key_file(*opts->out, text, opts->force); !s.ok()) {
+  if (!options.out) return KeygenRun{0, text, ""};
+  if (Status s = write_key_file(*options.out, text, options.force); !s.ok()) {
     return failure(1, s.error().message);
   }
-  return KeygenRun{0, "", "wrote key " + key_id_text(fresh) + " to " + *opts->out + " (mode 0600)\n"};
+  return KeygenRun{0, "", "wrote key " + key_id_text(fresh) + " to " + *options.out + " (mode 0600)\n"};
 }
 
-}  // namespace caesium::daemon
+}  // namespace caesium::cli

@@ -1,7 +1,7 @@
 // `caesium keygen`: make and rotate cluster key files (the wire::Keyring text format of
 // node/wire/frame.h: one `primary = <base64>` line, any number of `accept = <base64>`).
-// docs/keys.md has the rotation procedure.  The CLI (node/cli/keygen_cmd.cpp) only
-// prints what run_keygen returns, so the logic is unit-tested here.
+// docs/keys.md has the rotation procedure.  keygen_cmd.cpp reads the flags into
+// KeygenOptions and prints what run_keygen returns.
 //
 //   caesium keygen [--out FILE] [--force]     a fresh key file (stdout without --out)
 //   caesium keygen --add-to FILE              fresh primary; old keys kept as accepted
@@ -10,6 +10,7 @@
 //   caesium keygen --drop-accepted FILE       keep only the primary
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,7 +18,7 @@
 #include "base/result.h"
 #include "node/wire/frame.h"
 
-namespace caesium::daemon {
+namespace caesium::cli {
 
 struct KeygenRun {
   int exit_code = 0;  // 0 ok, 1 the file operation failed, 2 bad usage or bad key file
@@ -25,8 +26,21 @@ struct KeygenRun {
   std::string err;    // for stderr
 };
 
-// `args` are the words after "keygen".
-KeygenRun run_keygen(const std::vector<std::string>& args);
+struct KeygenOptions {
+  std::optional<std::string> out;
+  std::optional<std::string> add_to;
+  std::optional<std::string> promote;
+  std::optional<std::string> drop_accepted;
+  bool force = false;
+  bool accept_only = false;
+};
+
+// The combinations that make sense: one of --out, --add-to, --promote, --drop-accepted
+// at most; --force only with --out; --accept-only only with --add-to.
+Status check_keygen_options(const KeygenOptions& options);
+
+// REQUIRES: check_keygen_options(options) succeeded.
+KeygenRun run_keygen(const KeygenOptions& options);
 
 // 32 bytes from libsodium's randombytes_buf (after sodium_init).
 Result<wire::Key> generate_key();
@@ -44,4 +58,4 @@ Result<std::vector<wire::Key>> read_key_list(std::string_view text);
 // `replace`) or rename() over it (`replace`).  A reader never sees a partial file.
 Status write_key_file(const std::string& path, std::string_view text, bool replace);
 
-}  // namespace caesium::daemon
+}  // namespace caesium::cli

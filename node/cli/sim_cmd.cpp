@@ -12,23 +12,26 @@
 //
 // The simulator itself reads no clock.  Only this command reads the wall clock, to
 // report how fast the simulator ran (events per second).
+#include <malloc.h>
+
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <cstdlib>
-#include <malloc.h>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/time.h"
-#include "node/cli/command.h"
+#include "node/cli/commands.h"
+#include "node/cli/parse.h"
 #include "node/daemon/runtime/glibc_tunables.h"
 #include "sim/registry.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 #include "sim/swarm.h"
 
+namespace caesium::cli {
 namespace {
 
 using caesium::sim::Report;
@@ -40,20 +43,8 @@ struct Args {
   uint64_t seed = 0;
 };
 
-void print_usage(FILE* out) {
-  std::fprintf(out,
-               "usage: caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]\n"
-               "       caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig]\n"
-               "                     [--prepare-ahead D] [--json]\n"
-               "       caesium sim --kinds\n"
-               "scenario format: tests/sim/README.md\n");
-}
-
-int usage_error(const std::string& msg) {
-  std::fprintf(stderr, "caesium sim: %s\n", msg.c_str());
-  print_usage(stderr);
-  return 2;
-}
+// "A..B" with A <= B.
+bool parse_seed_range(const std::string& text, uint64_t& first, uint64_t& last);
 
 bool parse_u64(const std::string& s, uint64_t& out) {
   if (s.empty() || s.size() > 20) return false;
@@ -75,6 +66,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 // CPU time of this process: on a shared machine the honest speed figure.
 double cpu_seconds_since(std::clock_t start) {
   return static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
+}
+
+bool parse_seed_range(const std::string& text, uint64_t& first, uint64_t& last) {
+  const size_t dots = text.find("..");
+  return dots != std::string::npos && parse_u64(text.substr(0, dots), first) &&
+         parse_u64(text.substr(dots + 2), last) && first <= last;
 }
 
 int run_one(const Args& a) {
@@ -119,28 +116,15 @@ int run_one(const Args& a) {
 }
 
 int run_swarm(const Args& a) {
-  const size_t dots = a.seeds.find("..");
+  // The parser checked --seeds, --duration and --prepare-ahead.
   uint64_t first = 0, last = 0;
-  if (dots == std::string::npos || !parse_u64(a.seeds.substr(0, dots), first) ||
-      !parse_u64(a.seeds.substr(dots + 2), last) || last < first) {
-    return usage_error("--seeds wants A..B with A <= B, e.g. --seeds 1..200");
-  }
+  parse_seed_range(a.seeds, first, last);
   caesium::sim::SwarmOptions o;
   if (!a.process.empty()) o.process = a.process;
   o.nodes = a.nodes;
   o.reconfig = a.reconfig;
-  if (!a.duration.empty()) {
-    auto d = caesium::parse_duration_ms(a.duration);
-    if (!d.ok() || d.value() <= 0) return usage_error("--duration: " + (d.ok() ? std::string("must be > 0") : d.error().message));
-    o.duration_ms = d.value();
-  }
-  if (!a.prepare_ahead.empty()) {
-    auto d = caesium::parse_duration_ms(a.prepare_ahead);
-    if (!d.ok() || d.value() < 0) {
-      return usage_error("--prepare-ahead: " + (d.ok() ? std::string("must be >= 0") : d.error().message));
-    }
-    o.prepare_ahead_ms = d.value();
-  }
+  if (!a.duration.empty()) o.duration_ms = caesium::parse_duration_ms(a.duration).value();
+  if (!a.prepare_ahead.empty()) o.prepare_ahead_ms = caesium::parse_duration_ms(a.prepare_ahead).value();
   nlohmann::json runs = nlohmann::json::array();
   std::vector<std::string> failures;
   uint64_t events = 0, passed = 0;
@@ -259,52 +243,9 @@ void keep_freed_memory() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
-int run_sim(int argc, char** argv) {
-  caesium::daemon::rerun_with_glibc_tunables("glibc.malloc.hugetlb=1", argc, argv);
+int run_sim(const CLI::App& command, const Args& a, Io& io) {
+  if (io.argv != nullptr) caesium::daemon::rerun_with_glibc_tunables("glibc.malloc.hugetlb=1", io.argc - 1, io.argv + 1);
   keep_freed_memory();
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&](std::string& out) {
-      if (i + 1 >= argc) return false;
-      out = argv[++i];
-      return true;
-    };
-    std::string v;
-    if (arg == "--scenario") {
-      if (!value(a.scenario)) return usage_error("--scenario needs a file");
-    } else if (arg == "--seed") {
-      if (!value(v) || !parse_u64(v, a.seed)) return usage_error("--seed needs a non-negative integer");
-      a.has_seed = true;
-    } else if (arg == "--seeds") {
-      if (!value(a.seeds)) return usage_error("--seeds needs A..B");
-    } else if (arg == "--nodes") {
-      uint64_t n = 0;
-      if (!value(v) || !parse_u64(v, n) || n < 1 || n > 100000) return usage_error("--nodes needs an integer in [1, 100000]");
-      a.nodes = static_cast<int64_t>(n);
-    } else if (arg == "--duration") {
-      if (!value(a.duration)) return usage_error("--duration needs a duration such as 10m");
-    } else if (arg == "--process") {
-      if (!value(a.process)) return usage_error("--process needs a kind (see --kinds)");
-    } else if (arg == "--swarm") {
-      a.swarm = true;
-    } else if (arg == "--reconfig") {
-      a.reconfig = true;
-    } else if (arg == "--prepare-ahead") {
-      if (!value(a.prepare_ahead)) return usage_error("--prepare-ahead needs a duration such as 5s");
-    } else if (arg == "--json") {
-      a.json = true;
-    } else if (arg == "--trace") {
-      a.trace = true;
-    } else if (arg == "--kinds") {
-      a.kinds = true;
-    } else if (arg == "--help" || arg == "-h") {
-      print_usage(stdout);
-      return 0;
-    } else {
-      return usage_error("unknown option '" + arg + "'");
-    }
-  }
   caesium::sim::register_builtin_process_kinds();
   if (a.kinds) {
     for (const auto& name : caesium::sim::process_kind_names()) {
@@ -314,19 +255,61 @@ int run_sim(int argc, char** argv) {
     return 0;
   }
   if (a.swarm) {
-    if (!a.scenario.empty() || a.has_seed) return usage_error("--swarm takes --seeds, not --scenario/--seed");
-    if (a.seeds.empty()) return usage_error("--swarm needs --seeds A..B");
+    if (!a.scenario.empty() || a.has_seed) return usage_error(command, "--swarm takes --seeds, not --scenario/--seed", io.err);
+    if (a.seeds.empty()) return usage_error(command, "--swarm needs --seeds A..B", io.err);
     return run_swarm(a);
   }
-  if (a.scenario.empty()) return usage_error("give --scenario FILE or --swarm --seeds A..B");
+  if (a.scenario.empty()) return usage_error(command, "give --scenario FILE or --swarm --seeds A..B", io.err);
   if (!a.seeds.empty() || a.nodes > 0 || !a.duration.empty() || a.reconfig || !a.prepare_ahead.empty()) {
-    return usage_error("--seeds, --nodes, --duration, --reconfig and --prepare-ahead go with --swarm");
+    return usage_error(command, "--seeds, --nodes, --duration, --reconfig and --prepare-ahead go with --swarm", io.err);
   }
   return run_one(a);
 }
 
 }  // namespace
 
-CAESIUM_COMMAND("sim",
-                "sim --scenario FILE [--seed N] [--json] | sim --swarm --seeds A..B [--nodes N] [--duration D]",
-                run_sim);
+void add_sim_command(CLI::App& root, Io& io, int& exit_code) {
+  CLI::App* sim = root.add_subcommand("sim", "run scenarios or a swarm of seeded random scenarios in the simulator");
+  sim->footer(
+      "  caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]\n"
+      "  caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig]\n"
+      "                    [--prepare-ahead D] [--json]\n"
+      "  caesium sim --kinds\n"
+      "Scenario format: tests/sim/README.md; the simulator: docs/simulator.md.");
+  auto a = std::make_shared<Args>();
+  sim->add_option("--scenario", a->scenario, "run this scenario file")->type_name("FILE");
+  sim->add_option("--seed", a->seed, "the scenario's seed instead of its own")
+      ->type_name("N")
+      ->check(checked_by([](const std::string& text) -> Status {
+        uint64_t v = 0;
+        return parse_u64(text, v) ? Status::success() : Status(Error("'" + text + "' is not a non-negative integer"));
+      }));
+  add_switch(*sim, "--swarm", "run generated scenarios, one per seed", &a->swarm);
+  sim->add_option("--seeds", a->seeds, "the swarm's seeds, e.g. 1..200")
+      ->type_name("A..B")
+      ->check(checked_by([](const std::string& text) -> Status {
+        uint64_t first = 0, last = 0;
+        if (parse_seed_range(text, first, last)) return Status::success();
+        return Error("wants A..B with A <= B, e.g. --seeds 1..200");
+      }));
+  sim->add_option("--nodes", a->nodes, "nodes per swarm scenario (default: 3 to 7)")
+      ->type_name("N")
+      ->check(whole_number(1, 100000));
+  sim->add_option("--duration", a->duration, "virtual time per swarm scenario")
+      ->type_name("D")
+      ->check(duration_at_least(1));
+  sim->add_option("--process", a->process, "the process kind to simulate (see --kinds)")->type_name("KIND");
+  add_switch(*sim, "--reconfig", "the swarm also changes replica sets", &a->reconfig);
+  sim->add_option("--prepare-ahead", a->prepare_ahead, "every swarm node prepares this far ahead")
+      ->type_name("D")
+      ->check(duration_at_least(0));
+  add_switch(*sim, "--json", "print one JSON object", &a->json);
+  add_switch(*sim, "--trace", "print every event on stderr", &a->trace);
+  add_switch(*sim, "--kinds", "list the process kinds", &a->kinds);
+  sim->callback([sim, a, &io, &exit_code] {
+    a->has_seed = sim->count("--seed") > 0;
+    exit_code = run_sim(*sim, *a, io);
+  });
+}
+
+}  // namespace caesium::cli

@@ -11,9 +11,10 @@
 #include <sstream>
 
 #include "node/cli/client.h"
+#include "tests/unit/cli_run.h"
 
 using namespace caesium;
-using namespace caesium::daemon;
+using namespace caesium::cli;
 using nlohmann::json;
 
 namespace {
@@ -39,21 +40,18 @@ struct FakeApi {
       };
     };
   }
-  EnvFn env_fn() {
-    return [this](const char* name) -> std::optional<std::string> {
-      auto it = env.find(name);
-      if (it == env.end()) return std::nullopt;
-      return it->second;
-    };
-  }
   struct Run {
     int status;
     std::string out, err;
   };
+  // `caesium <command> <words...>`, in-process.
   Run run(const std::string& command, std::vector<std::string> words) {
-    std::ostringstream out, err;
-    const int s = run_client_command(command, words, out, err, env_fn(), connect());
-    return {s, out.str(), err.str()};
+    words.insert(words.begin(), command);
+    test::FakeCli cli;
+    cli.env = env;
+    cli.connect = connect();
+    const test::CliRun r = cli.run(words);
+    return {r.status, r.out, r.err};
   }
 };
 

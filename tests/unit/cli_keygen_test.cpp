@@ -11,9 +11,10 @@
 
 #include "node/cli/keygen.h"
 #include "node/wire/frame.h"
+#include "tests/unit/cli_run.h"
 
 using namespace caesium;
-using namespace caesium::daemon;
+using caesium::cli::read_key_list;
 
 namespace {
 
@@ -49,7 +50,16 @@ wire::Keyring ring_of(const std::string& path) {
   return *ring;
 }
 
-KeygenRun keygen(std::vector<std::string> args) { return run_keygen(args); }
+// The command as the binary runs it.  exit_code, out and err, as the tests below read them.
+struct KeygenRun {
+  int exit_code;
+  std::string out, err;
+};
+KeygenRun keygen(std::vector<std::string> args) {
+  args.insert(args.begin(), "keygen");
+  const test::CliRun r = test::FakeCli().run(args);
+  return {r.status, r.out, r.err};
+}
 
 }  // namespace
 
@@ -157,6 +167,9 @@ TEST_CASE("keygen reports bad key files and bad usage without touching anything"
   CHECK(keygen({"--out"}).exit_code == 2);
   CHECK(keygen({"--accept-only"}).exit_code == 2);
   CHECK(keygen({"--out", path, "--add-to", path}).exit_code == 2);
+  CHECK(keygen({"--out", path, "--add-to", path}).err.rfind(
+            "caesium keygen: --out, --add-to, --promote and --drop-accepted exclude each other\n", 0) == 0);
+  CHECK(keygen({"--force=yes"}).err.rfind("caesium keygen: --force takes no value\n", 0) == 0);
   CHECK(keygen({"--out", dir.file("no/such/dir/k")}).exit_code == 1);
   CHECK(keygen({"--help"}).exit_code == 0);
 }
