@@ -19,7 +19,7 @@
 // scenario (with its seed) so that `caesium sim --scenario DIR/FILE` replays that run.
 // Default: ~140 CPU s.  --quick: small samples, for the ctest smoke run (~3 s).  --long:
 // 10,000 node-hours for falsedeaths and more seeds elsewhere (~28 CPU minutes, 21 of them
-// falsedeaths).  Details and results: docs/membership-figures.md.
+// falsedeaths).  What each figure means, and the results: docs/benchmarks.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

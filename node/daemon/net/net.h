@@ -1,5 +1,5 @@
 // The daemon's transport on the libuv loop: UDP datagrams for gossip and TCP streams of
-// length-prefixed frames for everything else (DESIGN.md §8).  Bytes only: frames arrive
+// length-prefixed frames for everything else (docs/design.md §8).  Bytes only: frames arrive
 // already sealed by the Node core and are handed back to it unopened.
 //
 // Datagrams.  One UDP socket bound to gossip_listen.  Payloads above 1400 bytes are
