@@ -10,7 +10,7 @@
 #include "schedule/entry_json.h"
 #include "sim/fire_checker.h"
 #include "sim/scenario.h"
-#include "sim/toml_reader.h"
+#include "base/toml/toml_reader.h"
 
 namespace caesium::sim {
 namespace {
@@ -26,8 +26,9 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
   // The simulator runs many nodes per second of wall time; the defaults are the
   // daemon's, except anti-entropy, which runs a little more often in short runs.
   n.sync_interval_ms = 5'000;
-  try {
-    TomlReader r(table, "node_options", path);
+  TomlErrors errors;
+  {
+    TomlReader r(table, "node_options", path, errors);
     auto& m = n.membership;
     m.probe_interval_ms = r.duration("probe_interval").value_or(m.probe_interval_ms);
     m.probe_timeout_ms = r.duration("probe_timeout").value_or(m.probe_timeout_ms);
@@ -54,9 +55,8 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
     n.capacity.max_running = static_cast<uint32_t>(r.integer("max_running", 1, 1 << 20).value_or(n.capacity.max_running));
     o.checker.detection_bound_ms = r.duration("checker_detection_bound").value_or(o.checker.detection_bound_ms);
     r.finish();
-  } catch (const TomlReadError& e) {
-    return e.error;
   }
+  if (errors.any()) return errors.combined();
   if (Status st = gossip::check_config(n.membership); !st.ok()) return st.error();
   return o;
 }

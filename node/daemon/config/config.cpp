@@ -7,8 +7,8 @@
 #include <memory>
 #include <sstream>
 
+#include "base/toml/toml_reader.h"
 #include "node/daemon/config/config_sections.h"
-#include "node/daemon/config/config_toml.h"
 #include "node/daemon/runtime/log.h"
 #include "node/daemon/net/net_addr.h"
 
@@ -24,16 +24,8 @@ Result<std::string> read_file(const std::string& path) {
   return text.str();
 }
 
-Result<toml::table> parse_toml(std::string_view text, const std::string& path) {
-  try {
-    return toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    return Error(toml_position(e.source(), path) + ": " + std::string(e.description()));
-  }
-}
-
 // An address key: "host:port".  Stores the text when valid.
-void read_address(FieldReader& r, const std::string& key, bool required, std::string& out) {
+void read_address(TomlReader& r, const std::string& key, bool required, std::string& out) {
   auto text = r.string(key);
   if (!text) {
     if (required && !r.has(key)) r.fail(key, "is required (\"host:port\")");
@@ -53,7 +45,7 @@ struct Included {
   std::string path;
 };
 
-void read_includes(FieldReader& top, const std::string& base_dir, DaemonConfig& c, std::vector<Included>& out) {
+void read_includes(TomlReader& top, const std::string& base_dir, DaemonConfig& c, std::vector<Included>& out) {
   std::vector<std::string> files;
   if (const toml::node* n = top.raw("include")) {
     if (const auto* s = n->as_string()) {
@@ -79,7 +71,7 @@ void read_includes(FieldReader& top, const std::string& base_dir, DaemonConfig& 
     Included inc{std::make_unique<toml::table>(std::move(*table)), path};
     // An included file shares cluster-wide parts only; node-local settings stay in the
     // node's own file, where an operator looks for them.
-    FieldReader r(*inc.table, "", path, top.errors());
+    TomlReader r(*inc.table, "", path, top.errors());
     (void)r.raw("cluster");
     (void)r.raw("handler");
     (void)r.raw("entry");
@@ -97,8 +89,8 @@ Result<DaemonConfig> parse_config(std::string_view text, const std::string& path
   DaemonConfig c;
   c.path = path;
   const std::string base_dir = dir_of(path);  // absolute
-  ConfigErrors errors;
-  FieldReader top(*root, "", path, errors);
+  TomlErrors errors;
+  TomlReader top(*root, "", path, errors);
 
   std::vector<Included> included;
   read_includes(top, base_dir, c, included);
@@ -152,18 +144,18 @@ Result<DaemonConfig> parse_config(std::string_view text, const std::string& path
       top.fail("log_level", level.error().message);
     }
   }
-  if (auto v = top.duration_ms("shutdown_grace")) c.shutdown_grace_ms = *v;
+  if (auto v = top.duration("shutdown_grace")) c.shutdown_grace_ms = *v;
 
   // Cluster-wide parts: from this file and the included ones.
   std::vector<SourcedTable> clusters, handlers, entries;
-  auto collect = [&](FieldReader& r) {
+  auto collect = [&](TomlReader& r) {
     if (const toml::table* t = r.table("cluster")) clusters.push_back({t, r.path()});
     for (const auto* t : r.tables("handler")) handlers.push_back({t, r.path()});
     for (const auto* t : r.tables("entry")) entries.push_back({t, r.path()});
   };
   collect(top);
   for (auto& inc : included) {
-    FieldReader r(*inc.table, "", inc.path, errors);
+    TomlReader r(*inc.table, "", inc.path, errors);
     collect(r);
   }
   if (clusters.size() > 1) {
@@ -176,7 +168,7 @@ Result<DaemonConfig> parse_config(std::string_view text, const std::string& path
   read_entries(entries, c.node_id, errors, c.entries);
   read_tuning(top, base_dir, c);
   top.finish();
-  if (errors.failed()) return errors.first();
+  if (errors.any()) return errors.combined();
 
   // Cross-checks that need more than one key.
   for (auto [listen, advertise, key] : {std::tuple{&c.gossip_listen, &c.gossip_advertise, "gossip_advertise"},

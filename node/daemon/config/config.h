@@ -1,9 +1,10 @@
 // The daemon's configuration: what `caesium node --config FILE` reads (TOML).
 //
-// Every field is documented, with its default, in docs/config.md.  Loading is strict:
-// an unknown key, a wrong type or a bad value is an Error naming the file, the line
-// and the key (e.g. `examples/n1.toml:12:1: gossip.probe_interval: "1x" is not a
-// duration`).  Relative paths (data_dir, key_file, api.token_file, handler cwd) are
+// Every field is documented, with its default, in docs/config.md.  Loading is strict
+// (base/toml/toml_reader.h): an unknown key, a wrong type or a bad value is an error
+// naming the file, the line, the column and the key (e.g. `examples/n1.toml:12:1:
+// gossip.probe_interval: "1x" is not a duration`), and every error of the file is
+// reported, one per line.  Relative paths (data_dir, key_file, api.token_file, handler cwd) are
 // resolved against the config file's directory.
 #pragma once
 

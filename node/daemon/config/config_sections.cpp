@@ -66,7 +66,7 @@ void set_int_if(std::optional<int64_t> v, int& out) {
   if (v) out = static_cast<int>(*v);
 }
 
-void read_capacity(FieldReader& top, gossip::Capacity& cap) {
+void read_capacity(TomlReader& top, gossip::Capacity& cap) {
   cap = gossip::Capacity{detected_cores(), detected_memory_mb(), 16};
   auto r = top.section("capacity");
   if (!r) return;
@@ -78,7 +78,7 @@ void read_capacity(FieldReader& top, gossip::Capacity& cap) {
   r->finish();
 }
 
-void read_api(FieldReader& top, const std::string& base_dir, ApiConfig& api) {
+void read_api(TomlReader& top, const std::string& base_dir, ApiConfig& api) {
   auto r = top.section("api");
   if (!r) return;
   set_if(r->string("listen"), api.listen);
@@ -91,66 +91,66 @@ void read_api(FieldReader& top, const std::string& base_dir, ApiConfig& api) {
   r->finish();
 }
 
-void read_gossip(FieldReader& top, node::NodeOptions& n) {
+void read_gossip(TomlReader& top, node::NodeOptions& n) {
   auto r = top.section("gossip");
   if (!r) return;
   auto& m = n.membership;
-  set_if(r->duration_ms("probe_interval", 10), m.probe_interval_ms);
-  set_if(r->duration_ms("probe_timeout", 1), m.probe_timeout_ms);
+  set_if(r->duration("probe_interval", 10), m.probe_interval_ms);
+  set_if(r->duration("probe_timeout", 1), m.probe_timeout_ms);
   set_int_if(r->integer("indirect_checks", 0, 16), m.indirect_checks);
   set_int_if(r->integer("suspicion_mult", 1, 100), m.suspicion_mult);
   set_int_if(r->integer("suspicion_max_timeout_mult", 1, 100), m.suspicion_max_timeout_mult);
   set_int_if(r->integer("retransmit_mult", 1, 100), m.retransmit_mult);
-  set_if(r->duration_ms("gossip_interval", 1), m.gossip_interval_ms);
+  set_if(r->duration("gossip_interval", 1), m.gossip_interval_ms);
   set_int_if(r->integer("gossip_nodes", 1, 64), m.gossip_nodes);
-  set_if(r->duration_ms("gossip_to_dead"), m.gossip_to_dead_ms);
-  set_if(r->duration_ms("push_pull_interval", 100), m.push_pull_interval_ms);
+  set_if(r->duration("gossip_to_dead"), m.gossip_to_dead_ms);
+  set_if(r->duration("push_pull_interval", 100), m.push_pull_interval_ms);
   set_int_if(r->integer("awareness_max_multiplier", 1, 64), m.awareness_max_multiplier);
-  set_if(r->duration_ms("load_update_min_interval"), m.load_update_min_interval_ms);
-  set_if(r->duration_ms("join_retry_interval", 10), m.join_retry_interval_ms);
-  set_if(r->duration_ms("dead_reclaim", 1000), m.dead_reclaim_ms);
+  set_if(r->duration("load_update_min_interval"), m.load_update_min_interval_ms);
+  set_if(r->duration("join_retry_interval", 10), m.join_retry_interval_ms);
+  set_if(r->duration("dead_reclaim", 1000), m.dead_reclaim_ms);
   set_if(r->boolean("lifeguard"), m.lifeguard);
-  set_if(r->duration_ms("sync_interval", 100), n.sync_interval_ms);
-  set_if(r->duration_ms("sync_session_timeout", 100), n.sync_session_timeout_ms);
-  set_if(r->duration_ms("startup_grace"), n.startup_grace_ms);
-  set_if(r->duration_ms("heard_recently", 1), n.heard_recently_ms);
-  set_if(r->duration_ms("direct_contact", 1), n.direct_contact_ms);
-  set_if(r->duration_ms("replay_window", 1000), n.replay_window_ms);
-  set_if(r->duration_ms("maintenance_interval", 1000), n.maintenance_interval_ms);
+  set_if(r->duration("sync_interval", 100), n.sync_interval_ms);
+  set_if(r->duration("sync_session_timeout", 100), n.sync_session_timeout_ms);
+  set_if(r->duration("startup_grace"), n.startup_grace_ms);
+  set_if(r->duration("heard_recently", 1), n.heard_recently_ms);
+  set_if(r->duration("direct_contact", 1), n.direct_contact_ms);
+  set_if(r->duration("replay_window", 1000), n.replay_window_ms);
+  set_if(r->duration("maintenance_interval", 1000), n.maintenance_interval_ms);
   r->finish();
   if (Status s = gossip::check_config(m); !s.ok()) {
     r->fail("probe_interval", "the gossip timings do not fit together: " + s.error().message);
   }
 }
 
-void read_scheduler(FieldReader& top, schedule::SchedulerOptions& s) {
+void read_scheduler(TomlReader& top, schedule::SchedulerOptions& s) {
   auto r = top.section("scheduler");
   if (!r) return;
-  set_if(r->duration_ms("claim_retry", 10), s.claim_retry_ms);
-  set_if(r->duration_ms("claim_give_up", 10), s.claim_give_up_ms);
-  set_if(r->duration_ms("owner_silence", 100), s.owner_silence_ms);
-  set_if(r->duration_ms("misfire_threshold", 1), s.misfire_threshold_ms);
-  set_if(r->duration_ms("occurrence_retention", kMsPerMinute), s.occurrence_retention_ms);
-  set_if(r->duration_ms("revoke_retry", 10), s.revoke_retry_ms);
-  set_if(r->duration_ms("max_clock_skew"), s.max_clock_skew_ms);
+  set_if(r->duration("claim_retry", 10), s.claim_retry_ms);
+  set_if(r->duration("claim_give_up", 10), s.claim_give_up_ms);
+  set_if(r->duration("owner_silence", 100), s.owner_silence_ms);
+  set_if(r->duration("misfire_threshold", 1), s.misfire_threshold_ms);
+  set_if(r->duration("occurrence_retention", kMsPerMinute), s.occurrence_retention_ms);
+  set_if(r->duration("revoke_retry", 10), s.revoke_retry_ms);
+  set_if(r->duration("max_clock_skew"), s.max_clock_skew_ms);
   set_if(r->integer("max_backlog_per_entry", 1, 10'000'000), s.max_backlog_per_entry);
-  set_if(r->duration_ms("terminal_linger"), s.terminal_linger_ms);
-  set_if(r->duration_ms("prepare_ahead"), s.prepare_ahead_ms);
+  set_if(r->duration("terminal_linger"), s.terminal_linger_ms);
+  set_if(r->duration("prepare_ahead"), s.prepare_ahead_ms);
   r->finish();
   if (s.prepare_ahead_ms > 10 * kMsPerMinute) {
     r->fail("prepare_ahead", "at most 10m: a burst is prepared in seconds, and every prepared run is held in memory");
   }
 }
 
-void read_store(FieldReader& top, schedule::VolumeStoreOptions& s) {
+void read_store(TomlReader& top, schedule::VolumeStoreOptions& s) {
   auto r = top.section("store");
   if (!r) return;
-  set_if(r->duration_ms("tombstone_grace", kMsPerMinute), s.tombstone_grace_ms);
-  set_if(r->duration_ms("max_clock_future", 1), s.max_clock_future_ms);
+  set_if(r->duration("tombstone_grace", kMsPerMinute), s.tombstone_grace_ms);
+  set_if(r->duration("max_clock_future", 1), s.max_clock_future_ms);
   r->finish();
 }
 
-void read_limits(FieldReader& top, DaemonConfig& c) {
+void read_limits(TomlReader& top, DaemonConfig& c) {
   auto r = top.section("limits");
   if (!r) return;
   auto& t = c.transport;
@@ -158,8 +158,8 @@ void read_limits(FieldReader& top, DaemonConfig& c) {
   if (auto v = r->size_bytes("frame_budget", 16 << 10, uint64_t{1} << 30)) c.tuning.max_stream_frame_bytes = *v;
   if (auto v = r->size_bytes("send_queue", 64 << 10, uint64_t{1} << 34)) t.send_queue_bytes = *v;
   if (auto v = r->integer("max_connections", 4, 1 << 20)) t.max_connections = static_cast<size_t>(*v);
-  set_if(r->duration_ms("connect_timeout", 10), t.connect_timeout_ms);
-  set_if(r->duration_ms("idle_timeout", 1000), t.idle_timeout_ms);
+  set_if(r->duration("connect_timeout", 10), t.connect_timeout_ms);
+  set_if(r->duration("idle_timeout", 1000), t.idle_timeout_ms);
   r->finish();
   // The core sizes outgoing frames by an estimate; leave room above its budget.
   if (c.tuning.max_stream_frame_bytes * 2 > t.max_frame_bytes) {
@@ -168,12 +168,12 @@ void read_limits(FieldReader& top, DaemonConfig& c) {
   }
 }
 
-void read_storage(FieldReader& top, DaemonConfig& c) {
+void read_storage(TomlReader& top, DaemonConfig& c) {
   auto r = top.section("storage");
   if (!r) return;
   if (auto v = r->size_bytes("map_size", uint64_t{1} << 20, uint64_t{1} << 44)) c.storage.map_bytes = *v;
   if (auto v = r->size_bytes("max_map_size", uint64_t{1} << 20, uint64_t{1} << 44)) c.storage.max_map_bytes = *v;
-  set_if(r->duration_ms("group_commit_delay"), c.group_commit_max_delay_ms);
+  set_if(r->duration("group_commit_delay"), c.group_commit_max_delay_ms);
   r->finish();
   if (c.storage.map_bytes > c.storage.max_map_bytes) r->fail("map_size", "is larger than storage.max_map_size");
   if (c.group_commit_max_delay_ms > 1000) r->fail("group_commit_delay", "must be at most 1s");
@@ -197,8 +197,8 @@ std::string resolve_path(const std::string& base_dir, const std::string& p) {
   return out;
 }
 
-void read_cluster(const SourcedTable& src, ConfigErrors& errors, node::ClusterConfig& out) {
-  FieldReader r(*src.table, "cluster", src.path, errors);
+void read_cluster(const SourcedTable& src, TomlErrors& errors, node::ClusterConfig& out) {
+  TomlReader r(*src.table, "cluster", src.path, errors);
   const auto epoch = r.integer("epoch", 1, INT64_MAX);
   const auto nodes = r.tables("node");
   const auto volumes = r.tables("volume");
@@ -210,7 +210,7 @@ void read_cluster(const SourcedTable& src, ConfigErrors& errors, node::ClusterCo
   out.epoch = static_cast<uint64_t>(*epoch);
   std::set<std::string> node_ids;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    FieldReader n(*nodes[i], "cluster.node[" + std::to_string(i) + "]", src.path, errors);
+    TomlReader n(*nodes[i], "cluster.node[" + std::to_string(i) + "]", src.path, errors);
     node::NodeSpec spec;
     if (auto id = n.string("id")) {
       spec.id = *id;
@@ -225,7 +225,7 @@ void read_cluster(const SourcedTable& src, ConfigErrors& errors, node::ClusterCo
     out.nodes.push_back(std::move(spec));
   }
   for (size_t i = 0; i < volumes.size(); ++i) {
-    FieldReader v(*volumes[i], "cluster.volume[" + std::to_string(i) + "]", src.path, errors);
+    TomlReader v(*volumes[i], "cluster.volume[" + std::to_string(i) + "]", src.path, errors);
     node::VolumeSpec spec;
     if (auto name = v.string("name")) {
       spec.name = *name;
@@ -242,7 +242,7 @@ void read_cluster(const SourcedTable& src, ConfigErrors& errors, node::ClusterCo
     out.volumes.push_back(std::move(spec));
   }
   r.finish();
-  if (errors.failed()) return;
+  if (errors.any()) return;
   auto normalized = node::normalize(out);
   if (!normalized) {
     errors.add(Error(r.where("epoch") + ": cluster: " + normalized.error().message, "cluster"));
@@ -251,12 +251,12 @@ void read_cluster(const SourcedTable& src, ConfigErrors& errors, node::ClusterCo
   out = std::move(*normalized);
 }
 
-void read_handlers(const std::vector<SourcedTable>& tables, const std::string& data_dir, ConfigErrors& errors,
+void read_handlers(const std::vector<SourcedTable>& tables, const std::string& data_dir, TomlErrors& errors,
                    std::vector<HandlerConfig>& out) {
   std::set<std::string> names;
   for (size_t i = 0; i < tables.size(); ++i) {
     const std::string base_dir = dir_of(tables[i].path);
-    FieldReader r(*tables[i].table, "handler[" + std::to_string(i) + "]", tables[i].path, errors);
+    TomlReader r(*tables[i].table, "handler[" + std::to_string(i) + "]", tables[i].path, errors);
     HandlerConfig h;
     if (auto name = r.string("name")) {
       h.name = *name;
@@ -266,6 +266,8 @@ void read_handlers(const std::vector<SourcedTable>& tables, const std::string& d
       r.fail("name", "is required");
     }
     const std::string kind = r.string("kind").value_or("");
+    // With no valid kind, the checks of each kind's keys would only repeat that error.
+    bool known_kind = true;
     if (kind == "exec") {
       h.kind = HandlerConfig::Kind::kExec;
     } else if (kind == "http") {
@@ -273,12 +275,13 @@ void read_handlers(const std::vector<SourcedTable>& tables, const std::string& d
     } else if (kind == "builtin") {
       h.kind = HandlerConfig::Kind::kBuiltin;
     } else {
+      known_kind = false;
       r.fail("kind", kind.empty() ? "is required (\"exec\", \"http\" or \"builtin\")"
                                   : "\"" + kind + "\" is not a handler kind (expected \"exec\", \"http\" or \"builtin\")");
     }
     // Keys of other kinds are refused, so `urls` on an exec handler is not silently ignored.
     auto only_for = [&](const char* key, HandlerConfig::Kind k, const char* kind_name) {
-      if (r.has(key) && h.kind != k) r.fail(key, std::string("is only for kind = \"") + kind_name + "\"");
+      if (known_kind && r.has(key) && h.kind != k) r.fail(key, std::string("is only for kind = \"") + kind_name + "\"");
     };
     only_for("argv", HandlerConfig::Kind::kExec, "exec");
     only_for("cwd", HandlerConfig::Kind::kExec, "exec");
@@ -286,16 +289,20 @@ void read_handlers(const std::vector<SourcedTable>& tables, const std::string& d
     only_for("urls", HandlerConfig::Kind::kHttp, "http");
     only_for("headers", HandlerConfig::Kind::kHttp, "http");
     only_for("builtin", HandlerConfig::Kind::kBuiltin, "builtin");
-    if (h.kind == HandlerConfig::Kind::kBuiltin && r.has("timeout")) r.fail("timeout", "is only for exec and http");
+    if (known_kind && h.kind == HandlerConfig::Kind::kBuiltin && r.has("timeout")) {
+      r.fail("timeout", "is only for exec and http");
+    }
     set_if(r.strings("argv"), h.argv);
     h.cwd = resolve_path(base_dir, r.string("cwd").value_or(""));
     if (h.cwd.empty()) h.cwd = data_dir;
     set_if(r.string_map("env"), h.env);
     set_if(r.strings("urls"), h.urls);
     set_if(r.string_map("headers"), h.headers);
-    set_if(r.duration_ms("timeout", 1), h.timeout_ms);
+    set_if(r.duration("timeout", 1), h.timeout_ms);
     set_if(r.string("builtin"), h.builtin);
-    if (h.kind == HandlerConfig::Kind::kExec) {
+    if (!known_kind) {
+      // reported above
+    } else if (h.kind == HandlerConfig::Kind::kExec) {
       if (h.argv.empty() || h.argv[0].empty()) r.fail("argv", "an exec handler needs argv = [\"program\", ...]");
       // "./script.sh" is relative to the config file, like every other path in it.
       if (!h.argv.empty() && h.argv[0].find('/') != std::string::npos) h.argv[0] = resolve_path(base_dir, h.argv[0]);
@@ -315,12 +322,12 @@ void read_handlers(const std::vector<SourcedTable>& tables, const std::string& d
   }
 }
 
-void read_entries(const std::vector<SourcedTable>& tables, const std::string& node_id, ConfigErrors& errors,
+void read_entries(const std::vector<SourcedTable>& tables, const std::string& node_id, TomlErrors& errors,
                   std::vector<StaticEntry>& out) {
   std::set<std::tuple<std::string, std::string, std::string>> seen;
   for (size_t i = 0; i < tables.size(); ++i) {
     const std::string section = "entry[" + std::to_string(i) + "]";
-    FieldReader r(*tables[i].table, section, tables[i].path, errors);
+    TomlReader r(*tables[i].table, section, tables[i].path, errors);
     StaticEntry e;
     for (auto [key, field] : {std::pair{"volume", &e.volume}, {"entity", &e.entity}, {"name", &e.name}}) {
       if (auto v = r.string(key)) {
@@ -340,7 +347,7 @@ void read_entries(const std::vector<SourcedTable>& tables, const std::string& no
       fields[key] = to_json(v);
     }
     r.finish();
-    if (errors.failed()) return;
+    if (errors.any()) return;
     auto entry = schedule::entry_from_json(fields, e.entity, e.name, 0, node_id);
     if (!entry) {
       // Point at the offending key ("timer.repeat_for" -> the line of "timer").
@@ -359,7 +366,7 @@ void read_entries(const std::vector<SourcedTable>& tables, const std::string& no
   }
 }
 
-void read_tuning(FieldReader& top, const std::string& base_dir, DaemonConfig& c) {
+void read_tuning(TomlReader& top, const std::string& base_dir, DaemonConfig& c) {
   read_capacity(top, c.capacity);
   c.tuning.capacity = c.capacity;
   read_api(top, base_dir, c.api);
