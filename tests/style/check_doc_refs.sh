@@ -6,8 +6,9 @@
 # file.  A reference resolves against the naming file's folder or the repository root
 # ("docs/api.md" in a header, "api.md" in docs/).  A path that leaves the repository
 # ("../../shared/DESIGN.md", "/work/x.md") is an error even when the file exists there:
-# whoever clones the repository does not have it.  URLs are not checked, nor code blocks
-# of markdown, nor this script (its examples are broken on purpose).
+# whoever clones the repository does not have it.  URLs are not checked, nor names built
+# from shell variables, nor code blocks of markdown, nor this script (its examples are
+# broken on purpose).
 #
 # Usage: check_doc_refs.sh SOURCE_DIR    (exit 0 = every reference resolves, 1 = listed)
 #        check_doc_refs.sh --self-test   (proves that it bites)
@@ -74,13 +75,13 @@ scan() {
     [ "$rel" = tests/style/check_doc_refs.sh ] && continue
     # *.md paths named anywhere; URLs are matched first so that they can be skipped.
     while IFS=: read -r line target; do
-      case "$target" in http://*|https://*|.md) continue ;; esac
+      case "$target" in http://*|https://*|.md|*'$'*|*'{'*|*'}'*) continue ;; esac  # URLs, shell variables
       target=${target%%#*}
       if why=$(resolves "$root" "$file" "$target"); then continue; fi
       if is_pending "$rel" "$target"; then pending=$((pending + 1)); continue; fi
       echo "$rel:$line: '$target' $why"
       bad=1
-    done < <(grep -noE 'https?://[^][ )>"`]*|[A-Za-z0-9_./~-]*\.md\b' "$file" 2>/dev/null)
+    done < <(grep -noE 'https?://[^][ )>"`]*|[${}A-Za-z0-9_./~-]*\.md\b' "$file" 2>/dev/null)
     # Relative link targets in markdown, any kind of file.
     case "$file" in *.md) ;; *) continue ;; esac
     while IFS=: read -r line target; do
