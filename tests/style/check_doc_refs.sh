@@ -5,7 +5,7 @@
 # names (in a comment, a string or a link), and each relative link target of a markdown
 # file.  A reference resolves against the naming file's folder or the repository root
 # ("docs/api.md" in a header, "api.md" in docs/).  A path that leaves the repository
-# ("../../shared/DESIGN.md", "/work/x.md") is an error even when the file exists there:
+# ("../../elsewhere/NOTES.md", "/home/x.md") is an error even when the file exists there:
 # whoever clones the repository does not have it.  URLs are not checked, nor names built
 # from shell variables, nor code blocks of markdown, nor this script (its examples are
 # broken on purpose).
