@@ -43,6 +43,21 @@ namespace {
 
 bool is_number_hint(const std::string& hint) { return hint == "N" || hint == "MS"; }
 
+// "N,N,...": every item a whole number in [min, max].
+CLI::Validator whole_numbers(int64_t min, int64_t max) {
+  const CLI::Validator one = cli::whole_number(min, max);
+  return cli::checked_by([one](const std::string& text) -> Status {
+    size_t start = 0;
+    while (true) {
+      const size_t comma = text.find(',', start);
+      std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (std::string problem = one(item); !problem.empty()) return Error(problem);
+      if (comma == std::string::npos) return Status::success();
+      start = comma + 1;
+    }
+  });
+}
+
 // One subcommand per benchmark; its callback reads what was given into Args and runs it.
 void add_benchmark(CLI::App& app, const std::string& name, const Entry& bench, int& exit_code) {
   CLI::App* sub = app.add_subcommand(name, bench.summary);
@@ -51,7 +66,8 @@ void add_benchmark(CLI::App& app, const std::string& name, const Entry& bench, i
       cli::add_switch(*sub, "--" + o.name, o.help);
     } else {
       CLI::Option* opt = sub->add_option("--" + o.name, o.help)->type_name(o.value);
-      if (is_number_hint(o.value)) opt->check(cli::whole_number());
+      if (is_number_hint(o.value)) opt->check(cli::whole_number(o.min, o.max));
+      if (o.value == "N,...") opt->check(whole_numbers(o.min, o.max));
     }
   }
   cli::add_switch(*sub, "--json", "print one JSON object instead of tables");

@@ -8,7 +8,8 @@
 // else is refused before the benchmark starts, so a mistyped flag never silently runs the
 // default (possibly long) measurement.  An option with a value hint takes a value
 // (`--seed 3` or `--seed=3`); one without is a switch.  A hint of N or MS means a whole
-// number, checked when the command line is parsed, so get_int never meets anything else.
+// number in [min, max], and N,... a comma-separated list of them, checked when the
+// command line is parsed: get_int, and a benchmark reading a list, meet nothing else.
 // The parser is the one `caesium` uses (node/cli/parse.h): the same errors and --help.
 //
 // Each benchmark prints a human table to stdout, or with --json exactly one JSON object.
@@ -40,8 +41,10 @@ using BenchFn = std::function<int(const Args&)>;
 
 struct Option {
   std::string name;   // without the leading "--"
-  std::string value;  // value hint ("N", "DIR"); empty for a switch
+  std::string value;  // value hint ("N", "MS", "N,...", "DIR"); empty for a switch
   std::string help;
+  int64_t min = INT64_MIN;  // N, MS and N,...: the smallest value accepted
+  int64_t max = INT64_MAX;  //                  the largest
 };
 
 struct Registration {

@@ -126,10 +126,14 @@ CLI::Validator whole_number(int64_t min, int64_t max) {
       [min, max](const std::string& text) -> Status {
         int64_t v = 0;
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        const bool any = min == std::numeric_limits<int64_t>::min() && max == std::numeric_limits<int64_t>::max();
         if (ec != std::errc() || end != text.data() + text.size() || v < min || v > max) {
-          return Error("'" + text + "' is not a whole number" +
-                       (any ? std::string() : " from " + std::to_string(min) + " to " + std::to_string(max)));
+          const bool low = min != std::numeric_limits<int64_t>::min();
+          const bool high = max != std::numeric_limits<int64_t>::max();
+          const std::string range = low && high ? " from " + std::to_string(min) + " to " + std::to_string(max)
+                                    : low       ? " of at least " + std::to_string(min)
+                                    : high      ? " of at most " + std::to_string(max)
+                                                : std::string();
+          return Error("'" + text + "' is not a whole number" + range);
         }
         return Status::success();
       });
