@@ -1,6 +1,6 @@
 // Result<T>: a value or an Error, for everything that can fail because of its input.
 //
-// STYLE.md §6: bad input (a packet, a TOML file, a cron expression, an API request) is
+// docs/conventions.md §6: bad input (a packet, a TOML file, a cron expression, an API request) is
 // an error value with a message a person can act on, never a crash.  Local misuse of an
 // API is an assert instead.  GCC 12 has no std::expected, so this is the small subset
 // the project needs.

@@ -1,4 +1,4 @@
-// Rng: the only source of randomness in core code (STYLE.md §3).
+// Rng: the only source of randomness in core code (docs/conventions.md §3).
 //
 // Each component owns one, seeded by its driver: the simulator derives every seed from
 // the run's seed, so the same seed replays the same run bit for bit; only the daemon

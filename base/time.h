@@ -1,6 +1,6 @@
 // Time as the core sees it: plain integer milliseconds, passed in, never read.
 //
-// Two clocks come into every state machine as values (DESIGN.md §2):
+// Two clocks come into every state machine as values (docs/design.md §2):
 //   - monotonic ms  (protocol timeouts: probes, suspicion, accept/complete timers)
 //   - realtime ms since the Unix epoch, UTC  (calendar: when occurrences are due)
 // Names carry the unit last (`probe_interval_ms`, `now_ms`, `due_utc_ms`).

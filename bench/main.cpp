@@ -1,10 +1,14 @@
-// caesium-bench: dispatches to one registered benchmark per subcommand.
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
+// caesium-bench: one subcommand per registered benchmark (bench/registry.h), parsed with
+// the same parser as `caesium` (node/cli/parse.h).
+#include <cassert>
+#include <charconv>
+#include <iostream>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "bench/registry.h"
+#include "node/cli/parse.h"
 
 namespace caesium::bench {
 
@@ -17,105 +21,86 @@ Registration::Registration(const char* name, const char* summary, BenchFn fn, st
   registry()[name] = Entry{summary, std::move(fn), std::move(options)};
 }
 
-std::string check_args(const std::vector<std::string>& argv, const std::vector<Option>& options) {
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    if (a == "--json") continue;
-    if (a.rfind("--", 0) != 0) return "unexpected argument '" + a + "'";
-    const size_t eq = a.find('=');
-    const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    const auto it = std::find_if(options.begin(), options.end(), [&](const Option& o) { return o.name == name; });
-    if (it == options.end()) return "unknown option '--" + name + "'";
-    if (it->value.empty()) {
-      if (eq != std::string::npos) return "--" + name + " takes no value";
-      continue;
-    }
-    if (eq != std::string::npos) {
-      if (eq + 1 == a.size()) return "--" + name + " wants a value (" + it->value + ")";
-      continue;
-    }
-    if (i + 1 == argv.size() || argv[i + 1].rfind("--", 0) == 0) return "--" + name + " wants a value (" + it->value + ")";
-    ++i;
-  }
-  return {};
-}
-
 std::string Args::get(const std::string& name, const std::string& fallback) const {
-  const std::string flag = "--" + name;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    if (argv[i] == flag && i + 1 < argv.size()) return argv[i + 1];
-    if (argv[i].rfind(flag + "=", 0) == 0) return argv[i].substr(flag.size() + 1);
-  }
-  return fallback;
+  auto it = values.find(name);
+  return it == values.end() ? fallback : it->second;
 }
 
 int64_t Args::get_int(const std::string& name, int64_t fallback) const {
-  const std::string v = get(name);
-  if (v.empty()) return fallback;
-  char* end = nullptr;
-  const long long n = std::strtoll(v.c_str(), &end, 10);
-  if (end == v.c_str() || *end != '\0') {
-    std::fprintf(stderr, "caesium-bench: --%s wants a whole number, got '%s'\n", name.c_str(), v.c_str());
-    std::exit(2);
-  }
+  auto it = values.find(name);
+  if (it == values.end()) return fallback;
+  int64_t n = 0;
+  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), n);
+  assert(ec == std::errc() && end == it->second.data() + it->second.size());
+  (void)end;
+  (void)ec;
   return n;
 }
 
-bool Args::has(const std::string& name) const {
-  const std::string flag = "--" + name;
-  for (const auto& a : argv) {
-    if (a == flag || a.rfind(flag + "=", 0) == 0) return true;
-  }
-  return false;
+bool Args::has(const std::string& name) const { return switches.count(name) > 0 || values.count(name) > 0; }
+
+namespace {
+
+bool is_number_hint(const std::string& hint) { return hint == "N" || hint == "MS"; }
+
+// "N,N,...": every item a whole number in [min, max].
+CLI::Validator whole_numbers(int64_t min, int64_t max) {
+  const CLI::Validator one = cli::whole_number(min, max);
+  return cli::checked_by([one](const std::string& text) -> Status {
+    size_t start = 0;
+    while (true) {
+      const size_t comma = text.find(',', start);
+      std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (std::string problem = one(item); !problem.empty()) return Error(problem);
+      if (comma == std::string::npos) return Status::success();
+      start = comma + 1;
+    }
+  });
 }
 
+// One subcommand per benchmark; its callback reads what was given into Args and runs it.
+void add_benchmark(CLI::App& app, const std::string& name, const Entry& bench, int& exit_code) {
+  CLI::App* sub = app.add_subcommand(name, bench.summary);
+  for (const Option& o : bench.options) {
+    if (o.value.empty()) {
+      cli::add_switch(*sub, "--" + o.name, o.help);
+    } else {
+      CLI::Option* opt = sub->add_option("--" + o.name, o.help)->type_name(o.value);
+      if (is_number_hint(o.value)) opt->check(cli::whole_number(o.min, o.max));
+      if (o.value == "N,...") opt->check(whole_numbers(o.min, o.max));
+    }
+  }
+  cli::add_switch(*sub, "--json", "print one JSON object instead of tables");
+  sub->callback([sub, &bench, &exit_code] {
+    Args args;
+    for (const CLI::Option* o : sub->get_options()) {
+      if (o->count() == 0) continue;
+      const std::string option = o->get_name().substr(2);
+      if (o->get_items_expected_max() == 0) {
+        args.switches.insert(option);
+      } else {
+        args.values[option] = o->results().back();
+      }
+    }
+    args.json = args.switches.count("json") > 0;
+    exit_code = bench.fn(args);
+  });
+}
+
+}  // namespace
 }  // namespace caesium::bench
 
 int main(int argc, char** argv) {
   using namespace caesium::bench;
-  auto usage = [](FILE* out) {
-    std::fputs("usage: caesium-bench <benchmark> [options] [--json]\n\nbenchmarks:\n", out);
-    for (const auto& [name, e] : registry()) std::fprintf(out, "  %-10s %s\n", name.c_str(), e.summary.c_str());
-  };
-  if (argc < 2) {
-    usage(stderr);
-    return 2;
+  CLI::App app("caesium-bench: Caesium's benchmark programs; each prints a table, or with --json one JSON object.",
+               "caesium-bench");
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "print the help of every benchmark and exit");
+  int exit_code = 0;
+  for (const auto& [name, bench] : registry()) add_benchmark(app, name, bench, exit_code);
+  if (auto stopped = caesium::cli::parse_command_line(app, std::vector<std::string>(argv + 1, argv + argc), std::cout,
+                                                      std::cerr)) {
+    return *stopped;
   }
-  const std::string name = argv[1];
-  if (name == "--help" || name == "-h" || name == "help") {
-    usage(stdout);
-    return 0;
-  }
-  auto it = registry().find(name);
-  if (it == registry().end()) {
-    std::fprintf(stderr, "caesium-bench: unknown benchmark '%s'\n", name.c_str());
-    usage(stderr);
-    return 2;
-  }
-  const Entry& bench = it->second;
-  auto bench_usage = [&](FILE* out) {
-    std::fprintf(out, "usage: caesium-bench %s [options] [--json]\n  %s\n\noptions:\n", name.c_str(),
-                 bench.summary.c_str());
-    for (const Option& o : bench.options) {
-      const std::string flag = "--" + o.name + (o.value.empty() ? "" : " " + o.value);
-      std::fprintf(out, "  %-20s %s\n", flag.c_str(), o.help.c_str());
-    }
-    std::fprintf(out, "  %-20s %s\n", "--json", "print one JSON object instead of tables");
-  };
-  Args args;
-  for (int i = 2; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      bench_usage(stdout);
-      return 0;
-    }
-    if (a == "--json") args.json = true;
-    args.argv.push_back(a);
-  }
-  if (const std::string problem = check_args(args.argv, bench.options); !problem.empty()) {
-    std::fprintf(stderr, "caesium-bench %s: %s\n", name.c_str(), problem.c_str());
-    bench_usage(stderr);
-    return 2;
-  }
-  return bench.fn(args);
+  return exit_code;
 }

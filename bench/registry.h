@@ -5,9 +5,12 @@
 //                 {"seed", "N", "PRNG seed (default 1)"}, {"quick", "", "a small sample"});
 //
 // The options listed are the only ones accepted (besides --json and --help): anything
-// else is refused with the usage before the benchmark starts, so a mistyped flag never
-// silently runs the default (possibly long) measurement.  An option with a value hint
-// takes a value (`--seed 3` or `--seed=3`); one without is a switch.
+// else is refused before the benchmark starts, so a mistyped flag never silently runs the
+// default (possibly long) measurement.  An option with a value hint takes a value
+// (`--seed 3` or `--seed=3`); one without is a switch.  A hint of N or MS means a whole
+// number in [min, max], and N,... a comma-separated list of them, checked when the
+// command line is parsed: get_int, and a benchmark reading a list, meet nothing else.
+// The parser is the one `caesium` uses (node/cli/parse.h): the same errors and --help.
 //
 // Each benchmark prints a human table to stdout, or with --json exactly one JSON object.
 #pragma once
@@ -15,18 +18,22 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace caesium::bench {
 
 struct Args {
-  std::vector<std::string> argv;  // arguments after the benchmark name
-  bool json = false;              // --json was given
+  std::map<std::string, std::string> values;  // options given with a value, by name without "--"
+  std::set<std::string> switches;             // switches given
+  bool json = false;                          // --json was given
 
-  // Returns the value after `--name` (or `--name=value`), or `fallback`.
+  // The value of `--name`, or `fallback` when it was not given.
   std::string get(const std::string& name, const std::string& fallback = {}) const;
+  // REQUIRES: `--name` is declared with the hint N or MS (the parser checked the value).
   int64_t get_int(const std::string& name, int64_t fallback) const;
+  // Whether `--name` was given (a switch, or an option with a value).
   bool has(const std::string& name) const;
 };
 
@@ -34,8 +41,10 @@ using BenchFn = std::function<int(const Args&)>;
 
 struct Option {
   std::string name;   // without the leading "--"
-  std::string value;  // value hint ("N", "DIR"); empty for a switch
+  std::string value;  // value hint ("N", "MS", "N,...", "DIR"); empty for a switch
   std::string help;
+  int64_t min = INT64_MIN;  // N, MS and N,...: the smallest value accepted
+  int64_t max = INT64_MAX;  //                  the largest
 };
 
 struct Registration {
@@ -48,8 +57,6 @@ struct Entry {
   std::vector<Option> options;
 };
 
-// Checks `argv` against `options`; on a problem returns a message naming it.
-std::string check_args(const std::vector<std::string>& argv, const std::vector<Option>& options);
 std::map<std::string, Entry>& registry();
 
 }  // namespace caesium::bench

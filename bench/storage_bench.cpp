@@ -29,7 +29,7 @@
 
 #include "bench/registry.h"
 #include "node/core/node.h"
-#include "node/daemon/lmdb_storage.h"
+#include "node/daemon/storage/lmdb_storage.h"
 #include "schedule/entry_json.h"
 
 namespace caesium::bench {

@@ -36,6 +36,7 @@ using schedule::VolumeStore;
 constexpr int64_t kNow = 1'700'000'000'000;
 const std::string kOrigins[3] = {"n0", "n1", "n2"};
 
+// REQUIRES: `text` is a list of whole numbers (the parser checked it).
 std::vector<int64_t> parse_list(const std::string& text) {
   std::vector<int64_t> out;
   std::stringstream ss(text);
@@ -213,8 +214,8 @@ int run_sync(const Args& args) {
 }
 
 CAESIUM_BENCH("sync", "anti-entropy bytes and round trips for d differences among n records vs full exchange", run_sync,
-              {"sizes", "LIST", "store sizes (default 10000,1000000)"},
-              {"diffs", "LIST", "differences (default 0,1,10,100,1000)"},
+              {"sizes", "N,...", "store sizes (default 10000,1000000)", 1},
+              {"diffs", "N,...", "differences (default 0,1,10,100,1000)", 0},
               {"seed", "N", "PRNG seed (default 1)"},
               {"repeat", "N", "repetitions per case (default 50)"});
 

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/registry.h"
-#include "node/daemon/lmdb_storage.h"
+#include "node/daemon/storage/lmdb_storage.h"
 #include "sim/report.h"
 
 namespace caesium::bench {

@@ -3,7 +3,7 @@
 //
 // One libuv loop holds the N due instants in order (like a delayed-job queue's sorted
 // set) and one timer for the earliest.  When timers fall due, each gets a "fired" record
-// put into the same LMDB storage the nodes use (node/daemon/lmdb_storage.h: group commit
+// put into the same LMDB storage the nodes use (node/daemon/storage/lmdb_storage.h: group commit
 // at the end of the loop iteration, one write transaction and one fsync per group, off
 // the loop thread); an occurrence counts as fired when its record is durable.  No
 // replicas, no claims, no handler process, no network: the floor under any scheduler

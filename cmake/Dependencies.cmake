@@ -11,6 +11,7 @@ find_package(CapnProto REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(date REQUIRED)
 find_package(nlohmann_json REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)  # header-only; Debian's is 2.1
 if(CAESIUM_TESTS)
   find_package(Catch2 2 REQUIRED)
   include(Catch)

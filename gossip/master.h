@@ -1,4 +1,4 @@
-// The master rule (DESIGN.md §1, §4): per volume and per connected component, the master
+// The master rule (docs/design.md §1, §4): per volume and per connected component, the master
 // is the reachable replica with the highest (priority, node id).
 //
 // Order: higher priority wins; among equal priorities the lexicographically *smaller*
@@ -9,7 +9,7 @@
 // meta has spread).
 //
 // This is a pure function of its inputs; it decides nothing about safety (claims with
-// majorities do that, DESIGN.md §6), only who should try to fire.
+// majorities do that, docs/design.md §6), only who should try to fire.
 #pragma once
 
 #include <cstdint>

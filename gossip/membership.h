@@ -236,7 +236,7 @@ class Membership {
   // --- View -----------------------------------------------------------------------------
 
   std::optional<MemberState> state_of(std::string_view id) const;
-  // Alive or suspect in our view (DESIGN.md §3).  Ourselves: true until leave().
+  // Alive or suspect in our view (docs/design.md §3).  Ourselves: true until leave().
   bool reachable(std::string_view id) const;
   // nullptr if unknown.  Our own: the meta we currently advertise.
   const MemberMeta* meta_of(std::string_view id) const;

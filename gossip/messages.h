@@ -20,10 +20,10 @@ namespace caesium::gossip {
 
 enum class MemberState : uint8_t { kAlive = 0, kSuspect = 1, kDead = 2, kLeft = 3 };
 
-// Reachable = alive or suspect in the local view (DESIGN.md §3).
+// Reachable = alive or suspect in the local view (docs/design.md §3).
 inline bool is_reachable(MemberState s) { return s == MemberState::kAlive || s == MemberState::kSuspect; }
 
-// What a node is currently doing; gossiped, rate-limited (DESIGN.md §3).
+// What a node is currently doing; gossiped, rate-limited (docs/design.md §3).
 struct Load {
   uint32_t running = 0;     // handlers running now
   uint32_t queued = 0;      // invocations waiting for a slot

@@ -1,5 +1,5 @@
 // Entry: one schedule entry of an entity, stored in its volume under
-// `<entity>/caesium/schedule/<name>` (DESIGN.md §1, §5).  docs/entries.md is the user
+// `<entity>/caesium/schedule/<name>` (docs/design.md §1, §5).  docs/entries.md is the user
 // reference for every field.
 //
 // Identifiers (entity, name, handler, node ids in bind/origin, tags) use a safe charset

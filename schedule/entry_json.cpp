@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "base/base64.h"
 #include "base/time.h"
 
 namespace caesium::schedule {
@@ -116,17 +117,6 @@ Status check_same(const json& v, const std::string& field, const std::string& ex
     return field_error(field, "is \"" + *text + "\" but the request is for \"" + expected + "\"");
   }
   return Status::success();
-}
-
-constexpr const char* kBase64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-int base64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
 }
 
 }  // namespace
@@ -299,43 +289,6 @@ json entry_to_json(const Entry& e) {
     j["payload_base64"] = base64_encode(e.payload);
   }
   return j;
-}
-
-std::string base64_encode(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t n = std::min<size_t>(3, bytes.size() - i);
-    uint32_t v = 0;
-    for (size_t k = 0; k < 3; ++k) v = v << 8 | (k < n ? static_cast<uint8_t>(bytes[i + k]) : 0u);
-    for (size_t k = 0; k < 4; ++k) out += k <= n ? kBase64Alphabet[v >> (18 - 6 * k) & 63] : '=';
-  }
-  return out;
-}
-
-Result<std::string> base64_decode(std::string_view text) {
-  if (text.size() % 4 != 0) return Error("base64 length must be a multiple of 4");
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (size_t i = 0; i < text.size(); i += 4) {
-    uint32_t v = 0;
-    size_t pad = 0;
-    for (size_t k = 0; k < 4; ++k) {
-      const char c = text[i + k];
-      const bool last_quad = i + 4 == text.size();
-      if (c == '=' && last_quad && k >= 2) {
-        ++pad;
-        v <<= 6;
-        continue;
-      }
-      const int d = base64_value(c);
-      if (d < 0 || pad > 0) return Error("invalid base64 character at position " + std::to_string(i + k + 1));
-      v = v << 6 | static_cast<uint32_t>(d);
-    }
-    const size_t n = 3 - pad;
-    for (size_t k = 0; k < n; ++k) out += static_cast<char>(v >> (16 - 8 * k) & 0xff);
-  }
-  return out;
 }
 
 bool is_valid_utf8(std::string_view s) {

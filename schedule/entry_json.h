@@ -33,9 +33,7 @@ Result<Entry> entry_from_json(const nlohmann::json& j, std::string entity, std::
 // valid UTF-8 is written as "payload", any other as "payload_base64".
 nlohmann::json entry_to_json(const Entry& entry);
 
-// Base64 (RFC 4648, with padding) used for binary payloads.
-std::string base64_encode(std::string_view bytes);
-Result<std::string> base64_decode(std::string_view text);
+// Whether `bytes` is UTF-8: a payload that is not goes into JSON as payload_base64.
 bool is_valid_utf8(std::string_view bytes);
 
 }  // namespace caesium::schedule

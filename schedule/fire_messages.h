@@ -1,4 +1,4 @@
-// Messages of the firing protocol (DESIGN.md §6), as plain values.
+// Messages of the firing protocol (docs/design.md §6), as plain values.
 //
 // Contract between schedule/ (the firing state machines that produce and consume them)
 // and node/wire (which encodes them with the one Cap'n Proto schema).  All travel on

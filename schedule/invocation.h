@@ -7,7 +7,7 @@
 
 namespace caesium::schedule {
 
-// Every invocation carries enough for the handler to tell a duplicate (DESIGN.md §6).
+// Every invocation carries enough for the handler to tell a duplicate (docs/design.md §6).
 struct Invocation {
   uint64_t id = 0;  // unique within this process lifetime; echoed in InvocationResult
   std::string handler;

@@ -1,5 +1,5 @@
 // The scheduler: every replica's index of upcoming occurrences, and the firing
-// protocol of DESIGN.md §6 — master, claims, grants, workers — as one sans-IO state
+// protocol of docs/design.md §6 — master, claims, grants, workers — as one sans-IO state
 // machine per node (covering all the volumes this node is a replica of).
 //
 // Roles, per occurrence o = (volume, entry, scheduled T), fire time F = T + jitter:

@@ -1,6 +1,6 @@
 // VolumeStore: one replica of a volume's replicated map, key -> {value or tombstone, version}.
 //
-// A state-based CRDT (DESIGN.md §5): merge keeps, per key, the record with the highest
+// A state-based CRDT (docs/design.md §5): merge keeps, per key, the record with the highest
 // (version, content), so merging is commutative, associative and idempotent and replicas
 // that have seen the same records hold identical contents and digests whatever the order.
 // "Content" only breaks ties between two records with the same version, which honest nodes

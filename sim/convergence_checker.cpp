@@ -99,7 +99,7 @@ void ConvergenceChecker::finish(const World& world, Report& report) {
     }
   }
   // Cluster configs: the number of different ones the up nodes hold at the end (1:
-  // converged).  Two of the same epoch are kept apart and never merge (DESIGN.md §4), so
+  // converged).  Two of the same epoch are kept apart and never merge (docs/design.md §4), so
   // a run whose config faults came through two nodes at once, before either had heard of
   // the other's, ends with 2.  A figure, not a violation: it is the operator's conflict
   // to resolve with a higher epoch, which the swarm does not do (docs/simulator.md).

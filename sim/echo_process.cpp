@@ -5,14 +5,15 @@
 
 #include "base/hash.h"
 #include "sim/scenario.h"
-#include "sim/toml_reader.h"
+#include "base/toml/toml_reader.h"
 
 namespace caesium::sim {
 
 Result<EchoOptions> read_echo_options(const toml::table& table, const std::string& path) {
   EchoOptions o;
-  try {
-    TomlReader r(table, "node_options", path);
+  TomlErrors errors;
+  {
+    TomlReader r(table, "node_options", path, errors);
     o.probe_interval_ms = std::max<int64_t>(1, r.duration("probe_interval").value_or(o.probe_interval_ms));
     o.suspect_after_ms = r.duration("suspect_after").value_or(o.suspect_after_ms);
     o.dead_after_ms = r.duration("dead_after").value_or(o.dead_after_ms);
@@ -20,9 +21,8 @@ Result<EchoOptions> read_echo_options(const toml::table& table, const std::strin
     o.fanout = static_cast<uint32_t>(r.integer("fanout", 0, 100000).value_or(0));
     o.watch = r.boolean("watch").value_or(true);
     r.finish();
-  } catch (const TomlReadError& e) {
-    return e.error;
   }
+  if (errors.any()) return errors.combined();
   return o;
 }
 

@@ -1,4 +1,4 @@
-// The firing checker: what DESIGN.md §7 says must always hold, checked against the
+// The firing checker: what docs/design.md §7 says must always hold, checked against the
 // simulator's ground truth (every handler execution, every fault, who was up and who
 // could reach whom), not against what the nodes believe.
 //

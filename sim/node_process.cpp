@@ -12,8 +12,8 @@
 #include "sim/fire_checker.h"
 #include "sim/scenario.h"
 #include "sim/restart_checker.h"
-#include "sim/toml_reader.h"
 #include "sim/write_checker.h"
+#include "base/toml/toml_reader.h"
 
 namespace caesium::sim {
 namespace {
@@ -29,8 +29,9 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
   // The simulator runs many nodes per second of wall time; the defaults are the
   // daemon's, except anti-entropy, which runs a little more often in short runs.
   n.sync_interval_ms = 5'000;
-  try {
-    TomlReader r(table, "node_options", path);
+  TomlErrors errors;
+  {
+    TomlReader r(table, "node_options", path, errors);
     auto& m = n.membership;
     m.probe_interval_ms = r.duration("probe_interval").value_or(m.probe_interval_ms);
     m.probe_timeout_ms = r.duration("probe_timeout").value_or(m.probe_timeout_ms);
@@ -62,9 +63,8 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
     o.checker.detection_bound_ms = r.duration("checker_detection_bound").value_or(o.checker.detection_bound_ms);
     o.checker.misfire_threshold_ms = s.misfire_threshold_ms;
     r.finish();
-  } catch (const TomlReadError& e) {
-    return e.error;
   }
+  if (errors.any()) return errors.combined();
   if (Status st = gossip::check_config(n.membership); !st.ok()) return st.error();
   return o;
 }

@@ -154,7 +154,7 @@ class Process {
   virtual std::vector<std::pair<std::string, uint64_t>> volume_digests() const { return {}; }
   // The cluster config this node holds: (epoch, fingerprint).  Up nodes that hold
   // different ones at the end of a run never converged (two configs of one epoch are
-  // kept apart, DESIGN.md §4).  Default: none.
+  // kept apart, docs/design.md §4).  Default: none.
   virtual std::optional<std::pair<uint64_t, uint64_t>> config_identity() const { return std::nullopt; }
   // The process's own counters (name, value), summed over the processes running at the
   // end into the report's [process] figures.  Default: none.

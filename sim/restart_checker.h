@@ -15,7 +15,7 @@
 //
 // Why it is a violation although at-least-once allows duplicates: a majority held the
 // completion, so any master that asked a majority before deciding would have known it
-// (DESIGN.md §6: decisions come from a quorum, and the restarted node's store is only
+// (docs/design.md §6: decisions come from a quorum, and the restarted node's store is only
 // one stale replica).  Running it again is deciding from stale local state — the
 // possible_duplicate flag tells the client, but nothing forced the duplicate.
 //

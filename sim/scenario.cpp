@@ -1,5 +1,7 @@
-// Scenario loader: TOML -> Scenario, with errors that name the key and its file:line.
-// The [[fault]] and [expect] tables are read in scenario_faults.cpp.
+// Scenario loader: TOML -> Scenario, with every error collected, each naming the key and
+// its file:line:column (base/toml/toml_reader.h).  A check that makes the rest of a table
+// meaningless stop()s that table; toml_guard() around each table lets the next one be
+// read.  The [[fault]] and [expect] tables are read in scenario_faults.cpp.
 #include "sim/scenario.h"
 
 #include <algorithm>
@@ -7,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "sim/toml_reader.h"
+#include "base/toml/toml_reader.h"
 
 namespace caesium::sim {
 
@@ -47,7 +49,7 @@ void read_distribution(TomlReader& r, const std::string& base_key, const std::st
   if (auto v = r.duration(jitter_key)) d.jitter_ms = static_cast<double>(*v);
   if (auto v = r.string(shape_key)) {
     auto shape = parse_shape(*v);
-    if (!shape.ok()) r.fail(*r.node().get(shape_key), shape_key, shape.error().message);
+    if (!shape.ok()) r.stop(*r.node().get(shape_key), shape_key, shape.error().message);
     d.shape = shape.value();
   }
 }
@@ -55,34 +57,34 @@ void read_distribution(TomlReader& r, const std::string& base_key, const std::st
 void read_nodes(TomlReader& top, Scenario& s) {
   if (const toml::array* nodes = top.array("node")) {
     size_t i = 0;
-    for (const toml::node& item : *nodes) {
-      if (!item.is_table()) top.fail(item, "node", "must be an array of tables ([[node]])");
-      TomlReader r(*item.as_table(), "node[" + std::to_string(i++) + "]", top.path());
+    for (const toml::node& item : *nodes) toml_guard([&] {
+      if (!item.is_table()) top.stop(item, "node", "must be an array of tables ([[node]])");
+      TomlReader r(*item.as_table(), "node[" + std::to_string(i++) + "]", top.path(), top.errors());
       r.allow_only({"id", "gossip_addr", "stream_addr", "priority", "tags"});
       NodeSpec n;
       auto id = r.string("id");
-      if (!id || id->empty()) r.fail_here("a node needs a non-empty id");
+      if (!id || id->empty()) r.stop_here("a node needs a non-empty id");
       n.id = *id;
       n.gossip_addr = r.string("gossip_addr").value_or(n.id + ":7946");
       n.stream_addr = r.string("stream_addr").value_or(n.id + ":7947");
       n.priority = r.integer("priority", INT32_MIN, INT32_MAX).value_or(0);
-      n.tags = r.string_list("tags").value_or(std::vector<std::string>{});
+      n.tags = r.strings("tags").value_or(std::vector<std::string>{});
       std::sort(n.tags.begin(), n.tags.end());
       n.tags.erase(std::unique(n.tags.begin(), n.tags.end()), n.tags.end());
       r.finish();
       s.cluster.nodes.push_back(std::move(n));
-    }
+    });
   }
-  if (const toml::table* gen = top.table("nodes")) {
-    TomlReader r(*gen, "nodes", top.path());
+  if (const toml::table* gen = top.table("nodes")) toml_guard([&] {
+    TomlReader r(*gen, "nodes", top.path(), top.errors());
     r.allow_only({"count", "prefix", "start"});
-    if (!s.cluster.nodes.empty()) r.fail_here("use either [[node]] tables or [nodes] count, not both");
+    if (!s.cluster.nodes.empty()) r.stop_here("use either [[node]] tables or [nodes] count, not both");
     const int64_t count = r.integer("count", 1, 100000).value_or(0);
-    if (count == 0) r.fail_here("needs count = N");
+    if (count == 0) r.stop_here("needs count = N");
     const std::string prefix = r.string("prefix").value_or("n");
     const std::string start = r.string("start").value_or("join");
     if (start == "joined") s.cluster.start_joined = true;
-    else if (start != "join") r.fail_here("start must be \"join\" (through seeds, the default) or \"joined\" (converged view)");
+    else if (start != "join") r.stop_here("start must be \"join\" (through seeds, the default) or \"joined\" (converged view)");
     r.finish();
     for (int64_t i = 1; i <= count; ++i) {
       NodeSpec n;
@@ -91,7 +93,7 @@ void read_nodes(TomlReader& top, Scenario& s) {
       n.stream_addr = n.id + ":7947";
       s.cluster.nodes.push_back(std::move(n));
     }
-  }
+  });
 }
 
 // [[workload.burst]]: `count` one-shot entries written at `at`, the first due `due` after
@@ -99,9 +101,10 @@ void read_nodes(TomlReader& top, Scenario& s) {
 // at + due + i * window / count), each written through the next node of `via` in turn
 // (default: the volume's replicas).  They are named <prefix><i>, i zero-padded.  Every
 // other key is a field of each entry, as in [[workload.entry]].
-void read_burst(const toml::table& t, const std::string& section, const std::string& path, Scenario& s) {
+void read_burst(const toml::table& t, const std::string& section, const std::string& path, TomlErrors& errors,
+                Scenario& s) {
   constexpr int64_t kMaxBurst = 10'000'000;
-  TomlReader e(t, section, path);
+  TomlReader e(t, section, path, errors);
   const int64_t at = e.duration("at").value_or(0);
   const int64_t count = e.integer("count", 1, kMaxBurst).value_or(0);
   const std::string volume = e.string("volume").value_or("");
@@ -110,9 +113,9 @@ void read_burst(const toml::table& t, const std::string& section, const std::str
   const int64_t due = e.duration("due").value_or(0);
   const int64_t window = e.duration("window").value_or(0);
   std::vector<std::string> via = e.one_or_many("via").value_or(std::vector<std::string>{});
-  if (count == 0 || volume.empty() || entity.empty()) e.fail_here("a burst needs count, volume and entity");
-  if (due <= 0) e.fail_here("due must be a positive duration (how long after `at` the first entry is due)");
-  if (window > 365 * 24 * kMsPerHour) e.fail_here("window must be at most a year");
+  if (count == 0 || volume.empty() || entity.empty()) e.stop_here("a burst needs count, volume and entity");
+  if (due <= 0) e.stop_here("due must be a positive duration (how long after `at` the first entry is due)");
+  if (window > 365 * 24 * kMsPerHour) e.stop_here("window must be at most a year");
   if (via.empty()) {
     for (const auto& v : s.cluster.volumes) {
       if (v.name == volume) via = v.replicas;
@@ -128,7 +131,7 @@ void read_burst(const toml::table& t, const std::string& section, const std::str
       continue;
     }
     if (key == "name" || key == "cron" || key == "timer") {
-      e.fail(v, key, "is set by the burst itself (entries are named <name_prefix><i> and due once)");
+      e.stop(v, key, "is set by the burst itself (entries are named <name_prefix><i> and due once)");
     }
     fields[key] = to_json(v);
     (void)e.raw(key);
@@ -155,11 +158,11 @@ void read_burst(const toml::table& t, const std::string& section, const std::str
 void read_write_options(TomlReader& e, WorkloadEntry& we) {
   if (auto op = e.string("op")) {
     if (*op == "delete") we.remove = true;
-    else if (*op != "put") e.fail(*e.raw("op"), "op", "must be \"put\" or \"delete\", not \"" + *op + "\"");
+    else if (*op != "put") e.fail("op", "must be \"put\" or \"delete\", not \"" + *op + "\"");
   }
   if (const toml::node* w = e.raw("w")) {
     if (const auto* text = w->as_string()) {
-      if (text->get() != "majority") e.fail(*w, "w", "must be a number of replicas (>= 1) or \"majority\"");
+      if (text->get() != "majority") e.fail_at(*w, "w", "must be a number of replicas (>= 1) or \"majority\"");
       we.want_majority = true;
     } else {
       we.want_acks = static_cast<uint32_t>(e.integer("w", 1, 1000).value_or(1));
@@ -170,13 +173,13 @@ void read_write_options(TomlReader& e, WorkloadEntry& we) {
 void read_workload(TomlReader& top, Scenario& s) {
   const toml::table* w = top.table("workload");
   if (!w) return;
-  TomlReader r(*w, "workload", top.path());
+  TomlReader r(*w, "workload", top.path(), top.errors());
   if (const toml::array* entries = r.array("entry")) {
     size_t i = 0;
-    for (const toml::node& item : *entries) {
-      if (!item.is_table()) r.fail(item, "entry", "must be an array of tables ([[workload.entry]])");
+    for (const toml::node& item : *entries) toml_guard([&] {
+      if (!item.is_table()) r.stop(item, "entry", "must be an array of tables ([[workload.entry]])");
       const toml::table& t = *item.as_table();
-      TomlReader e(t, "workload.entry[" + std::to_string(i++) + "]", top.path());
+      TomlReader e(t, "workload.entry[" + std::to_string(i++) + "]", top.path(), top.errors());
       WorkloadEntry we;
       we.at_ms = e.duration("at").value_or(0);
       we.via = e.string("via").value_or("");
@@ -184,9 +187,9 @@ void read_workload(TomlReader& top, Scenario& s) {
       we.entity = e.string("entity").value_or("");
       we.name = e.string("name").value_or("");
       if (we.via.empty() || we.volume.empty() || we.entity.empty() || we.name.empty()) {
-        e.fail_here("an entry needs via, volume, entity and name");
+        e.stop_here("an entry needs via, volume, entity and name");
       }
-      we.where = toml_where(top.path(), t);
+      we.where = toml_position(t.source(), top.path());
       read_write_options(e, we);
       // Every other key is a field of the entry itself, passed on as JSON.
       for (const auto& [k, v] : t) {
@@ -195,41 +198,41 @@ void read_workload(TomlReader& top, Scenario& s) {
             key == "w") {
           continue;
         }
-        if (we.remove) e.fail(v, key, "a delete (op = \"delete\") takes no entry fields");
+        if (we.remove) e.fail_at(v, key, "a delete (op = \"delete\") takes no entry fields");
         we.fields[key] = to_json(v);
         (void)e.raw(key);
       }
       e.finish();
       s.workload.push_back(std::move(we));
-    }
+    });
   }
   if (const toml::array* bursts = r.array("burst")) {
     size_t i = 0;
-    for (const toml::node& item : *bursts) {
-      if (!item.is_table()) r.fail(item, "burst", "must be an array of tables ([[workload.burst]])");
-      read_burst(*item.as_table(), "workload.burst[" + std::to_string(i++) + "]", top.path(), s);
-    }
+    for (const toml::node& item : *bursts) toml_guard([&] {
+      if (!item.is_table()) r.stop(item, "burst", "must be an array of tables ([[workload.burst]])");
+      read_burst(*item.as_table(), "workload.burst[" + std::to_string(i++) + "]", top.path(), top.errors(), s);
+    });
   }
-  if (const toml::table* h = r.table("handler")) {
-    TomlReader hr(*h, "workload.handler", top.path());
+  if (const toml::table* h = r.table("handler")) toml_guard([&] {
+    TomlReader hr(*h, "workload.handler", top.path(), top.errors());
     read_distribution(hr, "duration", "jitter", "distribution", s.world.handler.duration);
     if (auto v = hr.probability("fail")) s.world.handler.fail_probability = *v;
     if (auto v = hr.probability("never_complete")) s.world.handler.never_complete_probability = *v;
     if (const toml::table* slow = hr.table("slowness")) {
-      TomlReader sr(*slow, "workload.handler.slowness", top.path());
+      TomlReader sr(*slow, "workload.handler.slowness", top.path(), top.errors());
       for (const auto& [k, v] : *slow) {
         const std::string key(k.str());
-        s.handler_slowness[key] = *sr.number(key, 0.0, 1e6);
+        if (auto factor = sr.number(key, 0.0, 1e6)) s.handler_slowness[key] = *factor;
       }
       sr.finish();
     }
     hr.finish();
-  }
+  });
   r.finish();
 }
 
-void read_scenario(const toml::table& root, Scenario& s) {
-  TomlReader top(root, "", s.path);
+void read_scenario(const toml::table& root, TomlErrors& errors, Scenario& s) {
+  TomlReader top(root, "", s.path, errors);
   s.name = top.string("name").value_or("");
   s.process = top.string("process").value_or("node");
   s.seed = static_cast<uint64_t>(top.integer("seed", 0, INT64_MAX).value_or(1));
@@ -238,29 +241,29 @@ void read_scenario(const toml::table& root, Scenario& s) {
   s.heal_at_end = top.boolean("heal_at_end").value_or(false);
   if (auto epoch = top.string("epoch")) {
     auto t = parse_rfc3339_ms(*epoch);
-    if (!t.ok()) top.fail(*root.get("epoch"), "epoch", t.error().message);
-    s.world.epoch_utc_ms = t.value();
+    if (t.ok()) s.world.epoch_utc_ms = *t;
+    else top.fail("epoch", t.error().message);
   }
   read_nodes(top, s);
   if (const toml::array* vols = top.array("volume")) {
     size_t i = 0;
-    for (const toml::node& item : *vols) {
-      if (!item.is_table()) top.fail(item, "volume", "must be an array of tables ([[volume]])");
-      TomlReader r(*item.as_table(), "volume[" + std::to_string(i++) + "]", s.path);
+    for (const toml::node& item : *vols) toml_guard([&] {
+      if (!item.is_table()) top.stop(item, "volume", "must be an array of tables ([[volume]])");
+      TomlReader r(*item.as_table(), "volume[" + std::to_string(i++) + "]", s.path, errors);
       r.allow_only({"name", "replicas"});
       VolumeSpec v;
       v.name = r.string("name").value_or("");
-      v.replicas = r.string_list("replicas").value_or(std::vector<std::string>{});
-      if (v.name.empty() || v.replicas.empty()) r.fail_here("a volume needs a name and replicas");
+      v.replicas = r.strings("replicas").value_or(std::vector<std::string>{});
+      if (v.name.empty() || v.replicas.empty()) r.stop_here("a volume needs a name and replicas");
       r.finish();
       s.cluster.volumes.push_back(std::move(v));
-    }
+    });
   }
   if (const toml::table* opts = top.table("node_options")) {
     s.node_options = std::make_shared<toml::table>(*opts);
   }
-  if (const toml::table* net = top.table("network")) {
-    TomlReader r(*net, "network", s.path);
+  if (const toml::table* net = top.table("network")) toml_guard([&] {
+    TomlReader r(*net, "network", s.path, errors);
     NetworkParams& p = s.world.network;
     read_distribution(r, "latency", "jitter", "distribution", p.latency);
     if (auto v = r.number("sigma", 0.01, 10.0)) p.latency.sigma = *v;
@@ -270,19 +273,19 @@ void read_scenario(const toml::table& root, Scenario& s) {
     if (auto v = r.probability("stream_corrupt")) p.stream_corrupt = *v;
     if (auto v = r.integer("max_datagram", 64, 65507)) p.max_datagram_bytes = static_cast<size_t>(*v);
     r.finish();
-  }
-  if (const toml::table* disk = top.table("disk")) {
-    TomlReader r(*disk, "disk", s.path);
+  });
+  if (const toml::table* disk = top.table("disk")) toml_guard([&] {
+    TomlReader r(*disk, "disk", s.path, errors);
     read_distribution(r, "sync_latency", "sync_jitter", "distribution", s.world.disk_sync);
     r.finish();
-  }
+  });
   if (const toml::table* clock = top.table("clock")) {
-    TomlReader r(*clock, "clock", s.path);
+    TomlReader r(*clock, "clock", s.path, errors);
     if (auto v = r.duration("max_skew")) s.world.max_skew_ms = *v;
     r.finish();
   }
   if (const toml::table* m = top.table("membership")) {
-    TomlReader r(*m, "membership", s.path);
+    TomlReader r(*m, "membership", s.path, errors);
     if (auto v = r.duration("suspect_window")) s.membership.suspect_window_ms = *v;
     if (auto v = r.duration("dead_window")) s.membership.dead_window_ms = *v;
     r.finish();
@@ -290,23 +293,23 @@ void read_scenario(const toml::table& root, Scenario& s) {
   read_workload(top, s);
   if (const toml::array* faults = top.array("fault")) {
     size_t i = 0;
-    for (const toml::node& item : *faults) {
-      if (!item.is_table()) top.fail(item, "fault", "must be an array of tables ([[fault]])");
-      TomlReader r(*item.as_table(), "fault[" + std::to_string(i++) + "]", s.path);
+    for (const toml::node& item : *faults) toml_guard([&] {
+      if (!item.is_table()) top.stop(item, "fault", "must be an array of tables ([[fault]])");
+      TomlReader r(*item.as_table(), "fault[" + std::to_string(i++) + "]", s.path, errors);
       FaultSpec f;
-      f.where = toml_where(s.path, item);
+      f.where = toml_position(item.source(), s.path);
       read_fault(r, f);
       s.faults.push_back(std::move(f));
-    }
+    });
   }
   if (const toml::table* rf = top.table("random_faults")) {
-    TomlReader r(*rf, "random_faults", s.path);
+    TomlReader r(*rf, "random_faults", s.path, errors);
     read_random_faults(r, s.random);
   }
-  if (const toml::table* ex = top.table("expect")) {
-    TomlReader r(*ex, "expect", s.path);
+  if (const toml::table* ex = top.table("expect")) toml_guard([&] {
+    TomlReader r(*ex, "expect", s.path, errors);
     read_expect(r, s.expect);
-  }
+  });
   top.finish();
   std::stable_sort(s.faults.begin(), s.faults.end(),
                    [](const FaultSpec& a, const FaultSpec& b) { return a.at_ms < b.at_ms; });
@@ -317,17 +320,11 @@ void read_scenario(const toml::table& root, Scenario& s) {
 Result<Scenario> parse_scenario(std::string_view text, const std::string& path) {
   Scenario s;
   s.path = path;
-  try {
-    toml::table root = toml::parse(text, path);
-    read_scenario(root, s);
-  } catch (const toml::parse_error& e) {
-    const auto& src = e.source();
-    return Error(path + ":" + std::to_string(src.begin.line) + ":" +
-                 std::to_string(src.begin.column) + ": TOML syntax: " +
-                 std::string(e.description()));
-  } catch (const TomlReadError& e) {
-    return e.error;
-  }
+  auto root = parse_toml(text, path);
+  if (!root.ok()) return root.error();
+  TomlErrors errors;
+  toml_guard([&] { read_scenario(*root, errors, s); });
+  if (errors.any()) return errors.combined();
   Status st = validate_scenario(s);
   if (!st.ok()) return st.error();
   return s;

@@ -3,19 +3,20 @@
 #include <vector>
 
 #include "sim/scenario.h"
-#include "sim/toml_reader.h"
+#include "base/toml/toml_reader.h"
 
 namespace caesium::sim {
 
 namespace {
 
 std::vector<std::pair<std::string, std::string>> read_pairs(TomlReader& r, const std::string& key) {
-  const toml::array* arr = r.array(key);
   std::vector<std::pair<std::string, std::string>> out;
+  const toml::array* arr = r.array(key);
+  if (arr == nullptr) return out;  // absent, or not an array (recorded)
   for (const toml::node& item : *arr) {
     const toml::array* pair = item.as_array();
     if (!pair || pair->size() != 2 || !(*pair)[0].is_string() || !(*pair)[1].is_string()) {
-      r.fail(item, key, "must be a list of node pairs, e.g. [[\"n1\", \"n3\"]]");
+      r.stop(item, key, "must be a list of node pairs, e.g. [[\"n1\", \"n3\"]]");
     }
     out.emplace_back(std::string(**(*pair)[0].as_string()), std::string(**(*pair)[1].as_string()));
   }
@@ -23,10 +24,10 @@ std::vector<std::pair<std::string, std::string>> read_pairs(TomlReader& r, const
 }
 
 void read_oneway(TomlReader& r, const toml::table& t, FaultSpec& f) {
-  TomlReader o(t, r.name("oneway"), r.path());
+  TomlReader o(t, r.name("oneway"), r.path(), r.errors());
   o.allow_only({"from", "to"});
   auto from = o.string("from"), to = o.string("to");
-  if (!from || !to) o.fail_here("needs from = \"node\" and to = \"node\"");
+  if (!from || !to) o.stop_here("needs from = \"node\" and to = \"node\"");
   o.finish();
   f.pairs.emplace_back(*from, *to);
 }
@@ -37,29 +38,29 @@ void read_fault(TomlReader& r, FaultSpec& f) {
   r.allow_only({"at", "partition", "heal", "cut", "oneway", "crash", "restart", "wipe_disk",
                 "leave", "skew", "slow", "config"});
   auto at = r.duration("at");
-  if (!at) r.fail_here("a fault needs at = \"<duration>\"");
+  if (!at) r.stop_here("a fault needs at = \"<duration>\"");
   f.at_ms = *at;
   static const char* const kActions[] = {"partition", "heal", "cut", "oneway", "crash",
                                          "restart", "leave", "skew", "slow", "config"};
   int actions = 0;
   for (const char* a : kActions) actions += r.has(a) ? 1 : 0;
   if (actions != 1) {
-    r.fail_here("a fault needs exactly one of partition, heal, cut, oneway, crash, restart, "
+    r.stop_here("a fault needs exactly one of partition, heal, cut, oneway, crash, restart, "
                 "leave, skew, slow, config (found " + std::to_string(actions) + ")");
   }
   if (r.has("wipe_disk") && !r.has("restart")) {
-    r.fail(*r.node().get("wipe_disk"), "wipe_disk", "only goes with restart");
+    r.stop(*r.node().get("wipe_disk"), "wipe_disk", "only goes with restart");
   }
   if (const toml::node* p = r.raw("partition")) {
     f.kind = FaultSpec::Kind::kPartition;
     const toml::array* groups = p->as_array();
-    if (!groups) r.fail(*p, "partition", "must be a list of groups, e.g. [[\"n1\",\"n2\"],[\"n3\"]]");
+    if (!groups) r.stop(*p, "partition", "must be a list of groups, e.g. [[\"n1\",\"n2\"],[\"n3\"]]");
     for (const toml::node& g : *groups) {
       const toml::array* members = g.as_array();
-      if (!members) r.fail(g, "partition", "each group must be a list of node ids");
+      if (!members) r.stop(g, "partition", "each group must be a list of node ids");
       std::vector<std::string> group;
       for (const toml::node& m : *members) {
-        if (!m.is_string()) r.fail(m, "partition", "each group must be a list of node ids");
+        if (!m.is_string()) r.stop(m, "partition", "each group must be a list of node ids");
         group.emplace_back(**m.as_string());
       }
       f.groups.push_back(std::move(group));
@@ -67,7 +68,7 @@ void read_fault(TomlReader& r, FaultSpec& f) {
   } else if (const toml::node* h = r.raw("heal")) {
     f.kind = FaultSpec::Kind::kHeal;
     if (h->is_boolean()) {
-      if (!**h->as_boolean()) r.fail(*h, "heal", "heal = false means nothing: remove the fault");
+      if (!**h->as_boolean()) r.stop(*h, "heal", "heal = false means nothing: remove the fault");
     } else {
       f.pairs = read_pairs(r, "heal");
     }
@@ -80,39 +81,39 @@ void read_fault(TomlReader& r, FaultSpec& f) {
       read_oneway(r, *t, f);
     } else if (const toml::array* arr = o->as_array()) {
       for (const toml::node& item : *arr) {
-        if (!item.is_table()) r.fail(item, "oneway", "must be {from=..., to=...} or a list of them");
+        if (!item.is_table()) r.stop(item, "oneway", "must be {from=..., to=...} or a list of them");
         read_oneway(r, *item.as_table(), f);
       }
     } else {
-      r.fail(*o, "oneway", "must be {from=\"n1\", to=\"n2\"} or a list of them");
+      r.stop(*o, "oneway", "must be {from=\"n1\", to=\"n2\"} or a list of them");
     }
-  } else if (auto crash = r.one_or_many("crash")) {
+  } else if (r.has("crash")) {  // a value of the wrong type is recorded by one_or_many
     f.kind = FaultSpec::Kind::kCrash;
-    f.nodes = *crash;
-  } else if (auto restart = r.one_or_many("restart")) {
+    f.nodes = r.one_or_many("crash").value_or(std::vector<std::string>{});
+  } else if (r.has("restart")) {
     f.kind = FaultSpec::Kind::kRestart;
-    f.nodes = *restart;
+    f.nodes = r.one_or_many("restart").value_or(std::vector<std::string>{});
     f.wipe_disk = r.boolean("wipe_disk").value_or(false);
-  } else if (auto leave = r.one_or_many("leave")) {
+  } else if (r.has("leave")) {
     f.kind = FaultSpec::Kind::kLeave;
-    f.nodes = *leave;
+    f.nodes = r.one_or_many("leave").value_or(std::vector<std::string>{});
   } else if (const toml::table* skew = r.table("skew")) {
     f.kind = FaultSpec::Kind::kSkew;
-    TomlReader s(*skew, r.name("skew"), r.path());
+    TomlReader s(*skew, r.name("skew"), r.path(), r.errors());
     s.allow_only({"node", "offset", "drift"});
     auto node = s.string("node");
-    if (!node) s.fail_here("needs node = \"id\"");
+    if (!node) s.stop_here("needs node = \"id\"");
     f.nodes = {*node};
     f.offset_ms = s.signed_duration("offset").value_or(0);
     f.drift = s.number("drift", -0.01, 0.01).value_or(0);
     s.finish();
   } else if (const toml::table* slow = r.table("slow")) {
     f.kind = FaultSpec::Kind::kSlow;
-    TomlReader s(*slow, r.name("slow"), r.path());
+    TomlReader s(*slow, r.name("slow"), r.path(), r.errors());
     s.allow_only({"node", "delay", "for", "inbound_only"});
     auto node = s.string("node");
     auto delay = s.duration("delay");
-    if (!node || !delay || *delay <= 0) s.fail_here("needs node = \"id\" and delay = \"<duration>\" > 0");
+    if (!node || !delay || *delay <= 0) s.stop_here("needs node = \"id\" and delay = \"<duration>\" > 0");
     f.nodes = {*node};
     f.delay_ms = *delay;
     f.for_ms = s.duration("for").value_or(kNever);
@@ -120,22 +121,21 @@ void read_fault(TomlReader& r, FaultSpec& f) {
     s.finish();
   } else if (const toml::table* config = r.table("config")) {
     f.kind = FaultSpec::Kind::kConfig;
-    TomlReader c(*config, r.name("config"), r.path());
+    TomlReader c(*config, r.name("config"), r.path(), r.errors());
     c.allow_only({"via", "volume", "replicas", "previous_replicas"});
     auto via = c.string("via");
     auto volume = c.string("volume");
-    auto replicas = c.string_list("replicas");
+    auto replicas = c.strings("replicas");
     if (!via || !volume || !replicas || replicas->empty()) {
-      c.fail_here("needs via = \"node\", volume = \"name\" and replicas = [\"n1\", ...]");
+      c.stop_here("needs via = \"node\", volume = \"name\" and replicas = [\"n1\", ...]");
     }
     f.nodes = {*via};
     f.volume = *volume;
     f.replicas = *replicas;
-    f.previous_replicas = c.string_list("previous_replicas").value_or(std::vector<std::string>{});
+    f.previous_replicas = c.strings("previous_replicas").value_or(std::vector<std::string>{});
     c.finish();
-  } else {
-    r.fail_here("skew, slow and config must be tables: skew = {node=\"n1\", offset=\"2s\"}");
   }
+  // Otherwise skew, slow or config is there but not a table: table() recorded it.
   r.finish();
 }
 
@@ -158,18 +158,20 @@ void read_random_faults(TomlReader& r, RandomFaults& out) {
 
 void read_expect(TomlReader& r, Expect& out) {
   if (auto v = r.integer("violations", 0, INT64_MAX)) out.violations = static_cast<uint64_t>(*v);
-  if (auto v = r.string_list("violation_kinds")) out.violation_kinds = *v;
+  if (auto v = r.strings("violation_kinds")) out.violation_kinds = *v;
   auto read_map = [&](const char* key, Expectation::Op op) {
     const toml::table* t = r.table(key);
     if (!t) return;
-    TomlReader m(*t, r.name(key), r.path());
+    TomlReader m(*t, r.name(key), r.path(), r.errors());
     for (const auto& [k, v] : *t) {
       const std::string figure(k.str());
       Expectation e;
       e.figure = figure;
       e.op = op;
-      e.value = *m.number(figure, -1e300, 1e300);
-      e.where = toml_where(r.path(), v);
+      auto value = m.number(figure, -1e300, 1e300);
+      if (!value) continue;  // recorded
+      e.value = *value;
+      e.where = toml_position(v.source(), r.path());
       out.checks.push_back(std::move(e));
     }
     m.finish();

@@ -1,54 +1,22 @@
-// caesium: one binary, one registered subcommand per job (node/cli/command.h).
-#include <cstdio>
+// caesium: the one binary (node/cli/commands.h lists its commands).
+#include <chrono>
+#include <iostream>
 #include <string>
+#include <vector>
 
-#include "node/cli/command.h"
-
-namespace caesium::cli {
-
-std::map<std::string, Command>& commands() {
-  static std::map<std::string, Command> c;
-  return c;
-}
-
-Registration::Registration(const char* name, const char* usage, CommandFn fn) {
-  commands()[name] = Command{usage, std::move(fn)};
-}
-
-}  // namespace caesium::cli
-
-namespace {
-
-void usage(FILE* out) {
-  std::fputs("usage: caesium <command> [options]\n\ncommands:\n", out);
-  for (const auto& [name, c] : caesium::cli::commands()) {
-    std::fprintf(out, "  %-10s %s\n", name.c_str(), c.usage.c_str());
-  }
-  std::fputs("  version    print the version\n", out);
-}
-
-}  // namespace
+#include "node/cli/commands.h"
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    usage(stderr);
-    return 2;
-  }
-  const std::string cmd = argv[1];
-  if (cmd == "version" || cmd == "--version") {
-    std::puts("caesium 0.1.0");
-    return 0;
-  }
-  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
-    usage(stdout);
-    return 0;
-  }
-  auto& table = caesium::cli::commands();
-  auto it = table.find(cmd);
-  if (it == table.end()) {
-    std::fprintf(stderr, "caesium: unknown command '%s'\n", cmd.c_str());
-    usage(stderr);
-    return 2;
-  }
-  return it->second.fn(argc - 1, argv + 1);
+  caesium::cli::Io io{std::cout,
+                      std::cerr,
+                      caesium::cli::process_env(),
+                      caesium::cli::curl_transport,
+                      [] {
+                        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+                      },
+                      argc,
+                      argv};
+  return caesium::cli::run_caesium(std::vector<std::string>(argv + 1, argv + argc), io);
 }

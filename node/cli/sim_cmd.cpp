@@ -3,10 +3,9 @@
 //
 //   caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]
 //   caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig]
-//                     [--prepare-ahead D] [--json]
-//   caesium sim --kinds
+//                     [--prepare-ahead D] [--classic-faults] [--json]
 //   caesium sim --swarm --seeds N..N [...] --dump-scenario FILE   (a seed as a frozen scenario)
-//   caesium sim --list-marks | --check-marks DIR
+//   caesium sim --kinds | --list-marks | --check-marks DIR
 //   (--marks-out FILE with --scenario or --swarm: the coverage marks the run hit)
 //
 // Exit status: 0 every run passed; 1 an invariant was violated or an [expect] did not
@@ -15,18 +14,20 @@
 //
 // The simulator itself reads no clock.  Only this command reads the wall clock, to
 // report how fast the simulator ran (events per second).
+#include <malloc.h>
+
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <cstdlib>
-#include <malloc.h>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/time.h"
-#include "node/cli/command.h"
-#include "node/daemon/glibc_tunables.h"
+#include "node/cli/commands.h"
+#include "node/cli/parse.h"
+#include "node/daemon/runtime/glibc_tunables.h"
 #include "schedule/marks.h"
 #include "sim/coverage.h"
 #include "sim/registry.h"
@@ -35,6 +36,7 @@
 #include "sim/scenario_dump.h"
 #include "sim/swarm.h"
 
+namespace caesium::cli {
 namespace {
 
 using caesium::sim::Report;
@@ -47,21 +49,8 @@ struct Args {
   uint64_t seed = 0;
 };
 
-void print_usage(FILE* out) {
-  std::fprintf(out,
-               "usage: caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]\n"
-               "       caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig]\n"
-               "                     [--prepare-ahead D] [--classic-faults] [--json] [--dump-scenario FILE (one seed)]\n"
-               "       caesium sim --kinds | --list-marks | --check-marks DIR\n"
-               "       (--marks-out FILE with --scenario or --swarm writes the coverage marks hit)\n"
-               "scenario format: tests/sim/README.md\n");
-}
-
-int usage_error(const std::string& msg) {
-  std::fprintf(stderr, "caesium sim: %s\n", msg.c_str());
-  print_usage(stderr);
-  return 2;
-}
+// "A..B" with A <= B.
+bool parse_seed_range(const std::string& text, uint64_t& first, uint64_t& last);
 
 bool parse_u64(const std::string& s, uint64_t& out) {
   if (s.empty() || s.size() > 20) return false;
@@ -74,6 +63,21 @@ bool parse_u64(const std::string& s, uint64_t& out) {
   }
   out = v;
   return true;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// CPU time of this process: on a shared machine the honest speed figure.
+double cpu_seconds_since(std::clock_t start) {
+  return static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
+}
+
+bool parse_seed_range(const std::string& text, uint64_t& first, uint64_t& last) {
+  const size_t dots = text.find("..");
+  return dots != std::string::npos && parse_u64(text.substr(0, dots), first) &&
+         parse_u64(text.substr(dots + 2), last) && first <= last;
 }
 
 // --marks-out: the marks the run hit, "name count" per line (an empty file when none).
@@ -125,15 +129,6 @@ bool dump(const std::string& path, const caesium::sim::Scenario& s, const std::v
   return std::fclose(f) == 0;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// CPU time of this process: on a shared machine the honest speed figure.
-double cpu_seconds_since(std::clock_t start) {
-  return static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
-}
-
 int run_one(const Args& a) {
   auto loaded = caesium::sim::load_scenario(a.scenario);
   if (!loaded.ok()) {
@@ -177,30 +172,16 @@ int run_one(const Args& a) {
 }
 
 int run_swarm(const Args& a) {
-  const size_t dots = a.seeds.find("..");
+  // The parser checked --seeds, --duration and --prepare-ahead.
   uint64_t first = 0, last = 0;
-  if (dots == std::string::npos || !parse_u64(a.seeds.substr(0, dots), first) ||
-      !parse_u64(a.seeds.substr(dots + 2), last) || last < first) {
-    return usage_error("--seeds wants A..B with A <= B, e.g. --seeds 1..200");
-  }
+  parse_seed_range(a.seeds, first, last);
   caesium::sim::SwarmOptions o;
   if (!a.process.empty()) o.process = a.process;
   o.nodes = a.nodes;
   o.reconfig = a.reconfig;
   o.issue33_kinds = !a.classic_faults;
-  if (!a.duration.empty()) {
-    auto d = caesium::parse_duration_ms(a.duration);
-    if (!d.ok() || d.value() <= 0) return usage_error("--duration: " + (d.ok() ? std::string("must be > 0") : d.error().message));
-    o.duration_ms = d.value();
-  }
-  if (!a.prepare_ahead.empty()) {
-    auto d = caesium::parse_duration_ms(a.prepare_ahead);
-    if (!d.ok() || d.value() < 0) {
-      return usage_error("--prepare-ahead: " + (d.ok() ? std::string("must be >= 0") : d.error().message));
-    }
-    o.prepare_ahead_ms = d.value();
-  }
-  if (!a.dump_scenario.empty() && first != last) return usage_error("--dump-scenario takes one seed: --seeds N..N");
+  if (!a.duration.empty()) o.duration_ms = caesium::parse_duration_ms(a.duration).value();
+  if (!a.prepare_ahead.empty()) o.prepare_ahead_ms = caesium::parse_duration_ms(a.prepare_ahead).value();
   std::vector<caesium::sim::FaultSpec> applied;
   nlohmann::json runs = nlohmann::json::array();
   std::vector<std::string> failures;
@@ -287,10 +268,6 @@ int run_swarm(const Args& a) {
                 static_cast<unsigned long long>(passed), failures.size(),
                 static_cast<unsigned long long>(events), wall, cpu, eps);
     for (const auto& f : failures) std::printf("replay: %s\n", f.c_str());
-    std::string list;
-    for (const auto& m : never_hit) list += " " + m;
-    std::printf("\ncoverage marks never hit in these seeds (%zu of %zu):%s\n", never_hit.size(),
-                caesium::schedule::kMarkCount, never_hit.empty() ? " none" : list.c_str());
     std::printf("\nfiring outcomes by fault kind in the seed's mix (a seed counts under each of its kinds):\n");
     std::printf("%-10s %6s %9s %8s %6s %6s %5s %9s %8s %6s %8s %6s %5s\n", "kind", "seeds", "alo.due", "alo.once",
                 "dups", "missed", "lost", "amo.due", "amo.once", "dups", "withheld", "missed", "lost");
@@ -303,6 +280,10 @@ int run_swarm(const Args& a) {
                   f["alo.missed"], f["alo.lost"], f["amo.due"], f["amo.once"], f["amo.duplicates"], f["amo.withheld"],
                   f["amo.missed"], f["amo.lost"]);
     }
+    std::string list;
+    for (const auto& m : never_hit) list += " " + m;
+    std::printf("\ncoverage marks never hit in these seeds (%zu of %zu):%s\n", never_hit.size(),
+                caesium::schedule::kMarkCount, never_hit.empty() ? " none" : list.c_str());
   }
   return failures.empty() ? 0 : 1;
 }
@@ -315,7 +296,7 @@ int run_swarm(const Args& a) {
 // of it misses the TLB as well as the cache.  glibc backs its heap with transparent huge
 // pages when the tunable glibc.malloc.hugetlb=1 is set, which it reads only at process
 // start: so `caesium sim` runs itself again once with the tunable added
-// (node/daemon/glibc_tunables.h).  One virtual hour of 1000 nodes
+// (node/daemon/runtime/glibc_tunables.h).  One virtual hour of 1000 nodes
 // (tests/sim/perf_1000_steady_hour.toml): 79 s → 67 s of CPU.  GLIBC_TUNABLES naming
 // glibc.malloc.hugetlb already (=0 to turn it off) is left alone, and a failed exec
 // carries on without.  Builds with a sanitizer have their own allocator and ignore it.
@@ -331,63 +312,17 @@ void keep_freed_memory() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
-int run_sim(int argc, char** argv) {
-  caesium::daemon::rerun_with_glibc_tunables("glibc.malloc.hugetlb=1", argc, argv);
+int run_sim(const CLI::App& command, const Args& a, Io& io) {
+  if (io.argv != nullptr) caesium::daemon::rerun_with_glibc_tunables("glibc.malloc.hugetlb=1", io.argc - 1, io.argv + 1);
   keep_freed_memory();
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&](std::string& out) {
-      if (i + 1 >= argc) return false;
-      out = argv[++i];
-      return true;
-    };
-    std::string v;
-    if (arg == "--scenario") {
-      if (!value(a.scenario)) return usage_error("--scenario needs a file");
-    } else if (arg == "--seed") {
-      if (!value(v) || !parse_u64(v, a.seed)) return usage_error("--seed needs a non-negative integer");
-      a.has_seed = true;
-    } else if (arg == "--seeds") {
-      if (!value(a.seeds)) return usage_error("--seeds needs A..B");
-    } else if (arg == "--nodes") {
-      uint64_t n = 0;
-      if (!value(v) || !parse_u64(v, n) || n < 1 || n > 100000) return usage_error("--nodes needs an integer in [1, 100000]");
-      a.nodes = static_cast<int64_t>(n);
-    } else if (arg == "--duration") {
-      if (!value(a.duration)) return usage_error("--duration needs a duration such as 10m");
-    } else if (arg == "--process") {
-      if (!value(a.process)) return usage_error("--process needs a kind (see --kinds)");
-    } else if (arg == "--swarm") {
-      a.swarm = true;
-    } else if (arg == "--reconfig") {
-      a.reconfig = true;
-    } else if (arg == "--classic-faults") {
-      a.classic_faults = true;
-    } else if (arg == "--prepare-ahead") {
-      if (!value(a.prepare_ahead)) return usage_error("--prepare-ahead needs a duration such as 5s");
-    } else if (arg == "--json") {
-      a.json = true;
-    } else if (arg == "--trace") {
-      a.trace = true;
-    } else if (arg == "--kinds") {
-      a.kinds = true;
-    } else if (arg == "--list-marks") {
-      a.list_marks = true;
-    } else if (arg == "--check-marks") {
-      if (!value(a.check_marks)) return usage_error("--check-marks needs a directory of .marks files");
-    } else if (arg == "--dump-scenario") {
-      if (!value(a.dump_scenario)) return usage_error("--dump-scenario needs a file");
-    } else if (arg == "--marks-out") {
-      if (!value(a.marks_out)) return usage_error("--marks-out needs a file");
-    } else if (arg == "--help" || arg == "-h") {
-      print_usage(stdout);
-      return 0;
-    } else {
-      return usage_error("unknown option '" + arg + "'");
-    }
-  }
   caesium::sim::register_builtin_process_kinds();
+  if (a.kinds) {
+    for (const auto& name : caesium::sim::process_kind_names()) {
+      const auto* k = caesium::sim::find_process_kind(name);
+      std::printf("%-8s %s%s\n", name.c_str(), k->test_only ? "[test only] " : "", k->summary.c_str());
+    }
+    return 0;
+  }
   if (a.list_marks) {
     std::printf("%s", caesium::sim::format_mark_list().c_str());
     return 0;
@@ -396,29 +331,80 @@ int run_sim(int argc, char** argv) {
   // Count the firing core's coverage marks from here on (the daemon never does).
   caesium::schedule::enable_marks(true);
   caesium::schedule::reset_marks();
-  if (a.kinds) {
-    for (const auto& name : caesium::sim::process_kind_names()) {
-      const auto* k = caesium::sim::find_process_kind(name);
-      std::printf("%-8s %s%s\n", name.c_str(), k->test_only ? "[test only] " : "", k->summary.c_str());
-    }
-    return 0;
-  }
   if (a.swarm) {
-    if (!a.scenario.empty() || a.has_seed) return usage_error("--swarm takes --seeds, not --scenario/--seed");
-    if (a.seeds.empty()) return usage_error("--swarm needs --seeds A..B");
+    if (!a.scenario.empty() || a.has_seed) return usage_error(command, "--swarm takes --seeds, not --scenario/--seed", io.err);
+    if (a.seeds.empty()) return usage_error(command, "--swarm needs --seeds A..B", io.err);
+    uint64_t first = 0, last = 0;
+    parse_seed_range(a.seeds, first, last);
+    if (!a.dump_scenario.empty() && first != last) {
+      return usage_error(command, "--dump-scenario takes one seed: --seeds N..N", io.err);
+    }
     return run_swarm(a);
   }
-  if (a.scenario.empty()) return usage_error("give --scenario FILE or --swarm --seeds A..B");
+  if (a.scenario.empty()) return usage_error(command, "give --scenario FILE or --swarm --seeds A..B", io.err);
   if (!a.seeds.empty() || a.nodes > 0 || !a.duration.empty() || a.reconfig || !a.prepare_ahead.empty() ||
       a.classic_faults || !a.dump_scenario.empty()) {
-    return usage_error("--seeds, --nodes, --duration, --reconfig, --prepare-ahead, --classic-faults and "
-                       "--dump-scenario go with --swarm");
+    return usage_error(command,
+                       "--seeds, --nodes, --duration, --reconfig, --prepare-ahead, --classic-faults and "
+                       "--dump-scenario go with --swarm",
+                       io.err);
   }
   return run_one(a);
 }
 
 }  // namespace
 
-CAESIUM_COMMAND("sim",
-                "sim --scenario FILE [--seed N] [--json] | sim --swarm --seeds A..B [--nodes N] [--duration D]",
-                run_sim);
+void add_sim_command(CLI::App& root, Io& io, int& exit_code) {
+  CLI::App* sim = root.add_subcommand("sim", "run scenarios or a swarm of seeded random scenarios in the simulator");
+  sim->footer(
+      "  caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]\n"
+      "  caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig]\n"
+      "                    [--prepare-ahead D] [--classic-faults] [--json] [--dump-scenario FILE]\n"
+      "  caesium sim --kinds | --list-marks | --check-marks DIR\n"
+      "  --marks-out FILE with --scenario or --swarm writes the coverage marks the run hit.\n"
+      "Scenario format: tests/sim/README.md; the simulator: docs/simulator.md.");
+  auto a = std::make_shared<Args>();
+  sim->add_option("--scenario", a->scenario, "run this scenario file")->type_name("FILE");
+  sim->add_option("--seed", a->seed, "the scenario's seed instead of its own")
+      ->type_name("N")
+      ->check(checked_by([](const std::string& text) -> Status {
+        uint64_t v = 0;
+        return parse_u64(text, v) ? Status::success() : Status(Error("'" + text + "' is not a non-negative integer"));
+      }));
+  add_switch(*sim, "--swarm", "run generated scenarios, one per seed", &a->swarm);
+  sim->add_option("--seeds", a->seeds, "the swarm's seeds, e.g. 1..200")
+      ->type_name("A..B")
+      ->check(checked_by([](const std::string& text) -> Status {
+        uint64_t first = 0, last = 0;
+        if (parse_seed_range(text, first, last)) return Status::success();
+        return Error("wants A..B with A <= B, e.g. --seeds 1..200");
+      }));
+  sim->add_option("--nodes", a->nodes, "nodes per swarm scenario (default: 3 to 7)")
+      ->type_name("N")
+      ->check(whole_number(1, 100000));
+  sim->add_option("--duration", a->duration, "virtual time per swarm scenario")
+      ->type_name("D")
+      ->check(duration_at_least(1));
+  sim->add_option("--process", a->process, "the process kind to simulate (see --kinds)")->type_name("KIND");
+  add_switch(*sim, "--reconfig", "the swarm also changes replica sets", &a->reconfig);
+  sim->add_option("--prepare-ahead", a->prepare_ahead, "every swarm node prepares this far ahead")
+      ->type_name("D")
+      ->check(duration_at_least(0));
+  add_switch(*sim, "--json", "print one JSON object", &a->json);
+  add_switch(*sim, "--trace", "print every event on stderr", &a->trace);
+  add_switch(*sim, "--kinds", "list the process kinds", &a->kinds);
+  add_switch(*sim, "--classic-faults", "the swarm without the fault kinds added for the firing core's failure classes",
+             &a->classic_faults);
+  sim->add_option("--dump-scenario", a->dump_scenario, "write the seed (one) as a scenario file with its faults")
+      ->type_name("FILE");
+  sim->add_option("--marks-out", a->marks_out, "write the coverage marks the run hit")->type_name("FILE");
+  add_switch(*sim, "--list-marks", "list the firing core's coverage marks", &a->list_marks);
+  sim->add_option("--check-marks", a->check_marks, "fail unless every mark is in some .marks file of DIR")
+      ->type_name("DIR");
+  sim->callback([sim, a, &io, &exit_code] {
+    a->has_seed = sim->count("--seed") > 0;
+    exit_code = run_sim(*sim, *a, io);
+  });
+}
+
+}  // namespace caesium::cli

@@ -1,4 +1,4 @@
-// The cluster configuration (DESIGN.md §4): a versioned document naming the nodes
+// The cluster configuration (docs/design.md §4): a versioned document naming the nodes
 // (priority override, tags) and the volumes (replica sets).  Its epoch only grows; the
 // highest epoch wins; two different documents with the same epoch are a conflict that
 // is reported and never merged.  Encoded as canonical JSON (sorted, no whitespace), so
@@ -54,7 +54,7 @@ struct ClusterConfig {
 Result<ClusterConfig> normalize(ClusterConfig config);
 Result<ClusterConfig> decode_cluster_config(std::string_view json);
 
-// Whether `next` may follow `current` in one step (DESIGN.md §4, docs/api.md#cluster-config).
+// Whether `next` may follow `current` in one step (docs/design.md §4, docs/api.md#cluster-config).
 // At-most-once claims need a majority of each replica set a node's config names (the
 // replicas, and the previous replicas during a change).  While `next` spreads, some
 // nodes claim under `current` and others under `next`, so for every volume in both some

@@ -2,7 +2,7 @@
 //
 // Two changes applied at once through two nodes used to give two configs of the same
 // epoch, each adopted by the nodes it reached first, reported and never merged
-// (DESIGN.md §4) — and a volume whose sets differ between them could stall or fire under
+// (docs/design.md §4) — and a volume whose sets differ between them could stall or fire under
 // sets the cluster had left (swarm `--reconfig`: 10 of 1,000 seeds ended split).  Now
 // the epoch's config is decided first, by single-decree Paxos among the nodes of the
 // current config (epoch e decides e + 1; every proposer of e + 1 holds e, so they agree

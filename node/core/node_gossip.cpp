@@ -122,7 +122,7 @@ void Node::drain_membership(Clock now) {
 }
 
 // The deciding master of each volume: the highest (priority, id) replica that is
-// *alive* in our view.  DESIGN.md names the highest reachable (alive or suspect)
+// *alive* in our view.  docs/design.md names the highest reachable (alive or suspect)
 // replica; a suspect master, though, is often a dead one, and letting it block firing
 // until the suspicion times out would add the whole suspicion timeout to every
 // occurrence due meanwhile.  Claims make two deciders at once safe (majorities
@@ -513,7 +513,7 @@ Result<WriteAck> Node::apply_config(ClusterConfig config, Clock now, bool force)
   }
   if (!force) {
     // Two sides of a partition that each apply a config of the same epoch keep them both,
-    // reported and never merged (DESIGN.md §4), and a volume whose sets differ between
+    // reported and never merged (docs/design.md §4), and a volume whose sets differ between
     // them can stall: each side waits for a master that, by its own config, is not one
     // (swarm seed 512 with --reconfig: a move applied on a cut-off pair while the other
     // side changed another volume; 78 at-least-once occurrences never ran after the

@@ -1,4 +1,4 @@
-# The one schema for every message Caesium puts on the wire (DESIGN.md §8).
+# The one schema for every message Caesium puts on the wire (docs/design.md §8).
 #
 # Every UDP datagram and every TCP frame carries, after authenticated decryption
 # (node/wire/frame.h), exactly one Envelope.  Datagrams carry gossip packets (<= 1400
@@ -220,7 +220,7 @@ struct RevokeReply {
   workerBoot @4 :UInt64;    # accepted / completed: boot id of the process that accepted (0: not said)
 }
 
-# Cluster configuration (DESIGN.md §4): a node that sees a higher epoch advertised in
+# Cluster configuration (docs/design.md §4): a node that sees a higher epoch advertised in
 # gossip asks for the document.
 struct ConfigRequest { epoch @0 :UInt64; }
 struct ConfigDoc { epoch @0 :UInt64; document @1 :Data; }

@@ -8,6 +8,7 @@
 
 #include <sodium.h>
 
+#include "base/base64.h"
 #include "base/hash.h"
 
 namespace caesium::wire {
@@ -64,27 +65,6 @@ std::string_view trim(std::string_view s) {
 }
 
 }  // namespace
-
-std::string base64_encode(std::string_view bytes) {
-  std::string out(sodium_base64_encoded_len(bytes.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
-  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()),
-                    bytes.size(), sodium_base64_VARIANT_ORIGINAL);
-  out.resize(std::strlen(out.c_str()));
-  return out;
-}
-
-Result<std::string> base64_decode(std::string_view text) {
-  std::string out(text.size() / 4 * 3 + 3, '\0');
-  size_t len = 0;
-  const char* end = nullptr;
-  if (sodium_base642bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), text.data(),
-                        text.size(), nullptr, &len, &end, sodium_base64_VARIANT_ORIGINAL) != 0 ||
-      end != text.data() + text.size()) {
-    return Error("not valid base64");
-  }
-  out.resize(len);
-  return out;
-}
 
 // --- Keyring ---------------------------------------------------------------------------
 

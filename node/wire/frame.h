@@ -1,7 +1,7 @@
 // Frames: every datagram and every stream frame is authenticated and encrypted with
 // the cluster key (XChaCha20-Poly1305), with the cluster name as associated data, so a
 // node of another cluster, a node with the wrong key, a corrupted byte or a forged
-// packet is rejected before any decoding (DESIGN.md §8).
+// packet is rejected before any decoding (docs/design.md §8).
 //
 // Layout (all integers little-endian):
 //
@@ -71,9 +71,6 @@ class Keyring {
   std::vector<Key> keys_;  // keys_[0] is the primary
   std::vector<uint32_t> ids_;
 };
-
-std::string base64_encode(std::string_view bytes);
-Result<std::string> base64_decode(std::string_view text);
 
 enum class FrameChannel : uint8_t { kDatagram = 0, kStream = 1 };
 

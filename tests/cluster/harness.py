@@ -6,7 +6,7 @@ kinds of evidence:
   - fire records: every node's `record` handler is an exec script that appends one
     line per run (fire id, node, entry, scheduled ms, attempt, possible_duplicate, wall
     ms) to that node's records file;
-  - log lines: each node's stderr, one event per line (node/daemon/log.h).
+  - log lines: each node's stderr, one event per line (node/daemon/runtime/log.h).
 
 Cleanup: every process is started in its own session with PR_SET_PDEATHSIG(SIGKILL),
 so it dies with the harness even when the harness itself is killed; Run.cleanup() kills

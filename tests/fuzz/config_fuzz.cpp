@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "node/daemon/config.h"
+#include "node/daemon/config/config.h"
 #include "node/wire/frame.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // libFuzzer target: everything a node does with bytes that arrive from the network
-// before they reach the Node core (DESIGN.md §8).
+// before they reach the Node core (docs/design.md §8).
 //
 // The first input byte picks a path; the rest is the payload:
 //   0  the payload as a frame: FrameCipher::open must refuse it cleanly (a forged frame

@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/daemon/api.h"
-#include "node/daemon/http_request.h"
+#include "node/daemon/api/api.h"
+#include "node/daemon/http/http_request.h"
 #include "tests/unit/daemon_api_fixture.h"
 
 namespace {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sans-IO rule (DESIGN.md §2, STYLE.md §12), checked by a test rather than by memory:
+# The sans-IO rule (docs/design.md §2, docs/conventions.md §12), checked by a test rather than by memory:
 # the core folders may not name a real clock, start a thread, use a global random
 # source, or call libuv.  They get time and randomness passed in.
 #

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/base64.h"
 #include "base/flat_hash_map.h"
 #include "base/hash.h"
 #include "base/slot_index.h"
@@ -327,5 +328,32 @@ TEST_CASE("SortedBlocks: replace puts an equal item in the old one's place", "[b
     auto it = blocks.lower_bound(std::string_view(first[i]));
     REQUIRE(it != blocks.end());
     CHECK(*it == (i % 3 == 0 ? &second[i] : &first[i]));  // the new pointer where replaced
+  }
+}
+
+TEST_CASE("base64: RFC 4648 vectors, strict decoding with the position of the fault", "[base][base64]") {
+  // RFC 4648 §10 test vectors.
+  const std::pair<const char*, const char*> vectors[] = {{"", ""},         {"f", "Zg=="},     {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
+                                                         {"foobar", "Zm9vYmFy"}};
+  for (const auto& [plain, encoded] : vectors) {
+    CHECK(base64_encode(plain) == encoded);
+    CHECK(base64_decode(encoded).value() == plain);
+  }
+  CHECK(base64_encode(std::string("\x00\xff\xfe", 3)) == "AP/+");
+  const std::pair<const char*, const char*> bad[] = {
+      {"Zg=", "base64 length must be a multiple of 4"},
+      {"Z===", "invalid base64 padding at position 2"},
+      {"Zh==", "invalid base64 padding at position 3"},  // bits left over
+      {"Zg==Zg==", "invalid base64 character at position 5"},
+      {"Zm9v!AAA", "invalid base64 character at position 5"},
+      {"a!==", "invalid base64 character at position 2"},
+      {"Zm 9", "invalid base64 character at position 3"},
+  };
+  for (const auto& [text, message] : bad) {
+    INFO(text);
+    auto r = base64_decode(text);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message == message);
   }
 }

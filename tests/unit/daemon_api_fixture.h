@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "node/core/node.h"
-#include "node/daemon/api.h"
-#include "node/daemon/api_backend.h"
+#include "node/daemon/api/api.h"
+#include "node/daemon/api/api_backend.h"
 
 namespace caesium::test {
 

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/daemon/api_server.h"
+#include "node/daemon/api/api_server.h"
 #include "tests/unit/daemon_api_client_socket.h"
 #include "tests/unit/daemon_api_fixture.h"
 #include "tests/unit/daemon_exec_test_loop.h"

@@ -1,10 +1,10 @@
-// The HTTP/1.1 request parser and response serialisation (node/daemon/http_request.h):
+// The HTTP/1.1 request parser and response serialisation (node/daemon/http/http_request.h):
 // what it accepts, what it refuses with which status, limits, chunked bodies, pipelined
 // leftovers, and that any split of the same bytes parses the same (seeded).
 #include <catch2/catch.hpp>
 
 #include "base/rng.h"
-#include "node/daemon/http_request.h"
+#include "node/daemon/http/http_request.h"
 #include "tests/unit/test_seed.h"
 
 using namespace caesium;

@@ -6,7 +6,7 @@
 
 #include <uv.h>
 
-#include "node/daemon/http_server.h"
+#include "node/daemon/http/http_server.h"
 #include "tests/unit/daemon_api_client_socket.h"
 #include "tests/unit/daemon_exec_test_loop.h"
 

@@ -9,8 +9,8 @@
 #include <map>
 #include <vector>
 
-#include "node/daemon/api.h"
-#include "node/daemon/api_internal.h"
+#include "node/daemon/api/api.h"
+#include "node/daemon/api/api_internal.h"
 #include "tests/unit/daemon_api_fixture.h"
 #include "wire/caesium.capnp.h"
 

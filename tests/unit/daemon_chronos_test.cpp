@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/daemon/api.h"
-#include "node/daemon/chronos.h"
-#include "node/daemon/chronos_executor.h"
-#include "node/daemon/http_server.h"
+#include "node/daemon/api/api.h"
+#include "node/daemon/api/chronos.h"
+#include "node/daemon/exec/chronos_executor.h"
+#include "node/daemon/http/http_server.h"
 #include "schedule/timing.h"
 #include "tests/unit/daemon_api_fixture.h"
 #include "tests/unit/daemon_exec_test_loop.h"

@@ -8,8 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/daemon/config.h"
-#include "node/daemon/config_toml.h"
+#include "base/toml/toml_reader.h"
+#include "node/daemon/config/config.h"
+#include "tests/unit/toml_error_lines.h"
 
 using namespace caesium;
 using namespace caesium::daemon;
@@ -397,6 +398,31 @@ stream_listen = "127.0.0.1:7102"
                              "/cfg/n1.toml");
   REQUIRE_FALSE(bad_id.ok());
   CHECK_THAT(bad_id.error().message, Catch::StartsWith("/cfg/n1.toml:1:1: node_id: \"n 1\" is not a valid node id"));
+}
+
+TEST_CASE("config: every error of the file is reported, each with file:line:column and the key") {
+  // kMinimal is 6 lines; the errors start on line 7, in four sections.
+  const std::string text = std::string(kMinimal) +
+                           "colour = 1\n"                          // 7
+                           "cluster_name = 5\n"                    // 8
+                           "[gossip]\n"
+                           "probe_interval = \"1x\"\n"            // 10
+                           "probe_intervall = \"1s\"\n"           // 11
+                           "[storage]\n"
+                           "map_size = \"12XB\"\n"                // 13
+                           "[[handler]]\nname = \"x\"\nkind = \"shell\"\n";  // 16
+  auto r = parse_config(text, "/cfg/n1.toml");
+  REQUIRE_FALSE(r.ok());
+  const std::vector<std::string> expected = {
+      "/cfg/n1.toml:8:1: cluster_name: expected a string",
+      "/cfg/n1.toml:16:1: handler[0].kind: \"shell\" is not a handler kind",
+      "/cfg/n1.toml:10:1: gossip.probe_interval: \"1x\" is not a duration",
+      "/cfg/n1.toml:13:1: storage.map_size: \"12XB\" has an unknown size unit",
+      "/cfg/n1.toml:11:1: gossip.probe_intervall: unknown key",
+      "/cfg/n1.toml:7:1: colour: unknown key",
+  };
+  test::check_error_lines(r.error().message, R"(/cfg/n1\.toml)", expected);
+  CHECK(test::error_lines(r.error().message).size() == expected.size());
 }
 
 TEST_CASE("config: includes share the cluster, handlers and entries") {

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/daemon/executor.h"
-#include "node/daemon/handler_invocation.h"
+#include "node/daemon/exec/executor.h"
+#include "node/daemon/exec/handler_invocation.h"
 #include "tests/unit/daemon_exec_test_loop.h"
 
 using namespace caesium;

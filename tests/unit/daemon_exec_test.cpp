@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "base/time.h"
-#include "node/daemon/handler_executors.h"
-#include "node/daemon/handler_invocation.h"
+#include "node/daemon/exec/handler_executors.h"
+#include "node/daemon/exec/handler_invocation.h"
 #include "tests/unit/daemon_exec_test_loop.h"
 
 using namespace caesium;

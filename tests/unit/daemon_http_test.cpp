@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/daemon/executor.h"
-#include "node/daemon/handler_executors.h"
-#include "node/daemon/http_client.h"
+#include "node/daemon/exec/executor.h"
+#include "node/daemon/exec/handler_executors.h"
+#include "node/daemon/http/http_client.h"
 #include "tests/unit/daemon_exec_test_loop.h"
 
 using namespace caesium;

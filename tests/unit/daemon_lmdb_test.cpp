@@ -9,7 +9,7 @@
 #include <map>
 
 #include "base/rng.h"
-#include "node/daemon/lmdb_storage.h"
+#include "node/daemon/storage/lmdb_storage.h"
 #include "tests/unit/daemon_exec_test_loop.h"
 #include "tests/unit/daemon_test_support.h"
 #include "tests/unit/test_seed.h"

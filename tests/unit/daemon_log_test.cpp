@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
-#include "node/daemon/log.h"
+#include "node/daemon/runtime/log.h"
 
 using namespace caesium;
 using namespace caesium::daemon;

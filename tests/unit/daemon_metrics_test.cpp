@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "node/daemon/metrics.h"
+#include "node/daemon/metrics/metrics.h"
 #include "schedule/entry_json.h"
 #include "tests/unit/daemon_api_fixture.h"
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "base/rng.h"
-#include "node/daemon/net.h"
-#include "node/daemon/net_addr.h"
+#include "node/daemon/net/net.h"
+#include "node/daemon/net/net_addr.h"
 #include "tests/unit/daemon_exec_test_loop.h"
 #include "tests/unit/daemon_test_support.h"
 #include "tests/unit/test_seed.h"

@@ -14,7 +14,7 @@
 #include <iostream>
 #include <map>
 
-#include "node/daemon/runtime.h"
+#include "node/daemon/runtime/runtime.h"
 #include "schedule/entry.h"
 #include "tests/unit/daemon_exec_test_loop.h"
 #include "tests/unit/daemon_test_support.h"

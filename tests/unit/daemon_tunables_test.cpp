@@ -1,10 +1,10 @@
 // merge_glibc_tunables: what `caesium node` and `caesium sim` add to GLIBC_TUNABLES
-// before running themselves again (node/daemon/glibc_tunables.h).  The re-run itself,
+// before running themselves again (node/daemon/runtime/glibc_tunables.h).  The re-run itself,
 // and that handlers see the environment the node was started with, are checked on
 // real processes by the cluster suite (tests/cluster/scenario_smoke.py, `tunables`).
 #include <catch2/catch.hpp>
 
-#include "node/daemon/glibc_tunables.h"
+#include "node/daemon/runtime/glibc_tunables.h"
 
 using caesium::daemon::merge_glibc_tunables;
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/base64.h"
 #include "base/rng.h"
 #include "tests/unit/test_seed.h"
 #include "base/time.h"
@@ -13,6 +14,7 @@
 
 using namespace caesium::schedule;
 using caesium::Rng;
+using caesium::base64_encode;
 using nlohmann::json;
 
 namespace {
@@ -273,19 +275,7 @@ TEST_CASE("JSON errors name the field", "[entry][json]") {
   }
 }
 
-TEST_CASE("base64 and UTF-8 helpers", "[entry][json]") {
-  // RFC 4648 §10 test vectors.
-  const std::pair<const char*, const char*> vectors[] = {{"", ""},         {"f", "Zg=="},     {"fo", "Zm8="},
-                                                         {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
-                                                         {"foobar", "Zm9vYmFy"}};
-  for (const auto& [plain, encoded] : vectors) {
-    CHECK(base64_encode(plain) == encoded);
-    CHECK(base64_decode(encoded).value() == plain);
-  }
-  CHECK_FALSE(base64_decode("Zg=").ok());
-  CHECK_FALSE(base64_decode("Z===").ok());
-  CHECK_FALSE(base64_decode("Zg==Zg==").ok());
-  CHECK_FALSE(base64_decode("Zm9v!").ok());
+TEST_CASE("UTF-8 check", "[entry][json]") {
   CHECK(is_valid_utf8("plain ascii"));
   CHECK(is_valid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
   CHECK_FALSE(is_valid_utf8("\xc3"));          // truncated

@@ -11,6 +11,7 @@
 #include "sim/scenario.h"
 #include "sim/swarm.h"
 #include "sim_test_process.h"
+#include "tests/unit/toml_error_lines.h"
 
 using namespace caesium;
 using namespace caesium::sim;
@@ -244,6 +245,24 @@ TEST_CASE("scenario errors name the key and its line", "[sim]") {
   CHECK(e.find("no nodes") != std::string::npos);
 
   CHECK_FALSE(load_scenario("/nonexistent/x.toml").ok());
+}
+
+TEST_CASE("scenario: every error of the file is reported, each with file:line:column and the key", "[sim]") {
+  const std::string text = std::string("process = \"echo\"\n") +
+                           "duration = \"10 minutes\"\n" + kNodes +           // 2; the nodes end on line 8
+                           "[network]\nloss = 1.5\nlatencyy = \"2ms\"\n"      // 10, 11
+                           "[[volume]]\nname = \"v\"\n"                       // 12: no replicas
+                           "[[fault]]\ncrash = \"n1\"\n"                      // 14: no `at`
+                           "[[fault]]\nat = \"1m\"\ncrash = 5\n"              // 18
+                           "[expect]\nmin = { x = \"high\" }\n";             // 20
+  test::check_error_lines(error_of(text), R"(t\.toml)",
+                          {"t.toml:2:1: duration: \"10 minutes\" is not a duration",
+                           "t.toml:10:1: network.loss: 1.5 is out of range [0, 1]",
+                           "t.toml:11:1: network.latencyy: unknown key",
+                           "t.toml:12:1: volume[0]: a volume needs a name and replicas",
+                           "t.toml:14:1: fault[0]: a fault needs at",
+                           "t.toml:18:1: fault[1].crash: expected a string or an array of strings",
+                           "t.toml:20:9: expect.min.x: expected a number"});
 }
 
 TEST_CASE("[[workload.burst]] expands into one-shot entries spread over the window", "[sim]") {

@@ -7,6 +7,7 @@
 
 #include <sodium.h>
 
+#include "base/base64.h"
 #include "base/rng.h"
 #include "node/wire/codec.h"
 #include "node/wire/frame.h"

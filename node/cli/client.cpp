@@ -1,0 +1,369 @@
+// The client commands: arguments, target resolution, the libcurl transport, and one
+// function per command.  Rendering: client_render.cpp.
+#include "node/cli/client.h"
+
+#include <curl/curl.h>
+
+#include <cassert>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "base/base64.h"
+#include "base/time.h"
+#include "node/daemon/api/api.h"
+#include "node/daemon/config/config.h"
+#include "node/daemon/net/net_addr.h"
+#include "schedule/entry_json.h"
+
+namespace caesium::cli {
+
+using daemon::DaemonConfig;
+using daemon::format_host_port;
+using daemon::is_wildcard_host;
+using daemon::load_config;
+using daemon::parse_host_port;
+using daemon::percent_encode;
+using daemon::read_token_file;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kOk = 0, kRemoteError = 1;
+
+Result<std::string> read_input(const std::string& path) {
+  std::ostringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+    return text.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error("cannot read " + path);
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string trim(std::string s) {
+  const char* ws = " \t\r\n";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+// --- one exchange and its errors ------------------------------------------------------
+
+struct Session {
+  ClientTarget target;
+  ClientTransport transport;
+  std::ostream& out;
+  std::ostream& err;
+  bool json_out = false;
+  const UsageErrorFn& usage_error;
+
+  // The JSON of a 2xx answer, or nullopt after reporting the failure on `err`.
+  std::optional<json> call(const std::string& method, const std::string& path, const std::string& body = {}) {
+    ClientResponse r = transport(method, path, body);
+    if (!r.connected) {
+      err << "caesium: cannot reach the API at " << target.base_url << ": " << r.error
+          << " (is the node running with api.listen set?)\n";
+      return std::nullopt;
+    }
+    json j = r.body.empty() ? json::object() : json::parse(r.body, nullptr, false);
+    if (r.status >= 200 && r.status < 300) {
+      if (j.is_discarded()) j = json::object();
+      return j;
+    }
+    std::string message = "the API answered HTTP " + std::to_string(r.status);
+    std::string field;
+    if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_string()) {
+      message = j["error"].get<std::string>();
+      if (j.contains("field") && j["field"].is_string()) field = j["field"].get<std::string>();
+    }
+    if (r.status == 401) {
+      err << "caesium: unauthorized (401): " << message
+          << "\n  give the API token with --token-file FILE, $CAESIUM_TOKEN or --config NODE.toml\n";
+    } else if (r.status == 404) {
+      err << "caesium: not found (404): " << message << "\n";
+    } else {
+      err << "caesium: HTTP " << r.status << ": " << message << (field.empty() ? "" : " [field: " + field + "]") << "\n";
+    }
+    return std::nullopt;
+  }
+
+  void print(const json& j, const std::string& human) {
+    if (json_out) {
+      out << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+    } else {
+      out << human;
+    }
+  }
+};
+
+std::string entry_path(const ClientArgs& a) {
+  return "/v1/volumes/" + percent_encode(a.positionals[0]) + "/entities/" + percent_encode(a.positionals[1]) +
+         "/schedule/" + percent_encode(a.positionals[2]);
+}
+
+std::string with_w(const std::string& path, const ClientArgs& a) {
+  auto w = a.value("--w");
+  return w ? path + "?w=" + percent_encode(*w) : path;
+}
+
+// The entry document from --file / --data, or built from field flags.
+Result<std::string> entry_body(const ClientArgs& a) {
+  const bool from_doc = a.value("--file") || a.value("--data");
+  static const std::vector<std::string> kFields = {
+      "--cron", "--tz", "--jitter", "--at", "--after", "--interval", "--repeat-for", "--count", "--handler",
+      "--semantics", "--misfire", "--misfire-window", "--accept-timeout", "--complete-time", "--payload",
+      "--payload-file", "--bind"};
+  bool any_field = a.has("--prefer-origin");
+  for (const auto& f : kFields) any_field |= a.values.count(f) > 0;
+  if (from_doc && any_field) return Error("give the entry with --file/--data or with field options, not both");
+  if (a.value("--file") && a.value("--data")) return Error("give --file or --data, not both");
+  if (auto f = a.value("--file")) return read_input(*f);
+  if (auto d = a.value("--data")) return *d;
+  json j = json::object();
+  const bool timer = a.value("--at") || a.value("--after") || a.value("--interval");
+  if (a.value("--cron") && timer) return Error("give --cron or a timer (--at, --after, --interval), not both");
+  if (!a.value("--cron") && !timer) return Error("say when: --cron EXPR, --at TIME, --after DURATION or --interval DURATION");
+  if (auto c = a.value("--cron")) j["cron"] = *c;
+  if (auto tz = a.value("--tz")) j["tz"] = *tz;
+  if (timer) {
+    json t = json::object();
+    for (const auto& [flag, key] : std::vector<std::pair<std::string, std::string>>{
+             {"--at", "at"}, {"--after", "after"}, {"--interval", "interval"}, {"--repeat-for", "repeat_for"}}) {
+      if (auto v = a.value(flag)) t[key] = *v;
+    }
+    if (auto c = a.value("--count")) {
+      if (c->empty() || c->find_first_not_of("0123456789") != std::string::npos || c->size() > 10) {
+        return Error("--count must be a whole number");
+      }
+      t["count"] = std::stoull(*c);
+    }
+    if (auto jt = a.value("--jitter")) t["jitter"] = *jt;
+    j["timer"] = std::move(t);
+  } else if (auto jt = a.value("--jitter")) {
+    j["jitter"] = *jt;
+  }
+  for (const auto& [flag, key] : std::vector<std::pair<std::string, std::string>>{
+           {"--handler", "handler"}, {"--semantics", "semantics"}, {"--misfire", "misfire"},
+           {"--misfire-window", "misfire_window"}, {"--accept-timeout", "accept_timeout"},
+           {"--complete-time", "complete_time"}, {"--payload", "payload"}}) {
+    if (auto v = a.value(flag)) j[key] = *v;
+  }
+  if (auto pf = a.value("--payload-file")) {
+    if (a.value("--payload")) return Error("give --payload or --payload-file, not both");
+    auto bytes = read_input(*pf);
+    if (!bytes) return bytes.error();
+    if (schedule::is_valid_utf8(*bytes)) {
+      j["payload"] = *bytes;
+    } else {
+      j["payload_base64"] = base64_encode(*bytes);
+    }
+  }
+  if (auto it = a.values.find("--bind"); it != a.values.end()) j["bind"] = it->second;
+  if (a.has("--prefer-origin")) j["prefer_origin"] = true;
+  return j.dump();
+}
+
+// --- the commands ---------------------------------------------------------------------------
+
+int cmd_put(Session& s, const ClientArgs& a) {
+  auto body = entry_body(a);
+  if (!body) return s.usage_error(body.error().message);
+  auto j = s.call("PUT", with_w(entry_path(a), a), *body);
+  if (!j) return kRemoteError;
+  s.print(*j, render_entry(*j));
+  return kOk;
+}
+
+int cmd_get(Session& s, const ClientArgs& a) {
+  auto j = s.call("GET", entry_path(a));
+  if (!j) return kRemoteError;
+  s.print(*j, render_entry(*j));
+  return kOk;
+}
+
+int cmd_rm(Session& s, const ClientArgs& a) {
+  if (!s.call("DELETE", with_w(entry_path(a), a))) return kRemoteError;
+  if (!s.json_out) s.out << "deleted " << a.positionals[1] << "/" << a.positionals[2] << " from " << a.positionals[0] << "\n";
+  return kOk;
+}
+
+int cmd_ls(Session& s, const ClientArgs& a) {
+  std::string after = a.value("--after").value_or("");
+  json all = json::array();
+  json last;
+  do {
+    std::string path = "/v1/volumes/" + percent_encode(a.positionals[0]) + "/entries?after=" + percent_encode(after);
+    if (auto p = a.value("--prefix")) path += "&prefix=" + percent_encode(*p);
+    if (auto l = a.value("--limit")) path += "&limit=" + percent_encode(*l);
+    auto j = s.call("GET", path);
+    if (!j) return kRemoteError;
+    for (auto& e : (*j)["entries"]) all.push_back(e);
+    last = std::move(*j);
+    after = last["next"].is_string() ? last["next"].get<std::string>() : std::string();
+  } while (a.has("--all") && !after.empty());
+  last["entries"] = std::move(all);
+  s.print(last, render_entry_list(last));
+  return kOk;
+}
+
+int cmd_history(Session& s, const ClientArgs& a) {
+  std::string path = entry_path(a) + "/history";
+  if (auto l = a.value("--limit")) path += "?limit=" + percent_encode(*l);
+  auto j = s.call("GET", path);
+  if (!j) return kRemoteError;
+  s.print(*j, render_history(*j));
+  return kOk;
+}
+
+int cmd_status(Session& s, const ClientArgs&) {
+  auto j = s.call("GET", "/v1/status");
+  if (!j) return kRemoteError;
+  s.print(*j, render_status(*j));
+  return kOk;
+}
+
+int cmd_config_get(Session& s, const ClientArgs&) {
+  auto j = s.call("GET", "/v1/config");
+  if (!j) return kRemoteError;
+  s.print(*j, render_config(*j));
+  return kOk;
+}
+
+int cmd_config_apply(Session& s, const ClientArgs& a) {
+  auto text = read_input(a.positionals.at(0));
+  if (!text) return s.usage_error(text.error().message);
+  auto j = s.call("PUT", a.has("--force") ? "/v1/config?force=true" : "/v1/config", *text);
+  if (!j) return kRemoteError;
+  s.print(*j, "applied cluster config epoch " + std::to_string(j->value("epoch", 0)) + "\n" + render_config(*j));
+  return kOk;
+}
+
+using CommandFn = int (*)(Session&, const ClientArgs&);
+
+const std::map<std::string, CommandFn>& command_table() {
+  static const std::map<std::string, CommandFn> table = {
+      {"put", cmd_put},         {"get", cmd_get},       {"rm", cmd_rm},
+      {"history", cmd_history}, {"ls", cmd_ls},         {"status", cmd_status},
+      {"config", cmd_config_get}, {"config get", cmd_config_get}, {"config apply", cmd_config_apply}};
+  return table;
+}
+
+
+}  // namespace
+
+EnvFn process_env() {
+  return [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    return std::string(v);
+  };
+}
+
+Result<ClientTarget> resolve_client_target(const ClientFlags& flags, const EnvFn& env) {
+  std::optional<DaemonConfig> config;
+  if (flags.config) {
+    auto c = load_config(*flags.config);
+    if (!c) return Error(c.error().message);
+    config = std::move(*c);
+  }
+  std::string api;
+  if (flags.api) {
+    api = *flags.api;
+  } else if (auto e = env("CAESIUM_API")) {
+    api = *e;
+  } else if (config) {
+    auto hp = parse_host_port(config->api.listen, true);
+    if (!hp) return Error(*flags.config + ": api.listen: " + hp.error().message);
+    if (hp->port == 0) return Error(*flags.config + ": api.listen has port 0, so that node serves no API");
+    if (is_wildcard_host(hp->host)) hp->host = hp->host.find(':') != std::string::npos ? "::1" : "127.0.0.1";
+    api = format_host_port(*hp);
+  } else {
+    return Error("no API address: give --api HOST:PORT, set $CAESIUM_API, or --config NODE.toml");
+  }
+  ClientTarget t;
+  t.base_url = api.find("://") == std::string::npos ? "http://" + api : api;
+  while (!t.base_url.empty() && t.base_url.back() == '/') t.base_url.pop_back();
+  std::optional<std::string> token_file = flags.token_file;
+  if (!token_file) {
+    if (auto e = env("CAESIUM_TOKEN")) {
+      t.token = trim(*e);
+      return t;
+    }
+    if (config && !config->api.token_file.empty()) token_file = config->api.token_file;
+  }
+  if (token_file) {
+    auto token = read_token_file(*token_file);
+    if (!token) return token.error();
+    t.token = *token;
+  }
+  return t;
+}
+
+ClientTransport curl_transport(const ClientTarget& target, int64_t timeout_ms) {
+  static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);
+  (void)global;
+  return [target, timeout_ms](const std::string& method, const std::string& path, const std::string& body) {
+    ClientResponse r;
+    CURL* e = curl_easy_init();
+    if (e == nullptr) {
+      r.error = "libcurl could not make a request handle";
+      return r;
+    }
+    curl_slist* headers = nullptr;
+    if (!target.token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + target.token).c_str());
+    headers = curl_slist_append(headers, "Expect:");
+    const std::string url = target.base_url + path;
+    curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (method == "GET") {
+      curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+      headers = curl_slist_append(headers, "Content-Type: application/json");
+      curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.data());
+      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method.c_str());
+    }
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "caesium-cli");
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, +[](char* data, size_t size, size_t n, void* user) {
+      static_cast<std::string*>(user)->append(data, size * n);
+      return size * n;
+    });
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &r.body);
+    char error[CURL_ERROR_SIZE] = {};
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, error);
+    const CURLcode rc = curl_easy_perform(e);
+    if (rc == CURLE_OK) {
+      r.connected = true;
+      curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r.status);
+    } else {
+      r.error = error[0] != '\0' ? error : curl_easy_strerror(rc);
+    }
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(e);
+    return r;
+  };
+}
+
+int run_client_command(const std::string& command, const ClientArgs& args, std::ostream& out, std::ostream& err,
+                       const EnvFn& env, const ConnectFn& connect, const UsageErrorFn& usage_error) {
+  auto it = command_table().find(command);
+  assert(it != command_table().end());
+  // The parser checked that --timeout is a duration above zero.
+  const int64_t timeout_ms = args.value("--timeout") ? parse_duration_ms(*args.value("--timeout")).value() : 30'000;
+  ClientFlags flags{args.value("--api"), args.value("--token-file"), args.value("--config")};
+  auto target = resolve_client_target(flags, env);
+  if (!target) return usage_error(target.error().message);
+  Session s{*target, connect(*target, timeout_ms), out, err, args.has("--json"), usage_error};
+  return it->second(s, args);
+}
+
+}  // namespace caesium::cli

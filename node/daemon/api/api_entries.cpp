@@ -1,0 +1,197 @@
+// ApiHandler, part 2: entries (put, get, delete, list), occurrence history and the
+// cluster config.  Every route here runs on a replica of the volume (api.cpp forwards
+// the others).
+#include <algorithm>
+
+#include "node/daemon/api/api.h"
+#include "node/daemon/api/api_internal.h"
+#include "schedule/entry_json.h"
+#include "schedule/timing.h"
+
+namespace caesium::daemon {
+
+using nlohmann::json;
+using namespace api_detail;
+
+namespace {
+
+std::string entry_path(const std::string& volume, const std::string& entity, const std::string& name) {
+  return "/v1/volumes/" + volume + "/entities/" + entity + "/schedule/" + name;
+}
+
+// ?w=N: 1..(replicas of the volume).  Absent = 1.
+Result<size_t> write_quorum(const ServerRequest& req, const node::ClusterConfig& config, const std::string& volume) {
+  Status qs;
+  auto w = query_param(req, "w", qs);
+  if (!qs.ok()) return qs.error();
+  if (!w) return size_t{1};
+  const node::VolumeSpec* spec = config.volume(volume);
+  const size_t replicas = spec == nullptr ? 1 : std::max<size_t>(1, spec->replicas.size());
+  auto n = parse_count(*w, "w", 1, replicas);
+  if (!n) {
+    return Error("w must be between 1 and " + std::to_string(replicas) + " (volume '" + volume + "' has " +
+                     std::to_string(replicas) + " replicas)",
+                 "w");
+  }
+  return n;
+}
+
+// ?limit=N: absent = `fallback`; above `max` is cut to `max` (a client asking for more
+// than a page holds gets a full page and a cursor).
+Result<size_t> read_limit(const ServerRequest& req, size_t fallback, size_t max) {
+  Status qs;
+  const auto text = query_param(req, "limit", qs);
+  if (!qs.ok()) return qs.error();
+  if (!text) return fallback;
+  auto n = parse_count(*text, "limit", 1, 999'999'999);
+  if (!n) return n.error();
+  return std::min(*n, max);
+}
+
+}  // namespace
+
+json ApiHandler::entry_json(const std::string& volume, const schedule::Entry& entry) const {
+  json j = schedule::entry_to_json(entry);
+  std::optional<int64_t> next = backend_.next_occurrence(volume, schedule::entry_key(entry));
+  if (!next) next = schedule::next_occurrence(entry, backend_.now().utc_ms);
+  j["next"] = next ? json(format_rfc3339_utc(*next)) : json(nullptr);
+  return j;
+}
+
+ApiAction ApiHandler::entry_get(const std::string& volume, const std::string& entity, const std::string& name) {
+  auto e = backend_.get_entry(volume, entity, name);
+  if (!e) {
+    return respond(error_response(404, "no entry '" + name + "' for entity '" + entity + "' in volume '" + volume + "'",
+                                  "name"));
+  }
+  return respond(json_response(200, entry_json(volume, *e)));
+}
+
+ApiAction ApiHandler::entry_put(const ServerRequest& req, const std::string& volume, const std::string& entity,
+                                const std::string& name) {
+  auto w = write_quorum(req, backend_.cluster_config(), volume);
+  if (!w) return respond(error_response(400, w.error().message, w.error().field));
+  json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) return respond(error_response(400, "the body is not valid JSON", "body"));
+  if (!body.is_object()) return respond(error_response(400, "the body must be a JSON object (the entry's fields)", "body"));
+  // What GET adds beyond the entry's own fields is accepted back and ignored, so a
+  // GET-edit-PUT round trip works.
+  body.erase("next");
+  const Clock now = backend_.now();
+  auto entry = schedule::entry_from_json(body, entity, name, now.utc_ms, backend_.node_id());
+  if (!entry) return respond(error_response(400, entry.error().message, entry.error().field));
+  const bool existed = backend_.get_entry(volume, entity, name).has_value();
+  auto ack = backend_.put_entry(volume, *entry, *w > 1);
+  if (!ack) return respond(error_response(400, ack.error().message, ack.error().field));
+  ServerResponse r = json_response(existed ? 200 : 201, entry_json(volume, *entry));
+  if (!existed) r.headers.emplace_back("Location", entry_path(volume, entity, name));
+  return await_write(*ack, volume, *w, std::move(r));
+}
+
+ApiAction ApiHandler::entry_delete(const ServerRequest& req, const std::string& volume, const std::string& entity,
+                                   const std::string& name) {
+  auto w = write_quorum(req, backend_.cluster_config(), volume);
+  if (!w) return respond(error_response(400, w.error().message, w.error().field));
+  if (!backend_.get_entry(volume, entity, name)) {
+    return respond(error_response(404, "no entry '" + name + "' for entity '" + entity + "' in volume '" + volume + "'",
+                                  "name"));
+  }
+  auto ack = backend_.delete_entry(volume, entity, name, *w > 1);
+  if (!ack) return respond(error_response(404, ack.error().message, ack.error().field));
+  ServerResponse r;
+  r.status = 204;
+  r.content_type.clear();
+  return await_write(*ack, volume, *w, std::move(r));
+}
+
+ApiAction ApiHandler::entry_list(const ServerRequest& req, const std::string& volume) {
+  Status qs;
+  const std::string prefix = query_param(req, "prefix", qs).value_or("");
+  const std::string after = query_param(req, "after", qs).value_or("");
+  if (!qs.ok()) return respond(error_response(400, qs.error().message, qs.error().field));
+  auto limit = read_limit(req, options_.default_list_limit, options_.max_list_limit);
+  if (!limit) return respond(error_response(400, limit.error().message, limit.error().field));
+  // One more than asked tells whether there is a next page.
+  std::vector<schedule::Entry> entries = backend_.list_entries(volume, prefix, after, *limit + 1);
+  json next = nullptr;
+  if (entries.size() > *limit) {
+    entries.resize(*limit);
+    next = schedule::entry_key(entries.back());
+  }
+  json list = json::array();
+  for (const auto& e : entries) list.push_back(entry_json(volume, e));
+  return respond(json_response(200, {{"volume", volume}, {"entries", std::move(list)}, {"next", std::move(next)}}));
+}
+
+ApiAction ApiHandler::entry_history(const ServerRequest& req, const std::string& volume, const std::string& entity,
+                                    const std::string& name) {
+  auto limit = read_limit(req, options_.default_history_limit, options_.max_history_limit);
+  if (!limit) return respond(error_response(400, limit.error().message, limit.error().field));
+  auto occurrences = backend_.history(volume, entity, name, *limit);
+  if (occurrences.empty() && !backend_.get_entry(volume, entity, name)) {
+    return respond(error_response(404, "no entry '" + name + "' for entity '" + entity + "' in volume '" + volume +
+                                           "' and no occurrence history for it",
+                                  "name"));
+  }
+  return respond(json_response(200, {{"volume", volume},
+                                     {"entity", entity},
+                                     {"name", name},
+                                     {"occurrences", history_json(occurrences)}}));
+}
+
+ApiAction ApiHandler::config_put(const ServerRequest& req) {
+  auto decoded = node::decode_cluster_config(req.body);
+  if (!decoded) {
+    const std::string field = decoded.error().field.empty() ? "body" : decoded.error().field;
+    return respond(error_response(400, decoded.error().message, field));
+  }
+  auto config = node::normalize(std::move(*decoded));
+  if (!config) return respond(error_response(400, config.error().message, config.error().field));
+  const uint64_t current = backend_.cluster_config().epoch;
+  if (config->epoch <= current) {
+    json j = {{"error", "a new cluster config needs an epoch above the current one (" + std::to_string(current) + ")"},
+              {"field", "epoch"},
+              {"current_epoch", current}};
+    return respond(json_response(409, j));
+  }
+  // ?force=true: apply although a replica lags, has not filled or has not been heard holding
+  // the epoch, or a majority of the nodes is not alive (replicas lost for good).
+  Status qs;
+  const auto force_text = query_param(req, "force", qs);
+  if (!qs.ok()) return respond(error_response(400, qs.error().message, qs.error().field));
+  if (force_text && *force_text != "true" && *force_text != "false") {
+    return respond(error_response(400, "force must be true or false", "force"));
+  }
+  const bool force = force_text && *force_text == "true";
+  if (Status s = node::check_config_replicas(*config); !s.ok()) {
+    return respond(error_response(400, s.error().message, s.error().field));
+  }
+  // A replica change that cannot follow the current config in one step, or that comes
+  // while a replica still holds an older epoch, conflicts with the cluster's state: 409.
+  if (Status s = node::check_config_change(backend_.cluster_config(), *config); !s.ok()) {
+    return respond(error_response(409, s.error().message, s.error().field));
+  }
+  auto ack = backend_.apply_config(*config, force);
+  if (!ack) return respond(config_response(ack.error()));
+  ApiAction a = await_write(*ack, "", 1, config_response(Status::success()));
+  if (ack->config_proposal != 0) {
+    // Agreed by a majority of the nodes first; the node gives up after 5 s.
+    a.wait.config_proposal = ack->config_proposal;
+    a.wait.deadline_mono_ms = std::max(a.wait.deadline_mono_ms, backend_.now().mono_ms + 10'000);
+  }
+  return a;
+}
+
+ServerResponse ApiHandler::config_response(const Status& outcome) const {
+  if (outcome.ok()) return json_response(200, json::parse(backend_.cluster_config().encode()));
+  const auto& e = outcome.error();
+  // What is left to refuse depends on the cluster's state (a lagging or unfilled
+  // replica, another change of the same epoch), not on the document: 409, and the same
+  // request (or one on top of the other change) succeeds later.
+  const bool state = e.field == "epoch" || e.field == "volumes.replicas";
+  // Too few nodes alive, or answering, to change the config safely: unavailable for now.
+  const int code = e.field == "nodes" ? 503 : state ? 409 : 400;
+  return error_response(code, e.message, e.field);
+}
+
+}  // namespace caesium::daemon
