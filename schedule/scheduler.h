@@ -440,6 +440,7 @@ class Scheduler {
   int64_t owner_stall_ms(const Entry& e) const;
   // Where the misfire policy may stop o: Finished (missed or skipped) and true when it did.
   bool misfire_stops(Occ& o, const Entry& e, Clock now);
+  bool late_attempt_stops(Occ& o, const Entry& e, Clock now);
   bool misfire_policy_allows(const Occ& o, const Entry& e, Clock now) const;
   void defer(Occ& o, Clock now, const std::string& why);
 

@@ -216,6 +216,21 @@ bool Scheduler::misfire_policy_allows(const Occ& o, const Entry& e, Clock now) c
 // Where a run is decided (an ownership begins, a new attempt is about to go out), the
 // misfire window and policy judge o against its due time: an occurrence decided late
 // runs only if the policy lets it, however long ago its claim started.
+// A new attempt of an occurrence owned in time continues that decision: only the window,
+// and a policy that forbids late runs outright (skip), stop it.  Under fire_once a run
+// whose first worker could not be reached for a while still runs (a later occurrence
+// already due does not make it a misfire: it was decided in time).
+bool Scheduler::late_attempt_stops(Occ& o, const Entry& e, Clock now) {
+  const bool past_window = now.utc_ms - o.fire_utc_ms > e.misfire_window_ms;
+  const bool skip_late = e.misfire == MisfirePolicy::skip && now.utc_ms - o.fire_utc_ms > options_.misfire_threshold_ms;
+  if (!past_window && !skip_late) return false;
+  mark(Mark::kMisfireAtDecision);
+  to_finished(o, past_window ? Outcome::kMissed : Outcome::kSkipped,
+              past_window ? "no attempt ran within the misfire window" : "a new attempt would start late; policy skips it",
+              now);
+  return true;
+}
+
 bool Scheduler::misfire_stops(Occ& o, const Entry& e, Clock now) {
   if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
     mark(Mark::kMisfireAtDecision);

@@ -209,7 +209,7 @@ void Scheduler::abandon_and_redispatch(Occ& o, Attempt& a, bool window_over, con
 
 void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>& exclude_in) {
   const Entry& e = *o.entry;
-  if (misfire_stops(o, e, now)) return;  // every new attempt is a run decided now
+  if (late_attempt_stops(o, e, now)) return;
   firing::Owned& own = o.as<firing::Owned>();
   for (const Attempt& prev : own.attempts) {
     (void)prev;

@@ -65,6 +65,9 @@ struct NodeOptions {
   int64_t sync_interval_ms = 10'000;    // anti-entropy with one peer replica per volume
   int64_t sync_session_timeout_ms = 5'000;  // since the session's last message
   int64_t startup_grace_ms = 3'000;     // masters decide nothing before join or this long
+  // A node that sees peer replicas decides only once it has reconciled with a majority (or
+  // all it sees) — or, when no session completes, after this long (node_gossip.cpp).
+  int64_t reconcile_timeout_ms = 10'000;
   int64_t replay_window_ms = 120'000;   // frames older/newer than this are refused
   int64_t maintenance_interval_ms = 30'000;  // retention sweeps, tombstone purge
   // Records a retention sweep visits (or tombstones it purges) per event-loop turn: a
@@ -307,6 +310,7 @@ class Node final : private schedule::SchedulerHost {
     // Until synced: the replicas this node has completed a session with (as the one who
     // began it) since it started, or since a peer appeared while it decided alone.
     std::set<std::string> synced_with;
+    int64_t reconciling_since_mono_ms = 0;  // reconciling again since (a peer appeared while alone)
     // Copied from a replica that held the volume before this node did: an anti-entropy
     // session with a previous replica completed since the volume was opened (or with any
     // replica, when the config names no previous ones or this node is one).  Advertised

@@ -209,6 +209,7 @@ void Node::update_synced(VolumeState& vs, const VolumeSpec& spec, Clock now) {
     vs.synced = false;
     vs.synced_alone = false;
     vs.synced_with.clear();
+    vs.reconciling_since_mono_ms = now.mono_ms;
     vs.sync_soon_with = reachable.front();
     vs.next_sync_mono_ms = now.mono_ms;
   }
@@ -217,6 +218,14 @@ void Node::update_synced(VolumeState& vs, const VolumeSpec& spec, Clock now) {
     if (now.mono_ms - vs.opened_mono_ms < options_.startup_grace_ms) return;
     vs.synced = true;
     vs.synced_alone = true;
+    return;
+  }
+  // Replicas in view that no session completes with (a link that drops what we send):
+  // the others may be deferring to this node, so it decides after reconcile_timeout with
+  // what it has — at-least-once work it runs again is flagged a possible duplicate, and
+  // at-most-once work is still decided by a majority's votes.
+  if (now.mono_ms - std::max(vs.opened_mono_ms, vs.reconciling_since_mono_ms) >= options_.reconcile_timeout_ms) {
+    vs.synced = true;
     return;
   }
   if (vs.synced_with.empty()) return;
@@ -285,6 +294,10 @@ schedule::PeerView Node::peer(const std::string& node) const {
     p.load = m->load.running + m->load.queued;
     p.slots = m->capacity.max_running;
   }
+  // The boot of its latest authenticated frame is fresher than gossip's: a worker that
+  // restarted answers a dispatch (naming its new boot) before its new membership record
+  // reaches us, and judged by the old one it would look gone.
+  if (const uint64_t* boot = frame_boots_.find(hash64(node)); boot != nullptr && *boot != 0) p.boot = *boot;
   p.clock_ahead_ms = clock_ahead(node);
   return p;
 }
