@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <string>
 
+#include "schedule/hlc.h"
+
 namespace caesium::schedule {
 
 struct OccurrenceId {
@@ -50,6 +52,10 @@ enum class ClaimKind : uint8_t {
   kClaim = 0,    // round 0: grant o to the claimant and accept `attempt`
   kPrepare = 1,  // round >= 1: promise the round; answer with the latest accepted attempt
   kAccept = 2,   // accept `attempt` in the claimant's round
+  // At-least-once: "is this definition still current?" before an attempt no vote backs (a
+  // takeover, a redispatch).  The replica compares the entry version only: no vote, nothing
+  // written; answers kGranted or kSuperseded (docs/firing.md, Deletes and edits).
+  kCheck = 3,
 };
 
 // CLAIM(o, claimant, W): ask a replica to grant o to the claimant.
@@ -69,6 +75,15 @@ struct Claim {
   // 0 and 0 from a sender that predates the fields: never refused as stale.
   uint64_t config_epoch = 0;
   uint64_t sets_hash = 0;
+  // The version of the entry's record the claimant decides under (kClaim, kAccept).  A
+  // replica holding a newer one (an edit, a delete) answers kSuperseded: once a change of
+  // the entry is held by a majority, no claim of the old definition can win one
+  // (docs/firing.md, Deletes and edits).  Zero: not known, never refused so.
+  Version entry_version;
+  // The claimant's lease on this round's answers: its mono clock when it (re)started
+  // asking; replies echo it, and a claimant counts only answers to its current lease,
+  // which it dispatches within SchedulerOptions::claim_lease_ms of.
+  uint64_t lease = 0;
   bool operator==(const Claim&) const = default;
 };
 
@@ -78,6 +93,7 @@ enum class ClaimOutcome : uint8_t {
   kNotDue = 2,      // not due by this replica's clock yet; retry after `retry_after_ms`
   kAbstain = 3,     // this replica cannot vote on o (amnesia horizon, not a replica, unknown entry)
   kStale = 4,       // the claim names replica sets of an older config epoch; retry after `retry_after_ms`
+  kSuperseded = 5,  // this replica holds a newer version of the entry (edited or deleted)
 };
 
 struct ClaimReply {
@@ -95,6 +111,7 @@ struct ClaimReply {
   uint64_t accepted_round = 0;
   ProcessId accepted_by;
   AttemptInfo accepted;
+  uint64_t lease = 0;  // echoes the claim's
   bool operator==(const ClaimReply&) const = default;
 };
 

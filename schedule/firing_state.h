@@ -76,6 +76,14 @@ struct Attempt {
   bool adopted = false;
   bool doubt = false;
   bool counted = false;  // counted in Scheduler::outstanding_ (until it finishes or is given up)
+  // kProposing: the lease on the acceptances (as Ballot's); `check`: at-least-once, the
+  // replicas are asked only whether the definition still stands (ClaimKind::kCheck), and
+  // when no majority answers by claim_give_up the attempt goes out anyway, as degraded
+  // work does; checking_since_mono_ms: when the first check left.
+  uint64_t lease = 0;
+  int64_t lease_started_mono_ms = 0;
+  bool check = false;
+  int64_t checking_since_mono_ms = 0;
 };
 
 // --- the votes a claim or a prepare gathers ----------------------------------------------------
@@ -86,6 +94,16 @@ struct Ballot {
   std::map<std::string, int64_t> not_due_until_mono;
   int64_t started_mono_ms = 0;
   int64_t refused_since_mono_ms = 0;  // the first refusal of those in `refused` (0: none)
+  // The lease on the grants (Claim::lease): they count for a dispatch only within
+  // claim_lease_ms of lease_started_mono_ms; an older lease is renewed (asked again).
+  uint64_t lease = 0;
+  int64_t lease_started_mono_ms = 0;
+  void renew(int64_t now_mono_ms) {
+    lease = static_cast<uint64_t>(now_mono_ms) + 1;
+    lease_started_mono_ms = now_mono_ms;
+    for (const auto& n : granted) answered.erase(n);
+    granted.clear();
+  }
   void clear(int64_t now_mono_ms) {
     granted.clear();
     refused.clear();
@@ -93,6 +111,7 @@ struct Ballot {
     not_due_until_mono.clear();
     started_mono_ms = now_mono_ms;
     refused_since_mono_ms = 0;
+    renew(now_mono_ms);
   }
   void refuse(const std::string& node, int64_t now_mono_ms) {
     if (refused.empty()) refused_since_mono_ms = now_mono_ms;
@@ -118,6 +137,9 @@ struct Claiming {
   // At-most-once: a replica granted this claim while holding another attempt of ours
   // accepted in round 0, which may have been dispatched: o goes to a higher round.
   bool met_older_value = false;
+  // A replica holds a newer version of the entry: this claim decides under a definition
+  // that no longer stands, and stops.
+  bool superseded = false;
 };
 
 // A takeover of at-most-once work: preparing round `round`, learning accepted values.
@@ -198,6 +220,7 @@ struct Occ {
   bool at_most_once = false;
   Phase phase;
   std::shared_ptr<const Entry> entry;  // captured when this node started deciding
+  Version entry_version;               // of the entry's record `entry` was read from
 
   // What this replica knows of o, whatever its phase.
   std::map<std::string, OwnerRecord> owner_records;    // by owner node
@@ -210,6 +233,9 @@ struct Occ {
   uint32_t claim_rounds = 0;        // round-0 claims this process started
   bool ever_owned = false;          // this process owned o at some point: its grants are never released
   bool backup = false;              // deciding as a backup: the master made no progress (kBackup)
+  // Replica side: when this node last granted a claim or accepted an attempt for o that may
+  // lead to a dispatch (Scheduler::ack_hold_until_mono); 0: never.
+  int64_t granted_mono_ms = 0;
   // Deferral clocks: deferring to a grant holder since, to another's open owner record since
   // (0 = not deferring).  The owner one runs until a takeover round starts.
   int64_t holder_deferred_since_mono_ms = 0;

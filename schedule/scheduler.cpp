@@ -68,7 +68,8 @@ Scheduler::Scheduler(ProcessId self, SchedulerOptions options, SchedulerHost& ho
       last_{start_mono_ms, start_utc_ms},
       utc_wheel_(start_utc_ms),
       mono_wheel_(start_mono_ms),
-      started_utc_ms_(start_utc_ms) {
+      started_utc_ms_(start_utc_ms),
+      started_mono_ms_(start_mono_ms) {
 #ifndef NDEBUG
   options_.check_invariants = true;
 #endif
@@ -166,14 +167,12 @@ void Scheduler::on_record(const std::string& volume, const std::string& key,
   if (is_entry_key(key)) {
     if (!value) {
       remove_entry(volume, key);
-      return;
-    }
-    auto entry = decode_entry(*value);
-    if (!entry.ok()) {
+    } else if (auto entry = decode_entry(*value); entry.ok()) {
+      upsert_entry(volume, key, *entry, now);
+    } else {
       ++counters_.bad_records;
-      return;
     }
-    upsert_entry(volume, key, *entry, now);
+    entry_changed(volume, key, now);
     return;
   }
   if (!is_occ_key(key)) return;
@@ -208,6 +207,7 @@ void Scheduler::on_local_record(const std::string& key, const std::string& value
   }
   const OccKey k = occ_key(parsed->volume, parsed->occ);
   if (votes_.insert_or_assign(k, std::move(*vote)).second) retain_interned(k.entry);
+  restored_votes_ = true;
 }
 
 void Scheduler::on_message(const std::string& from, const FireMessage& msg, Clock now) {

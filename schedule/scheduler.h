@@ -130,6 +130,13 @@ struct SchedulerOptions {
   // gray failure: its messages to some replicas are lost) would otherwise leave a
   // connected majority waiting for it (docs/firing.md, Backup deciders).
   int64_t backup_step_ms = 5'000;
+  // A claim's grants (and a new attempt's acceptances) count for a dispatch only within
+  // this long of when the claimant began asking for them; a replica holds back its
+  // acknowledgement of an edit or delete of an entry while it holds a grant for it that
+  // is younger than this (plus a margin) and not known dispatched.  So once a majority
+  // acknowledged a delete, no claim granted before it can still be dispatched
+  // (docs/firing.md, Deletes and edits).
+  int64_t claim_lease_ms = 2'000;
   // Check the protocol's invariants after every input (the simulator and debug builds;
   // costs a look at every occurrence an input touched).
   bool check_invariants = false;
@@ -201,6 +208,24 @@ class SchedulerHost {
   // Reads a record of a volume's replicated store (in memory; store_put is visible at
   // once).  nullopt when absent or a tombstone.
   virtual std::optional<std::string> store_get(const std::string& volume, const std::string& key) const = 0;
+  // The version of a key's record, a tombstone's included; nullopt when absent.  A host
+  // that cannot tell answers nullopt: claims then carry no version and nothing is refused
+  // as superseded.
+  virtual std::optional<Version> entry_version(const std::string& volume, const std::string& key) const {
+    (void)volume;
+    (void)key;
+    return std::nullopt;
+  }
+  // Whether this node hears from its peers at all lately.  A node that hears nobody
+  // suspects itself first (its own links, or its own slowness) and does not act as a
+  // backup decider: from its side every master looks stalled.
+  virtual bool hears_peers() const { return true; }
+  // `node` holds a newer record of `volume` than this one (it refused a claim as
+  // superseded): reconcile with it soon.
+  virtual void behind(const std::string& volume, const std::string& node) {
+    (void)volume;
+    (void)node;
+  }
 };
 
 struct SchedulerCounters {
@@ -220,6 +245,9 @@ struct SchedulerCounters {
   // Accepted attempts held for their instant (prepare_ahead_ms), counted at acceptance,
   // and those revoked before they started (held here, or accepted by a previous process).
   uint64_t prepared = 0, prepared_revoked = 0;
+  // Claims refused because this replica holds a newer version of the entry (an edit or a
+  // delete), and claims of ours refused so.
+  uint64_t superseded_claims_refused = 0, superseded_claims_sent = 0;
 };
 
 class Scheduler {
@@ -258,6 +286,11 @@ class Scheduler {
   void on_record(const std::string& volume, const std::string& key,
                  const std::optional<std::string>& value, Clock now);
   void settle(Clock now);
+  // Until when (mono ms) this replica holds back its acknowledgement of a write of the
+  // entry `key` (an edit or a delete): until every grant it gave for an occurrence of the
+  // entry that may still lead to a dispatch is older than the claim lease plus a margin.
+  // Now or earlier: no hold.  See SchedulerOptions::claim_lease_ms.
+  int64_t ack_hold_until_mono(const std::string& volume, const std::string& key) const;
   // A node-local record loaded at start (grants).
   void on_local_record(const std::string& key, const std::string& value);
   void on_message(const std::string& from, const FireMessage& msg, Clock now);
@@ -364,6 +397,14 @@ class Scheduler {
   // The entry's current definition, decoded from the volume store; null when absent (or
   // undecodable, counted as a bad record).
   std::shared_ptr<const Entry> load_entry(const std::string& volume, const std::string& key);
+  // o's definition and its record's version, from the store; false when the entry is gone.
+  bool load_definition(Occ& o);
+  // An entry's record changed (edited or deleted): what this node was deciding about its
+  // occurrences under the old definition stops, and they are decided again.
+  void entry_changed(const std::string& volume, const std::string& key, Clock now);
+  // The (re)loaded definition no longer has o: deleted, or its schedule moved.  Finished
+  // (skipped) by a deciding node; true when o is not to run.
+  bool unscheduled(Occ& o, Clock now);
   void upsert_entry(const std::string& volume, const std::string& key, const Entry& entry, Clock now);
   void remove_entry(const std::string& volume, const std::string& key);
   void arm_entry(uint32_t slot, const Entry& entry);
@@ -538,6 +579,8 @@ class Scheduler {
   // The vote's answer to a claim that is allowed in its round, after the checks that may
   // refuse it; nullopt when it is granted (written, durable before the reply).
   bool stale_claim(const Claim& c) const;
+  bool superseded_claim(const Claim& c) const;
+  int64_t ack_hold_ms() const { return options_.claim_lease_ms + 200; }
   void grant(const std::string& from, const Claim& c, ClaimReply& reply, Clock now);
   void on_release(const Release& r);
   void emit_grant(const Claim& c);
@@ -671,6 +714,8 @@ class Scheduler {
   std::map<std::string, Assigned> assigned_;
   std::deque<uint32_t> due_backlog_;  // entry slots whose wheel timer fired, not yet handled
   std::set<std::string> dirty_volumes_;          // touched on the next tick
+  bool restored_votes_ = false;  // votes of a previous process were loaded (ack_hold_until_mono)
+  const int64_t started_mono_ms_;
   int64_t next_purge_mono_ms_ = 0;
   bool votes_expiring_ = false;  // purge_votes left expired votes for the next turn
   SchedulerCounters counters_;

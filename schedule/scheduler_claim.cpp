@@ -24,6 +24,18 @@ namespace caesium::schedule {
 
 void Scheduler::claim_step(Occ& o, Clock now) {
   const Entry& e = *o.entry;
+  if (o.as<firing::Claiming>().superseded) {
+    // The entry was edited or deleted: this claim decides under a definition that no
+    // longer stands.  It stops, and o is decided again once the new record is here (the
+    // replica that refused is asked for it: SchedulerHost::behind) — never degraded under
+    // the old one.
+    mark(Mark::kClaimSuperseded);
+    release_grants(o);
+    to_tracking_from_claiming(o, now);
+    o.entry = nullptr;
+    set_deadline(o, Deadline::kBackoff, now.mono_ms + split_vote_backoff_ms(o) + options_.claim_retry_ms);
+    return;
+  }
   if (o.as<firing::Claiming>().met_older_value) {
     // An attempt of ours that some replicas accepted in round 0 may have run, and those
     // replicas' votes do not name this claim's attempt: dispatching it would leave a run
@@ -163,6 +175,12 @@ void Scheduler::claim_retry(Occ& o, const Entry& e, Clock now) {
     return;
   }
   if (o.fired == 0) return;  // a reply, not a deadline: nothing to send yet
+  if (now.mono_ms >= c.ballot.lease_started_mono_ms + options_.claim_lease_ms) {
+    // The grants gathered so far are too old to dispatch on (the replicas' acknowledgements
+    // of a delete wait only claim_lease_ms for them): ask for them again under a new lease.
+    mark(Mark::kClaimLeaseRenewed);
+    c.ballot.renew(now.mono_ms);
+  }
   // A retry asks every reachable replica that has not answered, and after claim_give_up
   // those that refused too: the holder they named may have released its grants since (it
   // resolved a split vote so), and a claim that waits only for replicas it has not heard
@@ -256,6 +274,7 @@ void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
   c.occ = o.id;
   c.claimant = self_;
   c.fire_utc_ms = o.fire_utc_ms;
+  c.entry_version = o.entry_version;
   stamp_config(c);
   firing::Ballot* b = nullptr;
   std::vector<std::string> targets;
@@ -272,6 +291,7 @@ void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
     if (cl.thrifty) targets = thrifty_claim_targets(o, e);
     cl.thrifty = !targets.empty();
   }
+  c.lease = b->lease;
   if (targets.empty()) {
     const std::set<std::string> everyone = claim_targets(o, e);
     targets.assign(everyone.begin(), everyone.end());
@@ -301,7 +321,7 @@ void Scheduler::on_claim_reply(const std::string& from, const ClaimReply& r, Clo
     on_prepare_reply(*o, from, r, now);
     return;
   }
-  if (o != nullptr && r.kind == ClaimKind::kAccept) {
+  if (o != nullptr && (r.kind == ClaimKind::kAccept || r.kind == ClaimKind::kCheck)) {
     on_accept_reply(*o, from, r, now);
     return;
   }
@@ -328,7 +348,9 @@ void Scheduler::on_round0_reply(Occ& o, const std::string& from, const ClaimRepl
   switch (r.outcome) {
     case ClaimOutcome::kGranted:
     case ClaimOutcome::kHeld:
-      if (r.holder == self_ && r.promised_round == 0) {
+      if (r.holder == self_ && r.promised_round == 0 && r.lease != c.ballot.lease) {
+        c.ballot.answered.erase(from);  // a grant of an earlier lease: asked again under this one
+      } else if (r.holder == self_ && r.promised_round == 0) {
         // A replica that promised round 0 to us before answers a new claim of ours with
         // "granted" but keeps the attempt it accepted first (on_claim, keep_first): the
         // grant is not an acceptance of this claim's attempt.
@@ -356,6 +378,11 @@ void Scheduler::on_round0_reply(Occ& o, const std::string& from, const ClaimRepl
       break;
     case ClaimOutcome::kAbstain:
       c.ballot.refuse(from, now.mono_ms);
+      break;
+    case ClaimOutcome::kSuperseded:
+      ++counters_.superseded_claims_sent;
+      c.superseded = true;
+      host_.behind(o.volume, from);
       break;
   }
 }

@@ -18,11 +18,15 @@ namespace caesium::schedule {
 void Scheduler::decide(Occ& o, Clock now) {
   assert(o.idle());
   if (!deciding(o, now)) return;
-  std::shared_ptr<const Entry> entry = o.entry;
-  if (!entry && entry_of(o.volume, o.id.entry_key) != nullptr) entry = load_entry(o.volume, o.id.entry_key);
-  if (!entry) return;
-  o.entry = entry;
-  o.at_most_once = entry->semantics == Semantics::at_most_once;
+  if (!o.entry) {
+    // (Re)loaded: the occurrence was enumerated from a definition that may have changed.
+    if (!load_definition(o)) {
+      unscheduled(o, now);  // deleted: finished; not replicated here yet: nothing to decide
+      return;
+    }
+    if (unscheduled(o, now)) return;
+  }
+  const std::shared_ptr<const Entry> entry = o.entry;  // held: transitions below may reload it
   const Entry& e = *entry;
   if (decide_from_owner_records(o, e, now)) return;
   if (decide_from_holder(o, e, now)) return;
@@ -32,11 +36,8 @@ void Scheduler::decide(Occ& o, Clock now) {
 bool Scheduler::deciding(Occ& o, Clock now) {
   if (!active_ || !o.due) return false;
   if (masters_.count(o.volume) > 0 || o.backup) return true;
-  // Backups are for at-most-once work: at-least-once work the master cannot win a claim
-  // for it fires degraded itself (after claim_give_up), and a backup firing it too — a node
-  // that merely hears late — would only add a duplicate.
   auto rank = backup_ranks_.find(o.volume);
-  if (!o.at_most_once || rank == backup_ranks_.end() || progress_seen(o)) {
+  if (rank == backup_ranks_.end() || progress_seen(o) || !host_.hears_peers()) {
     clear_deadline(o, Deadline::kBackup);
     return false;
   }

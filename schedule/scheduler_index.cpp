@@ -87,6 +87,45 @@ std::shared_ptr<const Entry> Scheduler::load_entry(const std::string& volume, co
   return std::make_shared<const Entry>(std::move(entry).value());
 }
 
+bool Scheduler::load_definition(Occ& o) {
+  o.entry = entry_of(o.volume, o.id.entry_key) != nullptr ? load_entry(o.volume, o.id.entry_key) : nullptr;
+  o.entry_version = o.entry ? host_.entry_version(o.volume, o.id.entry_key).value_or(Version{}) : Version{};
+  if (!o.entry) return false;
+  o.at_most_once = o.entry->semantics == Semantics::at_most_once;
+  return true;
+}
+
+void Scheduler::entry_changed(const std::string& volume, const std::string& key, Clock now) {
+  const auto id = find_interned(volume, key, SlotIndex::tag(interned_hash(volume, key)));
+  if (!id) return;
+  for (auto it = occs_.lower_bound(OccKey{*id, INT64_MIN}); it != occs_.end() && it->first.entry == *id; ++it) {
+    Occ& o = it->second;
+    if (o.finished() || o.is<firing::Owned>() || !o.entry) continue;  // an owner finishes what it dispatched
+    if (host_.entry_version(volume, key).value_or(Version{}) == o.entry_version) continue;
+    mark(Mark::kEntryChanged);
+    if (auto* c = std::get_if<firing::Claiming>(&o.phase)) c->superseded = true;
+    if (o.is<firing::Preparing>()) to_tracking_from_preparing(o, now);
+    if (o.idle()) o.entry = nullptr;  // decided again under the new definition
+    touch(o);
+  }
+}
+
+bool Scheduler::unscheduled(Occ& o, Clock now) {
+  if (o.entry) {
+    const std::optional<int64_t> n = next_occurrence(*o.entry, o.id.scheduled_utc_ms - 1);
+    if (n && *n == o.id.scheduled_utc_ms) {
+      o.fire_utc_ms = fire_time(*o.entry, o.id.scheduled_utc_ms);
+      return false;
+    }
+  } else if (!host_.entry_version(o.volume, o.id.entry_key)) {
+    return false;  // not here yet (its write is on its way): nothing to decide
+  }
+  mark(Mark::kEntryChanged);
+  to_finished(o, Outcome::kSkipped, o.entry ? "its entry was changed and no longer schedules it" : "its entry was deleted",
+              now);
+  return true;
+}
+
 std::optional<int64_t> Scheduler::next_scheduled(const std::string& volume, const std::string& key) const {
   const EntryRec* e = entry_of(volume, key);
   if (e == nullptr || !e->has_next()) return std::nullopt;
@@ -128,9 +167,15 @@ void Scheduler::upsert_entry(const std::string& volume, const std::string& key, 
     EntryRec& rec = entries_[slot];
     if (rec.armed) utc_wheel_.cancel(rec.handle);
     rec.armed = false;
-    // A re-created entry (a new creation instant) starts over from its creation.
+    // A re-created entry (a new creation instant: an edit) is enumerated again from its
+    // creation: this replica may have enumerated past it under the old definition (ahead by
+    // prepare_ahead, or behind by the edit's propagation), and the new definition's
+    // occurrences since are due.  An instant both definitions have is the one occurrence
+    // already tracked.  Not further back than half the linger time: what finished longer ago
+    // may be forgotten, and would be tracked (and decided) anew.
     if (entry.created_utc_ms != rec.created_utc_ms) {
-      rec.cursor_utc_ms = std::max(rec.cursor_utc_ms, entry.created_utc_ms - 1);
+      rec.cursor_utc_ms = std::max(entry.created_utc_ms - 1, std::min(rec.cursor_utc_ms, now.utc_ms) -
+                                                                 options_.terminal_linger_ms / 2);
     }
   }
   entries_[slot].created_utc_ms = entry.created_utc_ms;
@@ -220,7 +265,10 @@ void Scheduler::entry_due(uint32_t slot, Clock now) {
   Occ& o = known ? *known : track(volume, id, now, entry.get());
   o.fire_utc_ms = fire;
   o.at_most_once = entry->semantics == Semantics::at_most_once;
-  if (master && !o.entry) o.entry = entry;  // what decide would load again
+  if (master && !o.entry) {  // what decide would load again
+    o.entry = entry;
+    o.entry_version = host_.entry_version(volume, id.entry_key).value_or(Version{});
+  }
   if (!o.due) {
     o.due = true;
     ++counters_.due;

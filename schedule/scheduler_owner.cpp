@@ -105,11 +105,27 @@ void Scheduler::step_proposing(Occ& o, Attempt& a, bool window_over, Clock now) 
     send_dispatch(o, a, now);
     return;
   }
+  if (a.check && now.mono_ms >= a.checking_since_mono_ms + options_.claim_give_up_ms) {
+    // At-least-once and no majority answers the check (a one-way link, replicas only our
+    // view holds alive): the attempt goes out, as degraded work does.
+    mark(Mark::kCheckGaveUp);
+    send_dispatch(o, a, now);
+    return;
+  }
   if (window_over) {
     to_finished(o, Outcome::kMissed, "no quorum accepted a new attempt within the misfire window", now);
     return;
   }
-  if (now.mono_ms >= a.resent_mono_ms + options_.claim_retry_ms) send_accepts(o, a, now);
+  if (now.mono_ms >= a.lease_started_mono_ms + options_.claim_lease_ms) {
+    // Acceptances older than the lease may not be dispatched on: ask again (Ballot::renew).
+    mark(Mark::kClaimLeaseRenewed);
+    a.lease = static_cast<uint64_t>(now.mono_ms) + 1;
+    a.lease_started_mono_ms = now.mono_ms;
+    a.accepted_by.clear();
+    send_accepts(o, a, now);
+  } else if (now.mono_ms >= a.resent_mono_ms + options_.claim_retry_ms) {
+    send_accepts(o, a, now);
+  }
   set_deadline(o, Deadline::kResend, a.resent_mono_ms + options_.claim_retry_ms);
 }
 
@@ -243,15 +259,24 @@ void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>&
   a.prepared = options_.prepare_ahead_ms > 0;  // make_dispatch sets run_at then
   // At-most-once: a majority must accept a new attempt in our round first, so a master
   // that took over in a higher round meanwhile stops us (scheduler_rounds.cpp).
+  // At-least-once work no fresh vote backs (a takeover, a redispatch) asks a majority
+  // whether its definition still stands first, where one is reachable: an acknowledged
+  // delete or edit stops it as it stops a claim.
   const bool needs_accept = o.at_most_once && !(first_claimed && own.round == 0);
-  a.state = needs_accept ? AttemptState::kProposing : AttemptState::kSent;
+  const bool needs_check = !o.at_most_once && (own.path == FirePath::kTakeover || !own.attempts.empty()) &&
+                           quorum_reachable(o.volume, e);
+  a.state = needs_accept || needs_check ? AttemptState::kProposing : AttemptState::kSent;
+  a.check = needs_check;
+  a.checking_since_mono_ms = now.mono_ms;
   own.attempts.push_back(std::move(a));
   // The owner record is durable before the dispatch leaves, so an owner that restarts
   // with its disk knows what it sent.
   write_owner_record(o, OwnerOutcome::kOpen, "", now);
   Attempt& added = own.attempts.back();
   count(added);
-  if (needs_accept) {
+  if (needs_accept || needs_check) {
+    added.lease = static_cast<uint64_t>(now.mono_ms) + 1;
+    added.lease_started_mono_ms = now.mono_ms;
     send_accepts(o, added, now);
     set_deadline(o, Deadline::kResend, now.mono_ms + options_.claim_retry_ms);
     return;

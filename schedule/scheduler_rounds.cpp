@@ -87,6 +87,7 @@ void Scheduler::on_prepare_reply(Occ& o, const std::string& from, const ClaimRep
       ask_again_later(p->ballot, from, r, now);
       break;
     case ClaimOutcome::kAbstain:
+    case ClaimOutcome::kSuperseded:  // prepares are not refused so; counted as a refusal all the same
       p->ballot.refuse(from, now.mono_ms);
       break;
   }
@@ -137,9 +138,11 @@ void Scheduler::send_accepts(Occ& o, Attempt& a, Clock now) {
   c.claimant = self_;
   c.worker = a.info.worker;
   c.fire_utc_ms = o.fire_utc_ms;
-  c.kind = ClaimKind::kAccept;
+  c.kind = a.check ? ClaimKind::kCheck : ClaimKind::kAccept;
   c.round = own.round;
   c.attempt = a.info;
+  c.entry_version = o.entry_version;
+  c.lease = a.lease;
   stamp_config(c);
   for (const auto& n : claim_targets(o, *o.entry)) {
     if (a.accepted_by.count(n)) continue;
@@ -154,8 +157,17 @@ void Scheduler::on_accept_reply(Occ& o, const std::string& from, const ClaimRepl
   if (own == nullptr || own->attempts.empty() || r.round != own->round) return;
   Attempt& a = own->attempts.back();
   if (a.state != AttemptState::kProposing) return;
-  if (r.outcome == ClaimOutcome::kGranted && r.holder == self_ && r.accepted.fire_id == a.info.fire_id) {
-    a.accepted_by.insert(from);
+  if (r.outcome == ClaimOutcome::kSuperseded) {
+    // The entry was edited or deleted before the new attempt was accepted: it never runs.
+    ++counters_.superseded_claims_sent;
+    mark(Mark::kClaimSuperseded);
+    host_.behind(o.volume, from);
+    to_finished(o, Outcome::kSkipped, "its entry was changed or deleted before a new attempt was accepted", now);
+    return;
+  }
+  const bool counts = a.check || r.accepted.fire_id == a.info.fire_id;  // a check names no value
+  if (r.outcome == ClaimOutcome::kGranted && r.holder == self_ && counts) {
+    if (r.lease == a.lease) a.accepted_by.insert(from);
   } else if (r.outcome == ClaimOutcome::kHeld && (r.promised_round > own->round || !(r.holder == self_))) {
     // A replica promised a higher round to someone else: that process now decides o.
     o.holder = r.holder;

@@ -4,6 +4,7 @@
 // leaves (the reply is sent after_durable).  A replica refuses to vote, in this order:
 //   not a replica / malformed             abstain
 //   the claim names older replica sets    stale (the claimant retries with our config)
+//   this replica holds a newer version of the entry (an edit, a delete)   superseded
 //   the round is held by another          held, naming the holder and its accepted value
 //   due before this replica's amnesia horizon   abstain (it may have voted in a past life)
 //   not due by this replica's clock       not due, with the delay
@@ -33,6 +34,12 @@ bool Scheduler::stale_claim(const Claim& c) const {
   return it != topology_.volumes.end() && it->second.sets_hash != c.sets_hash;
 }
 
+bool Scheduler::superseded_claim(const Claim& c) const {
+  if (c.kind == ClaimKind::kPrepare || c.entry_version.physical_ms == 0) return false;
+  const std::optional<Version> mine = host_.entry_version(c.volume, c.occ.entry_key);
+  return mine && c.entry_version < *mine;
+}
+
 void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
   ClaimReply reply;
   reply.volume = c.volume;
@@ -40,8 +47,10 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
   reply.outcome = ClaimOutcome::kAbstain;
   reply.kind = c.kind;
   reply.round = c.round;
+  reply.lease = c.lease;
   const bool test_any = options_.test_grant_every_claim;
-  const bool well_formed = (c.kind == ClaimKind::kClaim) == (c.round == 0) || c.kind == ClaimKind::kAccept;
+  const bool well_formed =
+      (c.kind == ClaimKind::kClaim) == (c.round == 0) || c.kind == ClaimKind::kAccept || c.kind == ClaimKind::kCheck;
   if (!is_replica(c.volume) || c.claimant.node != from || !well_formed) {
     host_.send(from, std::move(reply), false);
     return;
@@ -53,6 +62,27 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
     mark(Mark::kVoteStale);
     reply.outcome = ClaimOutcome::kStale;
     reply.retry_after_ms = options_.claim_retry_ms;
+    host_.send(from, std::move(reply), false);
+    return;
+  }
+  if (superseded_claim(c) && !test_any) {
+    // The claim decides under a definition of the entry this replica has seen replaced
+    // (an edit) or removed (a delete).  Refused before any vote: so once a majority holds
+    // the change, no claim of the old definition can win one.
+    ++counters_.superseded_claims_refused;
+    mark(Mark::kVoteSuperseded);
+    reply.outcome = ClaimOutcome::kSuperseded;
+    host_.send(from, std::move(reply), false);
+    return;
+  }
+  if (c.kind == ClaimKind::kCheck) {
+    // The definition stands here: no vote, nothing written.  The answer still holds back
+    // this replica's acknowledgements of the entry's writes (ack_hold_until_mono).
+    if (c.occ.scheduled_utc_ms >= now.utc_ms - options_.occurrence_retention_ms) {
+      track(c.volume, c.occ, now).granted_mono_ms = now.mono_ms;
+    }
+    reply.outcome = ClaimOutcome::kGranted;
+    reply.holder = c.claimant;
     host_.send(from, std::move(reply), false);
     return;
   }
@@ -128,7 +158,9 @@ void Scheduler::grant(const std::string& from, const Claim& c, ClaimReply& reply
     host_.local_put(grant_key(c.volume, c.occ), encode(v));
   }
   if (c.kind != ClaimKind::kPrepare && c.occ.scheduled_utc_ms >= now.utc_ms - options_.occurrence_retention_ms) {
-    track(c.volume, c.occ, now).holder = c.claimant;
+    Occ& o = track(c.volume, c.occ, now);
+    o.holder = c.claimant;
+    o.granted_mono_ms = now.mono_ms;  // may lead to a dispatch: holds acks of its entry's writes
   }
   reply.outcome = ClaimOutcome::kGranted;
   reply.holder = c.claimant;
@@ -153,6 +185,26 @@ void Scheduler::emit_grant(const Claim& c) {
   e.lateness_ms = 0;
   e.detail = c.attempt.worker;
   host_.emit(e);
+}
+
+// A grant for an occurrence of the entry, given within the claim lease, that may still be
+// dispatched: the claimant counts it only within claim_lease_ms of asking, so once this
+// replica's acknowledgement of a delete or edit goes out (after this hold), no claim it
+// granted under the old definition can still win a majority and dispatch.  A grant whose
+// accepted attempt a worker record shows is past that (it was dispatched before).  Votes
+// a previous process gave are not timed: everything waits the hold after a restart.
+int64_t Scheduler::ack_hold_until_mono(const std::string& volume, const std::string& key) const {
+  int64_t hold = restored_votes_ ? started_mono_ms_ + ack_hold_ms() : 0;
+  const auto id = find_interned(volume, key, SlotIndex::tag(interned_hash(volume, key)));
+  if (!id) return hold;
+  for (auto it = occs_.lower_bound(OccKey{*id, INT64_MIN}); it != occs_.end() && it->first.entry == *id; ++it) {
+    const Occ& o = it->second;
+    if (o.granted_mono_ms == 0 || o.finished() || o.granted_mono_ms + ack_hold_ms() <= hold) continue;
+    auto v = votes_.find(it->first);
+    if (v != votes_.end() && v->second.has_accepted && o.worker_records.count(v->second.accepted.fire_id) > 0) continue;
+    hold = o.granted_mono_ms + ack_hold_ms();
+  }
+  return hold;
 }
 
 // Only an ordinary (round 0) claim that was never taken over may be handed back.

@@ -44,8 +44,7 @@ bool RestartChecker::reaches_majority(const World& world, uint32_t node, const s
                                       const std::string& key) const {
   auto entry = entries_.find({volume, key});
   if (entry == entries_.end()) return false;
-  if (world.now_ms() - last_link_change_ms_ < kViewSettleMs) return false;
-  return sim::reaches_majority(world, node, eligible_replicas(world, entry->second, world.replicas_at(volume, world.now_ms())));
+  return decider_reaches_majority(world, node, entry->second, volume, last_link_change_ms_);
 }
 
 void RestartChecker::on_execution(const World& world, const Execution& e) {
@@ -69,9 +68,7 @@ void RestartChecker::on_execution(const World& world, const Execution& e) {
 // At a restart: which finished occurrences of the node's volumes a majority of their
 // eligible replicas holds as finished, read from the replicas' stores.
 void RestartChecker::on_fault(const World& world, const FaultRecord& fault) {
-  const bool links = fault.kind == FaultKind::kPartition || fault.kind == FaultKind::kCut ||
-                     fault.kind == FaultKind::kOneway || fault.kind == FaultKind::kHeal;
-  if (links) last_link_change_ms_ = world.now_ms();
+  if (changes_links(fault)) last_link_change_ms_ = world.now_ms();
   if (fault.kind != FaultKind::kRestart || fault.nodes.empty()) return;
   RestartRules::Restart r;
   r.node = world.spec(fault.nodes[0]).id;

@@ -7,7 +7,8 @@
 //                  that node after its restart: an execution started after the restart
 //                  whose attempt the restarted node dispatched (or, when no dispatch was
 //                  reported, that ran on it) while it could reach a majority of the
-//                  eligible replicas (up, links both ways: ground truth) and had been
+//                  eligible replicas — of each set in force, during a replica change —
+//                  (up, links both ways: ground truth) and had been
 //                  able to for kViewSettleMs — since the last change of links, a node's
 //                  view needs a few probe periods to learn of a heal.  A node that
 //                  restarts into a minority cannot ask, and may fire at-least-once work
@@ -34,6 +35,7 @@
 #include "sim/checker.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
+#include "sim/write_checker.h"
 
 namespace caesium::sim {
 
@@ -71,8 +73,7 @@ class RestartChecker final : public Checker {
   // Whether `node` reaches a majority of the eligible replicas of (volume, key) now, with
   // no change of links in the last kViewSettleMs (a heal takes that long to be seen).
   bool reaches_majority(const World& world, uint32_t node, const std::string& volume, const std::string& key) const;
-  static constexpr int64_t kViewSettleMs = 5'000;
-  int64_t last_link_change_ms_ = -kViewSettleMs;
+  int64_t last_link_change_ms_ = -kViewSettleMs;  // write_checker.h
 
   // (occurrence, attempt, worker) -> the owner that last dispatched it, and whether it
   // reached a majority then

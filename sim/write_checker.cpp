@@ -43,6 +43,19 @@ bool reaches_majority(const World& world, uint32_t node, const std::vector<std::
   return reach * 2 > eligible.size();
 }
 
+bool decider_reaches_majority(const World& world, uint32_t node, const schedule::Entry& entry,
+                              const std::string& volume, int64_t last_link_change_ms) {
+  if (world.now_ms() - last_link_change_ms < kViewSettleMs) return false;
+  const auto& previous = world.previous_replicas_at(volume, world.now_ms());
+  return reaches_majority(world, node, eligible_replicas(world, entry, world.replicas_at(volume, world.now_ms()))) &&
+         (previous.empty() || reaches_majority(world, node, eligible_replicas(world, entry, previous)));
+}
+
+bool changes_links(const FaultRecord& fault) {
+  return fault.kind == FaultKind::kPartition || fault.kind == FaultKind::kCut || fault.kind == FaultKind::kOneway ||
+         fault.kind == FaultKind::kHeal;
+}
+
 std::optional<schedule::Entry> entry_of_write(const Scenario& scenario, const World& world, uint32_t node,
                                               const Observation& obs) {
   if (obs.text == "delete" || obs.write_id < 1 || obs.write_id > world.writes().size()) return std::nullopt;
@@ -142,13 +155,16 @@ void WriteChecker::on_observation(const World& world, uint32_t node, const Obser
   auto found = keys_.find({obs.volume, obs.key});
   if (found == keys_.end()) return;
   WriteRules::Key& k = found->second;
-  // Whether the owner could reach a majority of the eligible replicas, now, both ways.
+  // Whether the owner could ask a majority of the eligible replicas, now (see
+  // decider_reaches_majority).
   const schedule::Entry* entry = nullptr;
   for (const auto& v : k.versions) entry = v.entry ? &*v.entry : entry;
-  const std::vector<std::string> elig =
-      entry ? eligible_replicas(world, *entry, world.replicas_at(obs.volume, world.now_ms())) : std::vector<std::string>{};
-  k.dispatches[obs.scheduled_utc_ms].push_back(
-      {world.now_ms(), world.spec(node).id, obs.subject, obs.attempt, reaches_majority(world, node, elig)});
+  const bool reaches = entry != nullptr && decider_reaches_majority(world, node, *entry, obs.volume, last_link_change_ms_);
+  k.dispatches[obs.scheduled_utc_ms].push_back({world.now_ms(), world.spec(node).id, obs.subject, obs.attempt, reaches});
+}
+
+void WriteChecker::on_fault(const World& world, const FaultRecord& fault) {
+  if (changes_links(fault)) last_link_change_ms_ = world.now_ms();
 }
 
 void WriteChecker::finish(const World& world, Report& report) {

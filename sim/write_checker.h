@@ -42,6 +42,19 @@ std::vector<std::string> eligible_replicas(const World& world, const schedule::E
 // links open both ways (ground truth).
 bool reaches_majority(const World& world, uint32_t node, const std::vector<std::string>& eligible);
 
+// A node's view, and its stream connections (their reconnect backoff), need this long to
+// learn of a change of links — a heal most of all: a decision within it of the last change
+// is judged as if the links had not changed yet.
+inline constexpr int64_t kViewSettleMs = 10'000;
+
+// Whether the node deciding about `entry` of `volume` could ask a majority now: a majority
+// of each replica set in force (the previous set too, during a change), and no change of
+// links in the last kViewSettleMs (`last_link_change_ms`).
+bool decider_reaches_majority(const World& world, uint32_t node, const schedule::Entry& entry,
+                              const std::string& volume, int64_t last_link_change_ms);
+// A fault that changes links (partition, cut, one-way, heal).
+bool changes_links(const FaultRecord& fault);
+
 // The entry a workload write (kEntry observation) created, as the taking node did:
 // nullopt for a delete, an unknown write, or fields the node refused too.
 std::optional<schedule::Entry> entry_of_write(const Scenario& scenario, const World& world, uint32_t node,
@@ -87,12 +100,14 @@ class WriteChecker final : public Checker {
  public:
   explicit WriteChecker(const Scenario& scenario) : scenario_(scenario) {}
   void on_observation(const World& world, uint32_t node, const Observation& obs) override;
+  void on_fault(const World& world, const FaultRecord& fault) override;
   void finish(const World& world, Report& report) override;
 
  private:
   WriteRules::Key& key(const std::string& volume, const std::string& key);
 
   const Scenario& scenario_;
+  int64_t last_link_change_ms_ = -kViewSettleMs;
   std::map<std::pair<std::string, std::string>, WriteRules::Key> keys_;
 };
 

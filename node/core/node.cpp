@@ -251,6 +251,7 @@ bool Node::open_frame(std::string_view bytes, node::Channel channel, wire::Envel
   }
   const uint64_t sender_hash = hash64(env->sender);
   last_heard_mono_.get_or_insert(sender_hash) = now.mono_ms;
+  last_heard_any_mono_ms_ = now.mono_ms;
   // A process of the sender this process has not heard from before — a restart, or the
   // first contact since this node started (frames queued for it since may wait behind a
   // backoff that grew while it was down): the driver reconnects to it at once.
@@ -347,6 +348,7 @@ void Node::on_tick(Clock now) {
   maybe_activate(now);
   scheduler_->on_tick(now);
   merge_inbound(now, left_);
+  release_held_acks(now);
   expire_sessions(now);
   retry_config_requests(now);
   config_proposal_tick(now);
@@ -577,6 +579,7 @@ int64_t Node::next_deadline_mono() const {
   bool held_back = false;  // work a burst holds back, due once it ends
   for (const auto& [name, v] : volumes_) {
     best = std::min(best, v.next_sync_mono_ms);
+    for (const auto& h : v.held_acks) best = std::min(best, h.until_mono_ms);
     if (!v.held_until.empty()) best = std::min(best, v.held_until.front().first + held_extra);
     if (!v.inbound.empty()) best = std::min(best, held_extra != 0 ? v.inbound.front().first + held_extra : last_.mono_ms);
     held_back = held_back || !v.held_until.empty() || !v.inbound.empty();

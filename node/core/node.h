@@ -340,6 +340,15 @@ class Node final : private schedule::SchedulerHost {
     // yet, with when each arrived (mono ms; merged at the latest burst_hold_ms later).
     std::deque<std::pair<int64_t, schedule::Record>> inbound;
     bool push_wants_ack = false;
+    // Acknowledgements of entry writes this replica holds back for the scheduler
+    // (Scheduler::ack_hold_until_mono), in arrival order.
+    struct HeldAck {
+      int64_t until_mono_ms = 0;
+      std::string to;
+      std::string key;
+      schedule::Version version;
+    };
+    std::deque<HeldAck> held_acks;
     struct AckSet {
       int64_t updated_mono_ms = 0;
       std::map<std::string, schedule::Version> by_node;
@@ -383,6 +392,9 @@ class Node final : private schedule::SchedulerHost {
   schedule::PeerView peer(const std::string& node) const override;
   int64_t clock_ahead(const std::string& node) const override;
   std::optional<std::string> store_get(const std::string& volume, const std::string& key) const override;
+  std::optional<schedule::Version> entry_version(const std::string& volume, const std::string& key) const override;
+  void behind(const std::string& volume, const std::string& node) override;
+  bool hears_peers() const override { return last_.mono_ms - last_heard_any_mono_ms_ <= options_.heard_recently_ms; }
 
   // node.cpp: frames, outbox, storage, the pump
   void pump(Clock now);
@@ -486,6 +498,7 @@ class Node final : private schedule::SchedulerHost {
   // max_push_release per call; all of them when `all`.
   void merge_inbound(Clock now, bool all = false);
   void on_store_ack(const std::string& from, const wire::StoreAck& ack);
+  void release_held_acks(Clock now);
   void on_sync(const std::string& from, const gossip::SyncMessage& msg, Clock now);
   void start_syncs(Clock now);
   void expire_sessions(Clock now);
@@ -521,7 +534,8 @@ class Node final : private schedule::SchedulerHost {
   // hash64(peer id) -> the boot id of its latest authenticated frame: a change is a restart.
   HashKeyedMap<uint64_t> frame_boots_;
   std::deque<std::string> reconnects_;  // peers seen with a new boot id (poll_reconnect)
-  HashKeyedMap<int64_t> last_heard_mono_;  // hash64(peer id) -> last authenticated frame (lookups only)
+  HashKeyedMap<int64_t> last_heard_mono_;
+  int64_t last_heard_any_mono_ms_ = INT64_MIN / 2;  // the latest authenticated frame from any peer  // hash64(peer id) -> last authenticated frame (lookups only)
   // hash64(peer id) -> what its stream frames say of its clock (clock_watch.h).  Streams
   // only: they come from the peers this node works with, a few a second even when idle
   // (anti-entropy, push-pull), while gossip datagrams from every member would cost a

@@ -111,7 +111,10 @@ namespace caesium::node {
 size_t Node::replica_acks(const std::string& volume, const std::string& key, const schedule::Version& version) const {
   auto it = volumes_.find(volume);
   if (it == volumes_.end()) return 0;
-  size_t n = 1;  // this node
+  // This node, unless its scheduler holds the acknowledgement of an entry write back
+  // (Scheduler::ack_hold_until_mono; the caller asks again).
+  const bool held = schedule::is_entry_key(key) && scheduler_->ack_hold_until_mono(volume, key) > last_.mono_ms;
+  size_t n = held ? 0 : 1;
   auto a = it->second.acks.find(key);
   if (a == it->second.acks.end()) return n;
   for (const auto& [node, v] : a->second.by_node) {

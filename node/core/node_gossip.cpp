@@ -94,6 +94,8 @@ void Node::drain_membership(Clock now) {
     // A replica that comes back (a healed partition, a restart) missed our pushes:
     // reconcile with it now rather than at the next sync interval.
     if (ev.kind == gossip::MemberEvent::Kind::kJoined || ev.kind == gossip::MemberEvent::Kind::kAlive) {
+      // And our stream to it may wait behind a backoff that grew while it was away.
+      reconnects_.push_back(ev.node);
       for (auto& [name, v] : volumes_) {
         const VolumeSpec* spec = config_.volume(name);
         if (spec && std::binary_search(spec->replicas.begin(), spec->replicas.end(), ev.node)) {

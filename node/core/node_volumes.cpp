@@ -146,6 +146,21 @@ std::optional<std::string> Node::store_get(const std::string& volume, const std:
   return std::string(*view->value);
 }
 
+std::optional<schedule::Version> Node::entry_version(const std::string& volume, const std::string& key) const {
+  auto it = volumes_.find(volume);
+  if (it == volumes_.end()) return std::nullopt;
+  auto view = it->second.store->find(key);
+  if (!view) return std::nullopt;
+  return view->version();
+}
+
+void Node::behind(const std::string& volume, const std::string& node) {
+  auto it = volumes_.find(volume);
+  if (it == volumes_.end() || !it->second.synced) return;
+  it->second.sync_soon_with = node;
+  it->second.next_sync_mono_ms = std::min(it->second.next_sync_mono_ms, last_.mono_ms);
+}
+
 bool Node::bursting(Clock now) const {
   return scheduler_->next_held_utc_ms() <= now.utc_ms + options_.burst_horizon_ms ||
          now.utc_ms <= scheduler_->last_held_start_utc_ms() + options_.burst_horizon_ms;
@@ -203,10 +218,45 @@ void Node::on_store_push(const std::string& from, wire::StorePush& push, Clock n
   ack.volume = push.volume;
   for (const auto& rec : push.records) {
     if (it->second.store->merge(rec, now.utc_ms)) ++counters_.records_merged;
-    // Acknowledge what this replica now holds at that version or newer.
-    if (push.want_ack && it->second.store->compare_with_local(rec) >= 0) ack.records.emplace_back(rec.key, rec.version);
+    // Acknowledge what this replica now holds at that version or newer — a write of an
+    // entry only once no grant of ours for it may still be dispatched on (the scheduler's
+    // hold: Scheduler::ack_hold_until_mono), so that an acknowledged delete or edit is
+    // one that no claim of the old definition can still win.
+    if (!push.want_ack || it->second.store->compare_with_local(rec) < 0) continue;
+    const int64_t hold = schedule::is_entry_key(rec.key) ? scheduler_->ack_hold_until_mono(push.volume, rec.key) : 0;
+    if (hold > now.mono_ms) {
+      it->second.held_acks.push_back(VolumeState::HeldAck{hold, from, rec.key, rec.version});
+    } else {
+      ack.records.emplace_back(rec.key, rec.version);
+    }
   }
-  if (push.want_ack && !ack.records.empty()) queue_core(from, std::move(ack), true);
+  if (!ack.records.empty()) queue_core(from, std::move(ack), true);
+}
+
+// Acknowledgements held for the scheduler's grants (on_store_push) go out once the hold
+// has passed — looked at again, as a later grant may have moved it.
+void Node::release_held_acks(Clock now) {
+  for (auto& [name, v] : volumes_) {
+    std::map<std::string, wire::StoreAck> out;
+    std::deque<VolumeState::HeldAck> still;
+    for (auto& h : v.held_acks) {
+      if (h.until_mono_ms > now.mono_ms) {
+        still.push_back(std::move(h));
+        continue;
+      }
+      const int64_t hold = scheduler_->ack_hold_until_mono(name, h.key);
+      if (hold > now.mono_ms) {
+        h.until_mono_ms = hold;
+        still.push_back(std::move(h));
+        continue;
+      }
+      wire::StoreAck& ack = out[h.to];
+      ack.volume = name;
+      ack.records.emplace_back(std::move(h.key), std::move(h.version));
+    }
+    v.held_acks = std::move(still);
+    for (auto& [to, ack] : out) queue_core(to, std::move(ack), true);
+  }
 }
 
 void Node::merge_inbound(Clock now, bool all) {

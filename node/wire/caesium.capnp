@@ -146,7 +146,7 @@ struct ProcessId { node @0 :Text; boot @1 :UInt64; }
 
 struct AttemptInfo { attempt @0 :UInt32; fireId @1 :Text; worker @2 :Text; issuedUtcMs @3 :Int64; }
 
-enum ClaimKind { claim @0; prepare @1; accept @2; }
+enum ClaimKind { claim @0; prepare @1; accept @2; check @3; }
 
 struct Claim {
   volume @0 :Text;
@@ -159,9 +159,13 @@ struct Claim {
   attempt @7 :AttemptInfo;
   configEpoch @8 :UInt64;  # the claimant's cluster config epoch (0: unknown)
   setsHash @9 :UInt64;     # hash of the volume's replica sets in that config
+  entryPhysicalMs @10 :Int64;  # the version of the entry record the claimant decides under
+  entryLogical @11 :UInt32;
+  entryOrigin @12 :Text;
+  lease @13 :UInt64;           # the claimant's lease on this round's answers (echoed)
 }
 
-enum ClaimOutcome { granted @0; held @1; notDue @2; abstain @3; stale @4; }
+enum ClaimOutcome { granted @0; held @1; notDue @2; abstain @3; stale @4; superseded @5; }
 
 struct ClaimReply {
   volume @0 :Text;
@@ -177,6 +181,7 @@ struct ClaimReply {
   acceptedRound @10 :UInt64;
   acceptedBy @11 :ProcessId;
   accepted @12 :AttemptInfo;
+  lease @13 :UInt64;
 }
 
 struct Release { volume @0 :Text; occ @1 :OccurrenceId; claimant @2 :ProcessId; }

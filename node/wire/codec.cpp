@@ -390,6 +390,10 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           put(x.initAttempt(), m.attempt);
           x.setConfigEpoch(m.config_epoch);
           x.setSetsHash(m.sets_hash);
+          x.setEntryPhysicalMs(m.entry_version.physical_ms);
+          x.setEntryLogical(m.entry_version.logical);
+          x.setEntryOrigin(text(m.entry_version.origin));
+          x.setLease(m.lease);
         } else if constexpr (std::is_same_v<T, schedule::ClaimReply>) {
           auto x = b.initClaimReply();
           x.setVolume(text(m.volume));
@@ -405,6 +409,7 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setAcceptedRound(m.accepted_round);
           put(x.initAcceptedBy(), m.accepted_by);
           put(x.initAccepted(), m.accepted);
+          x.setLease(m.lease);
         } else if constexpr (std::is_same_v<T, schedule::Release>) {
           auto x = b.initRelease();
           x.setVolume(text(m.volume));
@@ -496,17 +501,28 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
   switch (r.which()) {
     case cp::CoreMessage::CLAIM: {
       auto x = r.getClaim();
-      auto kind = get_enum<schedule::ClaimKind>(static_cast<uint16_t>(x.getKind()), 2, "claim kind");
+      auto kind = get_enum<schedule::ClaimKind>(static_cast<uint16_t>(x.getKind()), 3, "claim kind");
       if (!kind) return kind.error();
-      return CoreMessage{schedule::Claim{str(x.getVolume()), get(x.getOcc()), get(x.getClaimant()),
-                                         str(x.getWorker()), x.getFireUtcMs(), *kind, x.getRound(),
-                                         get(x.getAttempt()), x.getConfigEpoch(), x.getSetsHash()}};
+      schedule::Claim c;
+      c.volume = str(x.getVolume());
+      c.occ = get(x.getOcc());
+      c.claimant = get(x.getClaimant());
+      c.worker = str(x.getWorker());
+      c.fire_utc_ms = x.getFireUtcMs();
+      c.kind = *kind;
+      c.round = x.getRound();
+      c.attempt = get(x.getAttempt());
+      c.config_epoch = x.getConfigEpoch();
+      c.sets_hash = x.getSetsHash();
+      c.entry_version = schedule::Version{x.getEntryPhysicalMs(), x.getEntryLogical(), str(x.getEntryOrigin())};
+      c.lease = x.getLease();
+      return CoreMessage{std::move(c)};
     }
     case cp::CoreMessage::CLAIM_REPLY: {
       auto x = r.getClaimReply();
-      auto outcome = get_enum<schedule::ClaimOutcome>(static_cast<uint16_t>(x.getOutcome()), 4, "claim outcome");
+      auto outcome = get_enum<schedule::ClaimOutcome>(static_cast<uint16_t>(x.getOutcome()), 5, "claim outcome");
       if (!outcome) return outcome.error();
-      auto kind = get_enum<schedule::ClaimKind>(static_cast<uint16_t>(x.getKind()), 2, "claim kind");
+      auto kind = get_enum<schedule::ClaimKind>(static_cast<uint16_t>(x.getKind()), 3, "claim kind");
       if (!kind) return kind.error();
       schedule::ClaimReply reply;
       reply.volume = str(x.getVolume());
@@ -522,6 +538,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       reply.accepted_round = x.getAcceptedRound();
       reply.accepted_by = get(x.getAcceptedBy());
       reply.accepted = get(x.getAccepted());
+      reply.lease = x.getLease();
       return CoreMessage{std::move(reply)};
     }
     case cp::CoreMessage::RELEASE: {
