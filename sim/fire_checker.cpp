@@ -55,12 +55,18 @@ void FireChecker::on_observation(const World& world, uint32_t node, const Observ
     c.at_utc_ms = obs.at_utc_ms;
     c.write_id = obs.write_id;
     c.deleted = obs.text == "delete";
+    c.version = obs.version;
     if (!c.deleted) {
       auto entry = schedule::entry_from_json(w->fields, w->entity, w->name, obs.at_utc_ms, world.spec(node).id);
       if (!entry) return;  // the node refused it too
       c.entry = std::move(*entry);
     }
-    created_[{c.volume, c.key}].push_back(std::move(c));
+    // In last-writer-wins order: a write issued later with a lower version (its node's
+    // clock behind) never replaces one issued earlier with a higher version.
+    auto& versions = created_[{c.volume, c.key}];
+    const auto at = std::upper_bound(versions.begin(), versions.end(), c.version,
+                                     [](const schedule::Version& v, const Created& x) { return v < x.version; });
+    versions.insert(at, std::move(c));
     return;
   }
   if (obs.kind == Observation::Kind::kMaster) {
@@ -203,7 +209,10 @@ void FireChecker::finish(const World& world, Report& report) {
       // it due later is the next version's business, or nobody's after a delete), and
       // liveness holds only for what is due once the write was acknowledged: before, either
       // outcome is fine (a write that never was acknowledged may or may not take effect).
-      const int64_t next_issue_ms = version + 1 < versions.size() ? versions[version + 1].at_ms : kNever;
+      int64_t next_issue_ms = kNever;  // the first of the higher versions to be issued
+      for (size_t later = version + 1; later < versions.size(); ++later) {
+        next_issue_ms = std::min(next_issue_ms, versions[later].at_ms);
+      }
       const int64_t acked_ms = c.write_id >= 1 && c.write_id <= world.writes().size()
                                    ? world.writes()[c.write_id - 1].acked_ms
                                    : c.at_ms;

@@ -92,6 +92,7 @@ class FireChecker final : public Checker {
     int64_t at_utc_ms = 0;   // the via node's clock then
     uint64_t write_id = 0;   // World::writes() id (0: unknown)
     bool deleted = false;    // a delete: no entry from here on
+    schedule::Version version;  // the record's: versions of a key are ordered by it (last writer wins)
     schedule::Entry entry;
   };
   struct OccKey {

@@ -276,6 +276,7 @@ class NodeProcess final : public Process {
     o.key = schedule::entry_key(w.entity, w.name);
     o.at_utc_ms = now.utc_ms;
     o.write_id = w.id;
+    o.version = ack->record.version;
     if (w.remove) o.text = "delete";
     observations_.push_back(std::move(o));
     if (w.id != 0) pending_writes_.push_back({w.id, w.volume, ack->record.key, ack->record.version, ack->durable_seq, w.want_acks});

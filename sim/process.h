@@ -14,6 +14,7 @@
 
 #include "gossip/messages.h"
 #include "node/core/io.h"
+#include "schedule/hlc.h"
 
 namespace caesium::sim {
 
@@ -50,6 +51,7 @@ struct Observation {
   std::string key;               // entry key "<entity>/caesium/schedule/<name>"
   int64_t scheduled_utc_ms = 0;  // kFire: the occurrence
   int64_t at_utc_ms = 0;         // kEntry: the node's clock when it accepted the write
+  schedule::Version version;     // kEntry: the record's version (the last-writer-wins order of writes)
   bool at_most_once = false;     // kFire
   std::string detail;            // kFire: path ("quorum"/"degraded"/"takeover") or reason
   uint64_t epoch = 0;                                // kConfigAdopted

@@ -105,7 +105,8 @@ std::vector<Violation> judge_writes(const WriteRules& rules) {
       // Nothing ran under a deleted entry; a write never acknowledged by a majority
       // promises nothing.
       if (before.deleted || !before.entry || w.acked_ms < 0 || !w.majority_acked) continue;
-      const int64_t until_ms = i + 1 < k.versions.size() ? k.versions[i + 1].issued_ms : kNever;
+      int64_t until_ms = kNever;  // the first of the higher versions to be issued
+      for (size_t later = i + 1; later < k.versions.size(); ++later) until_ms = std::min(until_ms, k.versions[later].issued_ms);
       const bool amo = before.entry->semantics == schedule::Semantics::at_most_once;
       const char* rule = w.deleted ? "delete.run_after_ack" : "edit.run_after_ack";
       for (const WriteRules::Run& run : k.runs) {
@@ -146,9 +147,13 @@ void WriteChecker::on_observation(const World& world, uint32_t node, const Obser
     v.write_id = obs.write_id;
     v.issued_ms = world.now_ms();
     v.deleted = obs.text == "delete";
+    v.hlc = obs.version;
     v.entry = entry_of_write(scenario_, world, node, obs);
     if (!v.deleted && !v.entry) return;  // refused
-    key(obs.volume, obs.key).versions.push_back(std::move(v));
+    auto& versions = key(obs.volume, obs.key).versions;
+    const auto at = std::upper_bound(versions.begin(), versions.end(), v.hlc,
+                                     [](const schedule::Version& h, const WriteRules::Version& x) { return h < x.hlc; });
+    versions.insert(at, std::move(v));
     return;
   }
   if (obs.kind != Observation::Kind::kFire || (obs.text != "dispatched" && obs.text != "redispatched")) return;

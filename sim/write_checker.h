@@ -15,7 +15,8 @@
 // "Acknowledged by a majority of the eligible replicas": the write waited for w
 // replicas' durable acknowledgements (?w=N, World::WriteRecord::want_acks) and w is a
 // majority of the eligible replicas even if every replica outside the entry's binding
-// was among them.  A rule holds until the next write of the same key is issued.
+// was among them.  A rule holds until a write of the same key with a higher version (last
+// writer wins) is issued — which may be before it, from a node whose clock is ahead.
 //
 // The judgement is a pure function of hand-made records (judge_writes), so unit tests
 // prove each rule bites without running a World; WriteChecker collects the records.
@@ -61,13 +62,15 @@ std::optional<schedule::Entry> entry_of_write(const Scenario& scenario, const Wo
                                               const Observation& obs);
 
 struct WriteRules {
-  // One version of an entry: what a write of its key made it (issue order).
+  // One version of an entry: what a write of its key made it, in last-writer-wins order (a
+  // write stands until a write of a higher version is issued, which may come earlier).
   struct Version {
     uint64_t write_id = 0;
     int64_t issued_ms = 0;
     int64_t acked_ms = -1;  // -1: never acknowledged
     bool deleted = false;
     bool majority_acked = false;  // w covers a majority of the eligible replicas (see above)
+    schedule::Version hlc;        // the record's version: versions are in this (last-writer-wins) order
     std::optional<schedule::Entry> entry;  // absent for a delete
   };
   // A dispatched / redispatched fire event.

@@ -258,7 +258,9 @@ bool Node::open_frame(std::string_view bytes, node::Channel channel, wire::Envel
   uint64_t& seen_boot = frame_boots_.get_or_insert(sender_hash);
   if (seen_boot != env->boot_id) {
     reconnects_.push_back(env->sender);  // its address is looked up once the frame is read
+    if (seen_boot != 0) boots_changed_.push_back(env->sender);  // the scheduler hears of it (pump)
     seen_boot = env->boot_id;
+    frame_boot_changed_mono_.get_or_insert(sender_hash) = now.mono_ms;
   }
   if (channel == Channel::kStream) {
     if (auto ahead = clock_watch_.observe(peer_clocks_.get_or_insert(sender_hash), env->sent_utc_ms, now.utc_ms,
@@ -383,6 +385,12 @@ void Node::on_invocation_done(const InvocationResult& result, Clock now) {
 void Node::pump(Clock now) {
   for (int rounds = 0; rounds < 1'000'000; ++rounds) {
     bool progress = false;
+    if (!boots_changed_.empty()) {
+      // A worker or owner restarted, as its frames say before gossip may (Node::peer).
+      for (const auto& peer : boots_changed_) scheduler_->on_peer_change(peer, now);
+      boots_changed_.clear();
+      progress = true;
+    }
     if (!deferred_records_.empty()) {
       while (!deferred_records_.empty()) {
         DeferredRecord d = std::move(deferred_records_.front());

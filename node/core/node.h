@@ -533,6 +533,9 @@ class Node final : private schedule::SchedulerHost {
   std::map<std::string, uint64_t> known_boots_;                    // peer -> boot id last seen
   // hash64(peer id) -> the boot id of its latest authenticated frame: a change is a restart.
   HashKeyedMap<uint64_t> frame_boots_;
+  HashKeyedMap<int64_t> frame_boot_changed_mono_;       // when frame_boots_ last changed, per peer
+  std::map<std::string, int64_t> known_boot_changed_mono_;  // when gossip's boot (known_boots_) last changed
+  std::vector<std::string> boots_changed_;              // peers whose frames named a new boot: for the scheduler
   std::deque<std::string> reconnects_;  // peers seen with a new boot id (poll_reconnect)
   HashKeyedMap<int64_t> last_heard_mono_;
   int64_t last_heard_any_mono_ms_ = INT64_MIN / 2;  // the latest authenticated frame from any peer  // hash64(peer id) -> last authenticated frame (lookups only)

@@ -107,6 +107,7 @@ void Node::drain_membership(Clock now) {
     uint64_t& known_boot = known_boots_[ev.node];
     const uint64_t boot = meta ? meta->boot_id : 0;
     if (ev.kind != gossip::MemberEvent::Kind::kUpdated || boot != known_boot) {
+      if (boot != known_boot) known_boot_changed_mono_[ev.node] = now.mono_ms;
       known_boot = boot;
       scheduler_->on_peer_change(ev.node, now);
       changed = true;
@@ -296,10 +297,17 @@ schedule::PeerView Node::peer(const std::string& node) const {
     p.load = m->load.running + m->load.queued;
     p.slots = m->capacity.max_running;
   }
-  // The boot of its latest authenticated frame is fresher than gossip's: a worker that
-  // restarted answers a dispatch (naming its new boot) before its new membership record
-  // reaches us, and judged by the old one it would look gone.
-  if (const uint64_t* boot = frame_boots_.find(hash64(node)); boot != nullptr && *boot != 0) p.boot = *boot;
+  // Whichever learnt of a boot last: a worker that restarted answers a dispatch (naming its
+  // new boot) before its new membership record reaches us — judged by the old one it would
+  // look gone — and gossip may bring a restart before any frame of the new process does.
+  const uint64_t h = hash64(node);
+  const uint64_t* frame_boot = frame_boots_.find(h);
+  const int64_t* frame_at = frame_boot_changed_mono_.find(h);
+  auto meta_at = known_boot_changed_mono_.find(node);
+  if (frame_boot != nullptr && *frame_boot != 0 && frame_at != nullptr &&
+      (meta_at == known_boot_changed_mono_.end() || *frame_at >= meta_at->second)) {
+    p.boot = *frame_boot;
+  }
   p.clock_ahead_ms = clock_ahead(node);
   return p;
 }

@@ -117,25 +117,29 @@ CoreMessage random_core(Rng& rng) {
     }
     case 0: return schedule::Claim{random_text(rng, 8), random_occ(rng), {random_text(rng, 8), rng.next_u64()},
                                    random_text(rng, 8), rng.between(0, int64_t{1} << 42),
-                                   static_cast<schedule::ClaimKind>(rng.below(3)), rng.next_u64(),
+                                   static_cast<schedule::ClaimKind>(rng.below(4)), rng.next_u64(),
                                    {static_cast<uint32_t>(rng.below(9)), random_text(rng, 16), random_text(rng, 8),
                                     rng.between(0, int64_t{1} << 42)},
-                                   rng.next_u64(), rng.next_u64()};
+                                   rng.next_u64(), rng.next_u64(),
+                                   {rng.between(0, int64_t{1} << 42), static_cast<uint32_t>(rng.below(1000)),
+                                    random_text(rng, 8)},
+                                   rng.next_u64()};
     case 1: {
       schedule::ClaimReply r;
       r.volume = random_text(rng, 8);
       r.occ = random_occ(rng);
-      r.outcome = static_cast<schedule::ClaimOutcome>(rng.below(5));
+      r.outcome = static_cast<schedule::ClaimOutcome>(rng.below(6));
       r.holder = {random_text(rng, 8), rng.next_u64()};
       r.retry_after_ms = rng.between(0, 10000);
       r.holder_alive = rng.chance(0.5);
-      r.kind = static_cast<schedule::ClaimKind>(rng.below(3));
+      r.kind = static_cast<schedule::ClaimKind>(rng.below(4));
       r.round = rng.next_u64();
       r.promised_round = rng.next_u64();
       r.has_accepted = rng.chance(0.5);
       r.accepted_round = rng.next_u64();
       r.accepted_by = {random_text(rng, 8), rng.next_u64()};
       r.accepted = {static_cast<uint32_t>(rng.below(9)), random_text(rng, 16), random_text(rng, 8), rng.between(0, 99999)};
+      r.lease = rng.next_u64();
       return r;
     }
     case 2: return schedule::Release{random_text(rng, 8), random_occ(rng), {random_text(rng, 8), rng.next_u64()}};
