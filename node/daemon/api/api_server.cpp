@@ -180,7 +180,10 @@ void ApiServer::forward_next(std::shared_ptr<Forward> f) {
   if (!client_) client_ = std::make_unique<HttpClient>(loop_);
   HttpRequest req;
   req.method = f->request.method;
-  req.url = "http://" + target.api_addr + f->request.target;
+  req.url = options_.forward_scheme + "://" + target.api_addr + f->request.target;
+  req.ca_file = options_.forward_ca_file;
+  req.cert_file = options_.forward_cert_file;
+  req.key_file = options_.forward_key_file;
   req.headers = handler_.forward_headers(f->request);
   const std::string* ct = f->request.header("content-type");
   req.content_type = ct != nullptr ? *ct : std::string();

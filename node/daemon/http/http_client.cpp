@@ -299,6 +299,9 @@ uint64_t HttpClient::request(HttpRequest request, ResponseFn fn) {
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
+  if (!request.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, request.ca_file.c_str());
+  if (!request.cert_file.empty()) curl_easy_setopt(e, CURLOPT_SSLCERT, request.cert_file.c_str());
+  if (!request.key_file.empty()) curl_easy_setopt(e, CURLOPT_SSLKEY, request.key_file.c_str());
   const CURLMcode rc = curl_multi_add_handle(st->multi, e);
   if (rc != CURLM_OK) {
     fail_later(st, id, std::move(t->fn), std::string("libcurl refused the request: ") +

@@ -28,6 +28,11 @@ struct HttpRequest {
   std::string content_type = "application/json";  // "" = no Content-Type header
   int64_t timeout_ms = 10'000;  // the whole request: connect, send, answer
   size_t max_response_bytes = 1024;  // the rest of the answer is read and dropped
+  // https:// only: the CA file to verify the server with ("" = the system's CAs), and a
+  // client certificate and key to present ("" = none).
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
 };
 
 struct HttpResponse {
