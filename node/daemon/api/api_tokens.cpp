@@ -184,16 +184,19 @@ Status read_tokens_file(const std::string& path, TokenSet& out) {
   top.allow_only({"token"});
   std::map<std::string, std::string> names;
   std::map<std::array<unsigned char, 32>, std::string> digests;
+  // Into a copy, so that a file with a mistake adds none of its tokens.
+  TokenSet read = out;
   const auto tables = top.tables("token");
   for (size_t i = 0; i < tables.size(); ++i) {
     TomlReader r(*tables[i], "token[" + std::to_string(i + 1) + "]", path, errors);
-    toml_guard([&] { read_token(r, out, names, digests); });
+    toml_guard([&] { read_token(r, read, names, digests); });
   }
   top.finish();
   if (tables.empty() && !errors.any()) {
     errors.add(Error(path + ": no [[token]] table: the file gives no token", "token"));
   }
   if (errors.any()) return errors.combined();
+  out = std::move(read);
   return Status::success();
 }
 

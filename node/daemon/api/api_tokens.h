@@ -66,7 +66,7 @@ class TokenSet {
 // Reads the tokens file (the format above) into `out`.  Every problem is reported, one
 // per line, with file:line:column and the key, never with a secret: unknown keys, a
 // missing or too short token, an unknown scope, a bad volume name, two tokens with one
-// name or one secret.
+// name or one secret.  On an error `out` is left as it was.
 Status read_tokens_file(const std::string& path, TokenSet& out);
 
 // The node's tokens: api.token_file's (admin) and api.tokens_file's, either may be "".

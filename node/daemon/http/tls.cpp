@@ -8,6 +8,7 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <fstream>
 
@@ -55,7 +56,11 @@ Result<std::shared_ptr<TlsContext>> TlsContext::server(const TlsFiles& files) {
     return Error("the TLS certificate file " + files.cert + " holds no usable PEM certificate: " + tls_error_text());
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, files.key.c_str(), SSL_FILETYPE_PEM) != 1) {
-    return Error("the TLS key file " + files.key + " holds no usable PEM private key: " + tls_error_text());
+    // OpenSSL 3 compares the key with the certificate already here.
+    const bool mismatch = ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH;
+    return Error("the TLS key file " + files.key +
+                 (mismatch ? " does not match the certificate in " + files.cert : " holds no usable PEM private key") +
+                 ": " + tls_error_text());
   }
   if (SSL_CTX_check_private_key(ctx) != 1) {
     return Error("the TLS key file " + files.key + " does not match the certificate in " + files.cert + ": " +
