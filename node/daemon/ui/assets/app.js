@@ -160,38 +160,41 @@
     }
   }
 
-  function renderMembers(members) {
-    const body = $("members").tBodies[0];
-    body.replaceChildren();
-    for (const m of members) {
+  // Replaces a table's rows: one per item, row.dataset[keyName] = key(item), and a cell
+  // per [class, content] of cells(item) (content: text, or an element to put in).
+  function fillTable(id, items, keyName, key, cells) {
+    const body = $(id).tBodies[0];
+    body.replaceChildren(...items.map((item) => {
       const tr = el("tr");
-      tr.dataset.member = m.id;
-      tr.append(el("td", m.id, "id"));
-      const st = el("td", null, "state");
-      st.append(badge(m.state, "state"));
-      tr.append(st);
+      tr.dataset[keyName] = key(item);
+      for (const [cls, content] of cells(item)) {
+        const td = el("td", content instanceof Node ? null : content, cls);
+        if (content instanceof Node) td.append(content);
+        tr.append(td);
+      }
+      return tr;
+    }));
+  }
+
+  function orNone(v, none) {
+    return v === null || v === undefined ? none : v;
+  }
+
+  function renderMembers(members) {
+    fillTable("members", members, "member", (m) => m.id, (m) => {
       const load = m.load || {};
       const cpu = typeof load.cpu === "number" ? " · cpu " + load.cpu.toFixed(2) : "";
-      tr.append(el("td", (load.running || 0) + " running · " + (load.queued || 0) + " queued" + cpu, "load"));
-      const ahead = m.clock_ahead_ms;
-      tr.append(el("td", ahead === null || ahead === undefined ? "–" : ahead + " ms", "clock"));
-      tr.append(el("td", m.api_addr || "–", "api"));
-      body.append(tr);
-    }
+      const ahead = orNone(m.clock_ahead_ms, null);
+      return [["id", m.id], ["state", badge(m.state, "state")],
+        ["load", (load.running || 0) + " running · " + (load.queued || 0) + " queued" + cpu],
+        ["clock", ahead === null ? "–" : ahead + " ms"], ["api", m.api_addr || "–"]];
+    });
   }
 
   function renderVolumes(volumes) {
-    const body = $("volumes").tBodies[0];
-    body.replaceChildren();
-    for (const v of volumes) {
-      const tr = el("tr");
-      tr.dataset.volume = v.name;
-      tr.append(el("td", v.name, "name"));
-      tr.append(el("td", v.master === null || v.master === undefined ? "none" : v.master, "master"));
-      tr.append(el("td", (v.replicas || []).join(", "), "replicas"));
-      tr.append(el("td", v.replica ? v.records : "not a replica", "records"));
-      body.append(tr);
-    }
+    fillTable("volumes", volumes, "volume", (v) => v.name, (v) => [
+      ["name", v.name], ["master", orNone(v.master, "none")], ["replicas", (v.replicas || []).join(", ")],
+      ["records", v.replica ? v.records : "not a replica"]]);
   }
 
   function renderVolumeChoice(volumes) {
