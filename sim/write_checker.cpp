@@ -111,9 +111,11 @@ std::vector<Violation> judge_writes(const WriteRules& rules) {
       const char* rule = w.deleted ? "delete.run_after_ack" : "edit.run_after_ack";
       for (const WriteRules::Run& run : k.runs) {
         if (!w.deleted) {
-          // An edit removes only what is due after it and the new definition lacks.
-          const int64_t due_ms = schedule::fire_time(*before.entry, run.scheduled_utc_ms) - rules.epoch_utc_ms;
-          if (due_ms <= w.issued_ms || (w.entry && schedules(*w.entry, run.scheduled_utc_ms))) continue;
+          // An edit removes only what falls due after it and the new definition lacks.
+          // "After it" is by the edit's version, the clock of the node that took it: the
+          // only time every replica can judge alike (ground truth differs by its skew).
+          const int64_t fire_utc_ms = schedule::fire_time(*before.entry, run.scheduled_utc_ms);
+          if (fire_utc_ms < w.hlc.physical_ms || (w.entry && schedules(*w.entry, run.scheduled_utc_ms))) continue;
         }
         const WriteRules::Dispatch* d = dispatch_of(k, run);
         const int64_t dispatched_ms = d != nullptr ? d->at_ms : run.start_ms;

@@ -9,8 +9,8 @@
 //                  replicas then (links both ways, ground truth) — a minority cut off
 //                  before the delete may still fire, flagged.
 //   edit.run_after_ack  the same after an edit acknowledged by a majority, for the
-//                  occurrences due after the edit was issued that the new definition no
-//                  longer schedules.
+//                  occurrences due at or after the edit's version time (the clock of the
+//                  node that took it) that the new definition no longer schedules.
 //
 // "Acknowledged by a majority of the eligible replicas": the write waited for w
 // replicas' durable acknowledgements (?w=N, World::WriteRecord::want_acks) and w is a
