@@ -1,6 +1,7 @@
 #include "sim/write_checker.h"
 
 #include <algorithm>
+#include <set>
 
 #include "base/time.h"
 #include "schedule/entry_json.h"
@@ -192,13 +193,21 @@ void WriteChecker::finish(const World& world, Report& report) {
       v.acked_ms = rec.acked_ms;
       if (i == 0 || v.acked_ms < 0) continue;
       ++(v.deleted ? deletes : edits);
-      // A majority of the eligible replicas of the version it replaces, even if every
-      // replica outside the binding acknowledged too.
+      // A majority of the eligible replicas of the version it replaces — of each replica
+      // set in force (both, during a change) — even if every other replica of either set
+      // acknowledged too.
       const WriteRules::Version& before = k.versions[i - 1];
       if (!before.entry) continue;
       const auto& replicas = world.replicas_at(k.volume, v.acked_ms);
-      const size_t elig = eligible_replicas(world, *before.entry, replicas).size();
-      v.majority_acked = rec.want_acks >= replicas.size() - elig + elig / 2 + 1;
+      const auto& previous = world.previous_replicas_at(k.volume, v.acked_ms);
+      std::set<std::string> all(replicas.begin(), replicas.end());
+      all.insert(previous.begin(), previous.end());
+      v.majority_acked = true;
+      for (const auto* set : {&replicas, &previous}) {
+        if (set->empty()) continue;
+        const size_t elig = eligible_replicas(world, *before.entry, *set).size();
+        v.majority_acked = v.majority_acked && rec.want_acks >= all.size() - elig + elig / 2 + 1;
+      }
     }
     rules.keys.push_back(std::move(k));
   }

@@ -14,8 +14,8 @@
 //
 // "Acknowledged by a majority of the eligible replicas": the write waited for w
 // replicas' durable acknowledgements (?w=N, World::WriteRecord::want_acks) and w is a
-// majority of the eligible replicas even if every replica outside the entry's binding
-// was among them.  A rule holds until a write of the same key with a higher version (last
+// majority of the eligible replicas of each replica set in force (the previous set too,
+// during a change) even if every other replica was among them.  A rule holds until a write of the same key with a higher version (last
 // writer wins) is issued — which may be before it, from a node whose clock is ahead.
 //
 // The judgement is a pure function of hand-made records (judge_writes), so unit tests
