@@ -580,6 +580,7 @@ class Scheduler {
   // refuse it; nullopt when it is granted (written, durable before the reply).
   bool stale_claim(const Claim& c) const;
   bool superseded_claim(const Claim& c) const;
+  bool refuse_before_vote(const std::string& from, const Claim& c, ClaimReply& reply);
   int64_t ack_hold_ms() const { return options_.claim_lease_ms + 200; }
   void grant(const std::string& from, const Claim& c, ClaimReply& reply, Clock now);
   void on_release(const Release& r);

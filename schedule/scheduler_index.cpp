@@ -101,7 +101,12 @@ void Scheduler::entry_changed(const std::string& volume, const std::string& key,
   for (auto it = occs_.lower_bound(OccKey{*id, INT64_MIN}); it != occs_.end() && it->first.entry == *id; ++it) {
     Occ& o = it->second;
     if (o.finished() || o.is<firing::Owned>() || !o.entry) continue;  // an owner finishes what it dispatched
-    if (host_.entry_version(volume, key).value_or(Version{}) == o.entry_version) continue;
+    const std::optional<Version> now_version = host_.entry_version(volume, key);
+    if (now_version.value_or(Version{}) == o.entry_version) continue;
+    // An edit governs what falls due after it: o, due before, goes on as decided (a
+    // delete stops everything not dispatched).
+    const bool deleted = !host_.store_get(volume, key).has_value();
+    if (!deleted && now_version && o.fire_utc_ms < now_version->physical_ms) continue;
     mark(Mark::kEntryChanged);
     if (auto* c = std::get_if<firing::Claiming>(&o.phase)) c->superseded = true;
     if (o.is<firing::Preparing>()) to_tracking_from_preparing(o, now);
@@ -117,6 +122,9 @@ bool Scheduler::unscheduled(Occ& o, Clock now) {
       o.fire_utc_ms = fire_time(*o.entry, o.id.scheduled_utc_ms);
       return false;
     }
+    // Due before the definition that no longer has it was written: it runs (an edit
+    // governs what falls due after it), under the definition this node has.
+    if (o.fire_utc_ms < o.entry_version.physical_ms) return false;
   } else if (!host_.entry_version(o.volume, o.id.entry_key)) {
     return false;  // not here yet (its write is on its way): nothing to decide
   }

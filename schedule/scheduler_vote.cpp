@@ -34,10 +34,48 @@ bool Scheduler::stale_claim(const Claim& c) const {
   return it != topology_.volumes.end() && it->second.sets_hash != c.sets_hash;
 }
 
+// A newer record of the entry supersedes a claim when it deletes the entry, or when it is
+// an edit made before the occurrence was due: an edit governs what falls due after it
+// (its version's time), and an occurrence already due when it was written still runs.
 bool Scheduler::superseded_claim(const Claim& c) const {
   if (c.kind == ClaimKind::kPrepare || c.entry_version.physical_ms == 0) return false;
   const std::optional<Version> mine = host_.entry_version(c.volume, c.occ.entry_key);
-  return mine && c.entry_version < *mine;
+  if (!mine || !(c.entry_version < *mine)) return false;
+  const bool deleted = !host_.store_get(c.volume, c.occ.entry_key).has_value();
+  return deleted || c.fire_utc_ms >= mine->physical_ms;
+}
+
+// The refusals that need no vote: not a replica, malformed, stale, superseded.  Returns
+// whether it answered.
+bool Scheduler::refuse_before_vote(const std::string& from, const Claim& c, ClaimReply& reply) {
+  const bool test_any = options_.test_grant_every_claim;
+  const bool well_formed =
+      (c.kind == ClaimKind::kClaim) == (c.round == 0) || c.kind == ClaimKind::kAccept || c.kind == ClaimKind::kCheck;
+  if (!is_replica(c.volume) || c.claimant.node != from || !well_formed) {
+    host_.send(from, std::move(reply), false);
+    return true;
+  }
+  if (stale_claim(c) && !test_any) {
+    // The claimant missed a change of this volume's replica sets: granting it could
+    // complete a majority of sets the cluster has left, while the new sets decide too.
+    ++counters_.stale_claims_refused;
+    mark(Mark::kVoteStale);
+    reply.outcome = ClaimOutcome::kStale;
+    reply.retry_after_ms = options_.claim_retry_ms;
+    host_.send(from, std::move(reply), false);
+    return true;
+  }
+  if (superseded_claim(c) && !test_any) {
+    // The claim decides under a definition of the entry this replica has seen replaced
+    // (an edit) or removed (a delete).  Refused before any vote: so once a majority holds
+    // the change, no claim of the old definition can win one.
+    ++counters_.superseded_claims_refused;
+    mark(Mark::kVoteSuperseded);
+    reply.outcome = ClaimOutcome::kSuperseded;
+    host_.send(from, std::move(reply), false);
+    return true;
+  }
+  return false;
 }
 
 void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
@@ -49,32 +87,7 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
   reply.round = c.round;
   reply.lease = c.lease;
   const bool test_any = options_.test_grant_every_claim;
-  const bool well_formed =
-      (c.kind == ClaimKind::kClaim) == (c.round == 0) || c.kind == ClaimKind::kAccept || c.kind == ClaimKind::kCheck;
-  if (!is_replica(c.volume) || c.claimant.node != from || !well_formed) {
-    host_.send(from, std::move(reply), false);
-    return;
-  }
-  if (stale_claim(c) && !test_any) {
-    // The claimant missed a change of this volume's replica sets: granting it could
-    // complete a majority of sets the cluster has left, while the new sets decide too.
-    ++counters_.stale_claims_refused;
-    mark(Mark::kVoteStale);
-    reply.outcome = ClaimOutcome::kStale;
-    reply.retry_after_ms = options_.claim_retry_ms;
-    host_.send(from, std::move(reply), false);
-    return;
-  }
-  if (superseded_claim(c) && !test_any) {
-    // The claim decides under a definition of the entry this replica has seen replaced
-    // (an edit) or removed (a delete).  Refused before any vote: so once a majority holds
-    // the change, no claim of the old definition can win one.
-    ++counters_.superseded_claims_refused;
-    mark(Mark::kVoteSuperseded);
-    reply.outcome = ClaimOutcome::kSuperseded;
-    host_.send(from, std::move(reply), false);
-    return;
-  }
+  if (refuse_before_vote(from, c, reply)) return;
   if (c.kind == ClaimKind::kCheck) {
     // The definition stands here: no vote, nothing written.  The answer still holds back
     // this replica's acknowledgements of the entry's writes (ack_hold_until_mono).

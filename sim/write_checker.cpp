@@ -1,6 +1,7 @@
 #include "sim/write_checker.h"
 
 #include <algorithm>
+#include <set>
 
 #include "base/time.h"
 #include "schedule/entry_json.h"
@@ -111,9 +112,11 @@ std::vector<Violation> judge_writes(const WriteRules& rules) {
       const char* rule = w.deleted ? "delete.run_after_ack" : "edit.run_after_ack";
       for (const WriteRules::Run& run : k.runs) {
         if (!w.deleted) {
-          // An edit removes only what is due after it and the new definition lacks.
-          const int64_t due_ms = schedule::fire_time(*before.entry, run.scheduled_utc_ms) - rules.epoch_utc_ms;
-          if (due_ms <= w.issued_ms || (w.entry && schedules(*w.entry, run.scheduled_utc_ms))) continue;
+          // An edit removes only what falls due after it and the new definition lacks.
+          // "After it" is by the edit's version, the clock of the node that took it: the
+          // only time every replica can judge alike (ground truth differs by its skew).
+          const int64_t fire_utc_ms = schedule::fire_time(*before.entry, run.scheduled_utc_ms);
+          if (fire_utc_ms < w.hlc.physical_ms || (w.entry && schedules(*w.entry, run.scheduled_utc_ms))) continue;
         }
         const WriteRules::Dispatch* d = dispatch_of(k, run);
         const int64_t dispatched_ms = d != nullptr ? d->at_ms : run.start_ms;
@@ -190,13 +193,21 @@ void WriteChecker::finish(const World& world, Report& report) {
       v.acked_ms = rec.acked_ms;
       if (i == 0 || v.acked_ms < 0) continue;
       ++(v.deleted ? deletes : edits);
-      // A majority of the eligible replicas of the version it replaces, even if every
-      // replica outside the binding acknowledged too.
+      // A majority of the eligible replicas of the version it replaces — of each replica
+      // set in force (both, during a change) — even if every other replica of either set
+      // acknowledged too.
       const WriteRules::Version& before = k.versions[i - 1];
       if (!before.entry) continue;
       const auto& replicas = world.replicas_at(k.volume, v.acked_ms);
-      const size_t elig = eligible_replicas(world, *before.entry, replicas).size();
-      v.majority_acked = rec.want_acks >= replicas.size() - elig + elig / 2 + 1;
+      const auto& previous = world.previous_replicas_at(k.volume, v.acked_ms);
+      std::set<std::string> all(replicas.begin(), replicas.end());
+      all.insert(previous.begin(), previous.end());
+      v.majority_acked = true;
+      for (const auto* set : {&replicas, &previous}) {
+        if (set->empty()) continue;
+        const size_t elig = eligible_replicas(world, *before.entry, *set).size();
+        v.majority_acked = v.majority_acked && rec.want_acks >= all.size() - elig + elig / 2 + 1;
+      }
     }
     rules.keys.push_back(std::move(k));
   }

@@ -9,13 +9,13 @@
 //                  replicas then (links both ways, ground truth) — a minority cut off
 //                  before the delete may still fire, flagged.
 //   edit.run_after_ack  the same after an edit acknowledged by a majority, for the
-//                  occurrences due after the edit was issued that the new definition no
-//                  longer schedules.
+//                  occurrences due at or after the edit's version time (the clock of the
+//                  node that took it) that the new definition no longer schedules.
 //
 // "Acknowledged by a majority of the eligible replicas": the write waited for w
 // replicas' durable acknowledgements (?w=N, World::WriteRecord::want_acks) and w is a
-// majority of the eligible replicas even if every replica outside the entry's binding
-// was among them.  A rule holds until a write of the same key with a higher version (last
+// majority of the eligible replicas of each replica set in force (the previous set too,
+// during a change) even if every other replica was among them.  A rule holds until a write of the same key with a higher version (last
 // writer wins) is issued — which may be before it, from a node whose clock is ahead.
 //
 // The judgement is a pure function of hand-made records (judge_writes), so unit tests

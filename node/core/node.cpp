@@ -93,6 +93,7 @@ Status Node::start(const std::vector<StoredRecord>& records, Clock now) {
   assert(!started_);
   last_ = now;
   started_mono_ms_ = now.mono_ms;
+  restored_ = !records.empty();
   bool formatted = false;
   int64_t stored_incarnation = 0, horizon = 0;
   std::optional<ClusterConfig> stored_config;

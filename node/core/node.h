@@ -513,6 +513,7 @@ class Node final : private schedule::SchedulerHost {
   bool active_ = false;
   bool left_ = false;
   int64_t started_mono_ms_ = 0;
+  bool restored_ = false;  // started from a disk that held state: a restart, not a fresh node
   Clock last_{};
 
   ClusterConfig config_;

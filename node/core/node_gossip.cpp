@@ -218,7 +218,12 @@ void Node::update_synced(VolumeState& vs, const VolumeSpec& spec, Clock now) {
   }
   if (vs.synced) return;
   if (reachable.empty()) {
-    if (now.mono_ms - vs.opened_mono_ms < options_.startup_grace_ms) return;
+    // A node that restarted with its disk holds decisions the others may have overtaken
+    // while it was down: it looks for a peer replica for reconcile_timeout before deciding
+    // alone (a fresh node, with nothing to be stale about, for startup_grace).
+    const int64_t grace = restored_ ? std::max(options_.startup_grace_ms, options_.reconcile_timeout_ms)
+                                    : options_.startup_grace_ms;
+    if (now.mono_ms - vs.opened_mono_ms < grace) return;
     vs.synced = true;
     vs.synced_alone = true;
     return;
@@ -237,9 +242,16 @@ void Node::update_synced(VolumeState& vs, const VolumeSpec& spec, Clock now) {
     for (const auto& r : set) n += r == options_.id || vs.synced_with.count(r) ? 1 : 0;
     return set.empty() || 2 * n > set.size();
   };
+  if (majority_of(spec.replicas) && majority_of(spec.previous_replicas)) {
+    vs.synced = true;
+    return;
+  }
+  // Fewer replicas in view than a majority: every one of them will do — once the view had
+  // the startup grace to fill (right after a start it may hold one peer, itself restarted).
   const bool every_reachable = std::all_of(reachable.begin(), reachable.end(),
                                            [&](const std::string& r) { return vs.synced_with.count(r) > 0; });
-  if (every_reachable || (majority_of(spec.replicas) && majority_of(spec.previous_replicas))) vs.synced = true;
+  const int64_t since = std::max(vs.opened_mono_ms, vs.reconciling_since_mono_ms);
+  if (every_reachable && now.mono_ms - since >= options_.startup_grace_ms) vs.synced = true;
 }
 
 std::optional<std::string> Node::master_of(const std::string& volume) const {

@@ -95,7 +95,13 @@ struct HarnessError : std::runtime_error {
 struct Record {
   std::string value;
   uint64_t version = 0;
+  bool deleted = false;  // a tombstone: store_get answers nothing, entry_version its version
 };
+// What the scheduler hears of a record (on_record): nothing for a tombstone.
+inline std::optional<std::string> live(const Record& r) {
+  if (r.deleted) return std::nullopt;
+  return r.value;
+}
 
 // A store record on its way to another replica.
 struct StorePush {
@@ -196,6 +202,8 @@ class Cluster {
   void set_master(const std::string& id, bool master, const std::string& volume = kVolume);
   void make_master(const std::string& id, const std::string& volume = kVolume);  // the others stop
   void set_active(const std::string& id, bool active);
+  // The node's place after the master (Scheduler::set_backup_rank); 0: not a backup.
+  void set_backup_rank(const std::string& id, uint32_t rank, const std::string& volume = kVolume);
   void set_topology(const std::string& id, Topology topology);
   Topology topology(const std::string& id) const;
   Rng& rng() { return rng_; }
@@ -206,6 +214,10 @@ class Cluster {
   // Validates and writes the entry into every replica's store (as if replicated long
   // ago), durably, and tells the live schedulers.
   void put_entry(const Entry& e);
+  // The same on `nodes` only (the others do not have it yet): an edit that reached some.
+  void put_entry_on(const Entry& e, const std::vector<std::string>& nodes);
+  // A delete (a tombstone newer than every write so far) of `key` on `nodes` only.
+  void delete_entry_on(const std::string& key, const std::vector<std::string>& nodes);
   std::optional<std::string> store_value(const std::string& id, const std::string& key) const;
   std::map<std::string, OwnerRecord> owner_records(const std::string& id, const OccurrenceId& occ) const;
   std::map<std::string, WorkerRecord> worker_records(const std::string& id, const OccurrenceId& occ) const;

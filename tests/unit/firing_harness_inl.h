@@ -84,8 +84,14 @@ class Cluster::Host final : public schedule::SchedulerHost {
   PeerView peer(const std::string& node) const override { return c_.peer_view(m_, node); }
   std::optional<std::string> store_get(const std::string& volume, const std::string& key) const override {
     auto it = m_.store.find({volume, key});
-    if (it == m_.store.end()) return std::nullopt;
+    if (it == m_.store.end() || it->second.deleted) return std::nullopt;
     return it->second.value;
+  }
+  // The harness's write counter stands for the record's version (last writer wins).
+  std::optional<schedule::Version> entry_version(const std::string& volume, const std::string& key) const override {
+    auto it = m_.store.find({volume, key});
+    if (it == m_.store.end()) return std::nullopt;
+    return schedule::Version{static_cast<int64_t>(it->second.version), 0, "h"};
   }
 
  private:
@@ -266,7 +272,7 @@ inline void Cluster::write(Member& m, const std::string& volume, const std::stri
   m.store[{volume, key}] = rec;
   m.batch.push_back(Member::Op{false, false, volume, key, rec});
   ++m.written;
-  m.echoes.push_back(Member::Echo{volume, key, rec.value});
+  m.echoes.push_back(Member::Echo{volume, key, live(rec)});
   if (!push) return;
   const auto& v = m.topology.volumes[volume];
   std::set<std::string> to(v.replicas.begin(), v.replicas.end());
@@ -306,7 +312,7 @@ inline void Cluster::deliver_packet(Packet p) {
       m->store[{push->volume, push->key}] = push->rec;
       m->batch.push_back(Member::Op{false, false, push->volume, push->key, push->rec});
       ++m->written;
-      m->echoes.push_back(Member::Echo{push->volume, push->key, push->rec.value});
+      m->echoes.push_back(Member::Echo{push->volume, push->key, live(push->rec)});
     });
     return;
   }

@@ -129,7 +129,7 @@ inline void Cluster::start(Member& m, Disk disk, bool active) {
   m.sched->set_amnesia_horizon(m.horizon_utc);
   turn(m, [&](Scheduler& s, Clock c) {
     s.set_topology(m.topology, c);
-    for (const auto& [k, rec] : m.store) s.on_record(k.first, k.second, rec.value, c);  // entries sort first
+    for (const auto& [k, rec] : m.store) s.on_record(k.first, k.second, live(rec), c);  // entries sort first
     for (const auto& [k, v] : m.local) {
       if (k.rfind(schedule::kGrantPrefix, 0) == 0) s.on_local_record(k, v);
     }
@@ -161,17 +161,34 @@ inline void Cluster::restart(const std::string& id, Disk disk, bool active) {
 
 // --- records -------------------------------------------------------------------------------------
 
-inline void Cluster::put_entry(const Entry& e) {
+inline void Cluster::put_entry(const Entry& e) { put_entry_on(e, ids_); }
+
+inline void Cluster::put_entry_on(const Entry& e, const std::vector<std::string>& nodes) {
   if (auto s = schedule::validate(e); !s.ok()) throw HarnessError("invalid entry: " + s.error().message);
   const std::string key = schedule::entry_key(e);
   const Record rec{schedule::encode_entry(e), next_version_++};
-  for (const auto& id : ids_) {
+  for (const auto& id : nodes) {
     Member& m = member(id);
     m.disk_store[{kVolume, key}] = rec;
     if (!m.up) continue;
     m.store[{kVolume, key}] = rec;
-    turn(m, [&](Scheduler& s, Clock now) { s.on_record(kVolume, key, rec.value, now); });
+    turn(m, [&](Scheduler& s, Clock now) { s.on_record(kVolume, key, live(rec), now); });
   }
+}
+
+inline void Cluster::delete_entry_on(const std::string& key, const std::vector<std::string>& nodes) {
+  const Record rec{{}, next_version_++, true};
+  for (const auto& id : nodes) {
+    Member& m = member(id);
+    m.disk_store[{kVolume, key}] = rec;
+    if (!m.up) continue;
+    m.store[{kVolume, key}] = rec;
+    turn(m, [&](Scheduler& s, Clock now) { s.on_record(kVolume, key, std::nullopt, now); });
+  }
+}
+
+inline void Cluster::set_backup_rank(const std::string& id, uint32_t rank, const std::string& volume) {
+  turn(member(id), [&](Scheduler& s, Clock now) { s.set_backup_rank(volume, rank, now); });
 }
 
 inline OccurrenceId Cluster::start_entry(const Entry& e, const std::string& master) {
@@ -227,21 +244,23 @@ inline std::optional<Vote> Cluster::vote(const std::string& id, const Occurrence
   return *v;
 }
 
+// One turn for everything copied, as an anti-entropy session's records reach the Node's
+// pump together (and the scheduler decides on them as a batch: Scheduler::settle).
 inline void Cluster::resync(const std::string& id) {
   Member& m = member(id);
-  for (const auto& o : ids_) {
-    if (o == id || !up(o)) continue;
-    for (const auto& [k, rec] : member(o).store) {
-      auto it = m.store.find(k);
-      if (it != m.store.end() && it->second.version >= rec.version) continue;
-      turn(m, [&](Scheduler&, Clock) {
+  turn(m, [&](Scheduler&, Clock) {
+    for (const auto& o : ids_) {
+      if (o == id || !up(o)) continue;
+      for (const auto& [k, rec] : member(o).store) {
+        auto it = m.store.find(k);
+        if (it != m.store.end() && it->second.version >= rec.version) continue;
         m.store[k] = rec;
         m.batch.push_back(Member::Op{false, false, k.first, k.second, rec});
         ++m.written;
-        m.echoes.push_back(Member::Echo{k.first, k.second, rec.value});
-      });
+        m.echoes.push_back(Member::Echo{k.first, k.second, live(rec)});
+      }
     }
-  }
+  });
 }
 
 // --- runs and events -----------------------------------------------------------------------------

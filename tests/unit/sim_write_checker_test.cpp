@@ -54,11 +54,13 @@ WriteRules rules(const char* semantics, bool edit, int64_t dispatched_ms, bool o
   WriteRules::Version created;
   created.write_id = 1;
   created.issued_ms = 10'000;
+  created.hlc.physical_ms = kEpoch + 10'000;
   created.acked_ms = 10'005;
   created.entry = entry("*/5 * * * * *", semantics);
   WriteRules::Version change;
   change.write_id = 2;
   change.issued_ms = 60'000;
+  change.hlc.physical_ms = kEpoch + 60'000;
   change.acked_ms = 61'000;
   change.majority_acked = true;
   change.deleted = !edit;
@@ -160,4 +162,14 @@ TEST_CASE("edit.run_after_ack bites on an occurrence the new definition dropped"
   // At-least-once from an owner cut off from the majority: allowed, flagged.
   CHECK(judge_writes(rules("at_least_once", true, 64'000, false, 65)).empty());
   CHECK(judge_writes(rules("at_least_once", true, 64'000, true, 65)).size() == 1);
+  // "Due after the edit" is by the edit's version (the taking node's clock), not by ground
+  // truth: taken on a clock 6 s ahead, the edit is stamped 66 s, and the occurrence due at
+  // 65 s was due before it — it may run.
+  auto ahead = rules("at_most_once", true, 64'000, false, 65);
+  ahead.keys[0].versions[1].hlc.physical_ms = kEpoch + 66'000;
+  CHECK(judge_writes(ahead).empty());
+  // On a clock behind, stamped 58 s: the occurrence due at 55 s is still before it, 65 s not.
+  auto behind = rules("at_most_once", true, 64'000, false, 65);
+  behind.keys[0].versions[1].hlc.physical_ms = kEpoch + 58'000;
+  CHECK(judge_writes(behind).size() == 1);
 }

@@ -130,6 +130,7 @@ void read_gossip(TomlReader& top, node::NodeOptions& n) {
   set_if(r->duration("sync_interval", 100), n.sync_interval_ms);
   set_if(r->duration("sync_session_timeout", 100), n.sync_session_timeout_ms);
   set_if(r->duration("startup_grace"), n.startup_grace_ms);
+  set_if(r->duration("reconcile_timeout", 100), n.reconcile_timeout_ms);
   set_if(r->duration("heard_recently", 1), n.heard_recently_ms);
   set_if(r->duration("direct_contact", 1), n.direct_contact_ms);
   set_if(r->duration("replay_window", 1000), n.replay_window_ms);
@@ -153,6 +154,8 @@ void read_scheduler(TomlReader& top, schedule::SchedulerOptions& s) {
   set_if(r->integer("max_backlog_per_entry", 1, 10'000'000), s.max_backlog_per_entry);
   set_if(r->duration("terminal_linger"), s.terminal_linger_ms);
   set_if(r->duration("prepare_ahead"), s.prepare_ahead_ms);
+  set_if(r->duration("backup_step", 100), s.backup_step_ms);
+  set_if(r->duration("claim_lease", 100), s.claim_lease_ms);
   r->finish();
   if (s.prepare_ahead_ms > 10 * kMsPerMinute) {
     r->fail("prepare_ahead", "at most 10m: a burst is prepared in seconds, and every prepared run is held in memory");
