@@ -329,6 +329,12 @@ def log_in(b, ui, token, expect):
 
 
 def check_status(b, api):
+    """The page against the API, until they agree: the page refreshes every 5 s, so a
+    value that changed in between (a clock offset, a load) is given one refresh more."""
+    return wait_for("the page to show what /v1/status says", lambda: status_matches(b, api), limit_s=15, step_s=1)
+
+
+def status_matches(b, api):
     status = api.get("/v1/status")
     members = b.rows("#members", "member", ".state")
     want = {m["id"]: m["state"] for m in status["members"]}
