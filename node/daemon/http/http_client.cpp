@@ -218,7 +218,7 @@ void fail_later(State* st, uint64_t id, HttpClient::ResponseFn fn, std::string e
 
 }  // namespace
 
-HttpClient::HttpClient(uv_loop_s* loop) : state_(new State) {
+HttpClient::HttpClient(uv_loop_s* loop, long max_host_connections) : state_(new State) {
   // curl_global_init is not thread-safe; the daemon makes its client on the loop
   // thread before any other thread could use curl.
   static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -233,6 +233,7 @@ HttpClient::HttpClient(uv_loop_s* loop) : state_(new State) {
   curl_multi_setopt(state_->multi, CURLMOPT_SOCKETDATA, state_);
   curl_multi_setopt(state_->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
   curl_multi_setopt(state_->multi, CURLMOPT_TIMERDATA, state_);
+  if (max_host_connections > 0) curl_multi_setopt(state_->multi, CURLMOPT_MAX_HOST_CONNECTIONS, max_host_connections);
 }
 
 HttpClient::~HttpClient() {

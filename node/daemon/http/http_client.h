@@ -51,7 +51,10 @@ class HttpClient {
  public:
   using ResponseFn = std::function<void(const HttpResponse&)>;
 
-  explicit HttpClient(uv_loop_s* loop);
+  // `max_host_connections`: open connections to one host at most (0 = no limit); more
+  // requests to it wait for a connection to free up.  The API's forwarding sets it so
+  // that a node stays below the other nodes' per-client connection limit.
+  explicit HttpClient(uv_loop_s* loop, long max_host_connections = 0);
   // Aborts every request; their callbacks are never called.
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
