@@ -44,6 +44,16 @@ struct Entry {
   int64_t misfire_window_ms = 600'000;  // how late a missed occurrence may still run
   MisfirePolicy misfire = MisfirePolicy::fire_once;
   std::string payload;  // opaque bytes handed to the handler, <= 64 KiB
+  // Operator controls (docs/entries.md, "Controls").
+  bool paused = false;     // nothing of it is claimed or run while set (a claim under it is refused)
+  int64_t timeout_ms = 0;  // > 0: the handler is stopped after this long (timed_out); 0: the handler's own
+  std::optional<int64_t> not_before_utc_ms;  // no occurrence is scheduled before it
+  std::optional<int64_t> not_after_utc_ms;   // nor after it
+
+  // Whether any control is set (the entry then needs encoding version 2).
+  bool has_controls() const {
+    return paused || timeout_ms != 0 || not_before_utc_ms.has_value() || not_after_utc_ms.has_value();
+  }
 
   friend bool operator==(const Entry&, const Entry&) = default;
 };

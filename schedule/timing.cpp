@@ -137,12 +137,22 @@ int64_t jitter_offset_ms(std::string_view entry_key, int64_t scheduled_utc_ms, i
 }
 
 std::optional<int64_t> next_occurrence(const Entry& entry, int64_t after_utc_ms) {
+  if (entry.paused) return std::nullopt;
+  // not_before: the search starts just before it (the entry's own cadence is kept: a
+  // timer's interval still counts from its creation).
+  if (entry.not_before_utc_ms && *entry.not_before_utc_ms > kCronMinUtcMs) {
+    after_utc_ms = std::max(after_utc_ms, *entry.not_before_utc_ms - 1);
+  }
+  std::optional<int64_t> next;
   if (const auto* cron = std::get_if<CronTiming>(&entry.timing)) {
     // Strictly after max(after, created - 1): every occurrence is >= created.
     const int64_t floor_ms = entry.created_utc_ms > kCronMinUtcMs ? entry.created_utc_ms - 1 : kCronMinUtcMs;
-    return cron->expr.next_after(std::max(after_utc_ms, floor_ms), cron->zone, entry.created_utc_ms);
+    next = cron->expr.next_after(std::max(after_utc_ms, floor_ms), cron->zone, entry.created_utc_ms);
+  } else {
+    next = timer_next_after(std::get<Timer>(entry.timing), entry.created_utc_ms, after_utc_ms);
   }
-  return timer_next_after(std::get<Timer>(entry.timing), entry.created_utc_ms, after_utc_ms);
+  if (next && entry.not_after_utc_ms && *next > *entry.not_after_utc_ms) return std::nullopt;
+  return next;
 }
 
 int64_t fire_time(const Entry& entry, int64_t scheduled_utc_ms) {

@@ -87,8 +87,9 @@ struct Entry;
 // created_utc_ms.
 //
 // next_occurrence: the first scheduled (nominal, unjittered) instant strictly after
-// `after_utc_ms`, or nullopt when there is none (a finished timer, or a cron expression
-// with no occurrence within 400 years).  Cron instants are whole seconds.
+// `after_utc_ms`, or nullopt when there is none (a paused entry, a finished timer, a cron
+// expression with no occurrence within 400 years, or none within not_before..not_after
+// inclusive).  Cron instants are whole seconds.
 std::optional<int64_t> next_occurrence(const Entry& entry, int64_t after_utc_ms);
 // The instant the occurrence scheduled at `scheduled_utc_ms` should fire: scheduled plus
 // the deterministic jitter offset.

@@ -28,7 +28,7 @@ std::string outcome(const node::Node::OccurrenceHistory& h) {
   bool completed = false, failed = false, running = false, dispatched = false;
   for (const auto& [fire_id, w] : h.workers) {
     completed |= w.state == schedule::WorkerState::kCompleted;
-    failed |= w.state == schedule::WorkerState::kFailed;
+    failed |= schedule::failed(w.state);
     running |= w.state == schedule::WorkerState::kAccepted;
   }
   bool lost = false, missed = false, skipped = false;
