@@ -85,6 +85,9 @@ struct Session {
     if (r.status == 401) {
       err << "caesium: unauthorized (401): " << message
           << "\n  give the API token with --token-file FILE, $CAESIUM_TOKEN or --config NODE.toml\n";
+    } else if (r.status == 403) {
+      err << "caesium: forbidden (403): " << message
+          << "\n  the token is valid but its scope or volumes do not cover this; use a token that does\n";
     } else if (r.status == 404) {
       err << "caesium: not found (404): " << message << "\n";
     } else {
@@ -272,6 +275,7 @@ Result<ClientTarget> resolve_client_target(const ClientFlags& flags, const EnvFn
     if (!c) return Error(c.error().message);
     config = std::move(*c);
   }
+  const bool config_tls = config && !config->api.tls_cert.empty();
   std::string api;
   if (flags.api) {
     api = *flags.api;
@@ -282,17 +286,35 @@ Result<ClientTarget> resolve_client_target(const ClientFlags& flags, const EnvFn
     if (!hp) return Error(*flags.config + ": api.listen: " + hp.error().message);
     if (hp->port == 0) return Error(*flags.config + ": api.listen has port 0, so that node serves no API");
     if (is_wildcard_host(hp->host)) hp->host = hp->host.find(':') != std::string::npos ? "::1" : "127.0.0.1";
-    api = format_host_port(*hp);
+    api = (config_tls ? "https://" : "") + format_host_port(*hp);
   } else {
     return Error("no API address: give --api HOST:PORT, set $CAESIUM_API, or --config NODE.toml");
   }
+  if (!daemon::is_header_safe(api)) return Error("the API address contains a control character (CR, LF, ...)");
   ClientTarget t;
   t.base_url = api.find("://") == std::string::npos ? "http://" + api : api;
   while (!t.base_url.empty() && t.base_url.back() == '/') t.base_url.pop_back();
+  if (flags.ca_file) {
+    t.ca_file = *flags.ca_file;
+  } else if (auto e = env("CAESIUM_CA_FILE")) {
+    t.ca_file = *e;
+  } else if (config) {
+    t.ca_file = config->api.tls_ca;
+  }
+  t.cert_file = flags.cert_file.value_or(config && config->api.tls_verify_client ? config->api.tls_cert : "");
+  t.key_file = flags.key_file.value_or(config && config->api.tls_verify_client ? config->api.tls_key : "");
+  if (t.cert_file.empty() != t.key_file.empty()) return Error("give --cert-file and --key-file together");
+  for (const std::string* f : {&t.ca_file, &t.cert_file, &t.key_file}) {
+    if (!f->empty() && !daemon::is_header_safe(*f)) return Error("a file name contains a control character");
+  }
   std::optional<std::string> token_file = flags.token_file;
   if (!token_file) {
     if (auto e = env("CAESIUM_TOKEN")) {
       t.token = trim(*e);
+      if (!daemon::is_header_safe(t.token)) {
+        return Error("$CAESIUM_TOKEN contains a control character (CR, LF, ...): a token must be one line of "
+                     "printable characters, or it would end the Authorization header and start another");
+      }
       return t;
     }
     if (config && !config->api.token_file.empty()) token_file = config->api.token_file;
@@ -315,8 +337,18 @@ ClientTransport curl_transport(const ClientTarget& target, int64_t timeout_ms) {
       r.error = "libcurl could not make a request handle";
       return r;
     }
+    // resolve_client_target refused such tokens already; a transport made otherwise
+    // must not put a line break into a header either.
+    if (!target.token.empty() && !daemon::is_header_safe(target.token)) {
+      curl_easy_cleanup(e);
+      r.error = "the API token contains a control character (CR, LF, ...); nothing was sent";
+      return r;
+    }
     curl_slist* headers = nullptr;
     if (!target.token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + target.token).c_str());
+    if (!target.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, target.ca_file.c_str());
+    if (!target.cert_file.empty()) curl_easy_setopt(e, CURLOPT_SSLCERT, target.cert_file.c_str());
+    if (!target.key_file.empty()) curl_easy_setopt(e, CURLOPT_SSLKEY, target.key_file.c_str());
     headers = curl_slist_append(headers, "Expect:");
     const std::string url = target.base_url + path;
     curl_easy_setopt(e, CURLOPT_URL, url.c_str());
@@ -359,7 +391,8 @@ int run_client_command(const std::string& command, const ClientArgs& args, std::
   assert(it != command_table().end());
   // The parser checked that --timeout is a duration above zero.
   const int64_t timeout_ms = args.value("--timeout") ? parse_duration_ms(*args.value("--timeout")).value() : 30'000;
-  ClientFlags flags{args.value("--api"), args.value("--token-file"), args.value("--config")};
+  ClientFlags flags{args.value("--api"),     args.value("--token-file"), args.value("--config"),
+                    args.value("--ca-file"), args.value("--cert-file"),  args.value("--key-file")};
   auto target = resolve_client_target(flags, env);
   if (!target) return usage_error(target.error().message);
   Session s{*target, connect(*target, timeout_ms), out, err, args.has("--json"), usage_error};

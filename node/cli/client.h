@@ -7,6 +7,12 @@
 //   address  --api HOST:PORT (or a URL)  >  $CAESIUM_API  >  api.listen of --config FILE
 //   token    --token-file FILE           >  $CAESIUM_TOKEN (the token itself)  >
 //            api.token_file of --config FILE
+//   CA       --ca-file FILE (https only)   >  $CAESIUM_CA_FILE  >  api.tls_ca of --config FILE
+//   client certificate (for nodes that verify clients): --cert-file and --key-file, or
+//            with --config, the node's own api.tls_cert and api.tls_key
+// A --config whose node speaks TLS (api.tls_cert) makes the address https://.  A token,
+// address or file name with a control character (CR, LF, ...) is refused before anything
+// is sent: it could end a header line and start another.
 // Exit status: 0 success, 1 the API answered an error or could not be reached,
 // 2 bad usage (message on stderr).  Output: human-readable tables, or with --json the
 // API's JSON as it came.
@@ -31,12 +37,18 @@ namespace caesium::cli {
 struct ClientTarget {
   std::string base_url;  // "http://127.0.0.1:7400"
   std::string token;     // "" = none (the API will answer 401)
+  std::string ca_file;   // "" = the system's CAs (https only)
+  std::string cert_file; // client certificate, "" = none
+  std::string key_file;
 };
 
 struct ClientFlags {
   std::optional<std::string> api;
   std::optional<std::string> token_file;
   std::optional<std::string> config;
+  std::optional<std::string> ca_file;
+  std::optional<std::string> cert_file;
+  std::optional<std::string> key_file;
 };
 
 using EnvFn = std::function<std::optional<std::string>(const char* name)>;

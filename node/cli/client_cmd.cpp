@@ -23,6 +23,10 @@ void add_common_options(CLI::App& c) {
   c.add_option("--token-file", "the API token (else $CAESIUM_TOKEN, else --config's api.token_file)")
       ->type_name("FILE");
   c.add_option("--config", "a node's config file, for its API address and token")->type_name("NODE.toml");
+  c.add_option("--ca-file", "https: the CA to verify the node with (else $CAESIUM_CA_FILE, else --config's api.tls_ca)")
+      ->type_name("FILE");
+  c.add_option("--cert-file", "https: a client certificate, for nodes that verify clients")->type_name("FILE");
+  c.add_option("--key-file", "https: the client certificate's key")->type_name("FILE");
   c.add_option("--timeout", "give up on the API after this long (default 30s)")
       ->type_name("DURATION")
       ->check(duration_at_least(1));

@@ -135,6 +135,65 @@ TEST_CASE("cli: flags beat the environment, which beats the config file") {
   CHECK(f.run("status", {"--config", (d.path / "missing.toml").string()}).status == 2);
 }
 
+TEST_CASE("cli: a token or address with a control character is refused before anything is sent") {
+  TempDir d;
+  FakeApi f;
+  f.env["CAESIUM_API"] = "h:1";
+  f.env["CAESIUM_TOKEN"] = "abc\r\nX-Injected: 1";
+  auto r = f.run("status", {});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("control character") != std::string::npos);
+  CHECK(r.err.find("X-Injected") == std::string::npos);  // the token is not echoed
+  f.env.erase("CAESIUM_TOKEN");
+  // In a file: the line break is inside the token, not around it (that is trimmed).
+  r = f.run("status", {"--token-file", d.write("crlf", "abc\r\nX-Injected: 1\n")});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("control character") != std::string::npos);
+  CHECK(f.run("status", {"--token-file", d.write("nul", std::string("ab\0cd", 5))}).status == 2);
+  CHECK(f.run("status", {"--token-file", d.write("del", "ab\x7f" "cd")}).status == 2);
+  CHECK(f.run("status", {"--api", "h:1\r\nX: y"}).status == 2);
+  CHECK(f.sent.empty());
+  REQUIRE(f.run("status", {"--token-file", d.write("ok", "\n  fine-token\r\n")}).status == 0);
+  CHECK(f.target.token == "fine-token");
+}
+
+TEST_CASE("cli: https targets: --ca-file and client certificates from flags, the environment or the config") {
+  TempDir d;
+  const std::string config = d.write("node.toml", "node_id = \"n1\"\ndata_dir = \"data\"\nkey_file = \"k\"\n"
+                                                  "gossip_listen = \"127.0.0.1:7111\"\nstream_listen = \"127.0.0.1:7112\"\n"
+                                                  "[api]\nlisten = \"127.0.0.1:7113\"\ntls_cert = \"n1.pem\"\n"
+                                                  "tls_key = \"n1.key\"\ntls_ca = \"ca.pem\"\ntls_verify_client = true\n");
+  FakeApi f;
+  REQUIRE(f.run("status", {"--config", config}).status == 0);
+  CHECK(f.target.base_url == "https://127.0.0.1:7113");  // the node speaks TLS
+  CHECK(f.target.ca_file == (d.path / "ca.pem").string());
+  CHECK(f.target.cert_file == (d.path / "n1.pem").string());
+  CHECK(f.target.key_file == (d.path / "n1.key").string());
+  f.env["CAESIUM_CA_FILE"] = "/env/ca.pem";
+  REQUIRE(f.run("status", {"--config", config}).status == 0);
+  CHECK(f.target.ca_file == "/env/ca.pem");
+  REQUIRE(f.run("status", {"--api", "https://h:1", "--ca-file", "/flag/ca.pem", "--cert-file", "c.pem", "--key-file",
+                           "c.key"})
+              .status == 0);
+  CHECK(f.target.base_url == "https://h:1");
+  CHECK(f.target.ca_file == "/flag/ca.pem");
+  CHECK(f.target.cert_file == "c.pem");
+  auto r = f.run("status", {"--api", "https://h:1", "--cert-file", "c.pem"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--cert-file and --key-file together") != std::string::npos);
+}
+
+TEST_CASE("cli: a 403 says the token's scope does not cover the command") {
+  FakeApi f;
+  f.env["CAESIUM_API"] = "h:1";
+  f.env["CAESIUM_TOKEN"] = "reader-token";
+  f.answers = {answer(403, {{"error", "the token 'dash' has the read scope; this needs write"}, {"field", "scope"}})};
+  auto r = f.run("rm", {"v", "acme", "report"});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("forbidden (403)") != std::string::npos);
+  CHECK(r.err.find("read scope") != std::string::npos);
+}
+
 TEST_CASE("cli: put builds the entry from field options") {
   FakeApi f;
   f.env["CAESIUM_API"] = "h:1";

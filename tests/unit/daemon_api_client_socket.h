@@ -20,8 +20,16 @@ namespace caesium::test {
 
 class RawClient {
  public:
-  explicit RawClient(uint16_t port, int read_timeout_ms = 5000) {
+  // `source`: the loopback address to connect from (127.0.0.2, ...; nullptr = any), so
+  // that one test can be several clients to the server.
+  explicit RawClient(uint16_t port, int read_timeout_ms = 5000, const char* source = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (source != nullptr) {
+      sockaddr_in from{};
+      from.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source, &from.sin_addr);
+      ::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from);
+    }
     timeval tv{};
     tv.tv_sec = read_timeout_ms / 1000;
     tv.tv_usec = (read_timeout_ms % 1000) * 1000;

@@ -24,6 +24,7 @@ struct EchoServer {
   TestLoop& loop;
   std::unique_ptr<HttpServer> server;
   std::vector<HttpServer::Respond> held;  // "/hold": never answered by the server itself
+  std::atomic<size_t> held_count{0};      // held.size(), for client threads
   uv_timer_t* timer = nullptr;
 
   EchoServer(TestLoop& l, HttpServerOptions o) : loop(l) {
@@ -33,6 +34,7 @@ struct EchoServer {
       r.body = req.path + (req.body.empty() ? "" : ":" + req.body);
       if (req.path == "/hold") {
         held.push_back(std::move(respond));
+        ++held_count;
       } else if (req.path == "/late") {
         later([respond, r] { respond(r); });
       } else {
@@ -168,23 +170,133 @@ TEST_CASE("http server: an idle connection is closed without an answer") {
   CHECK(got.eof);
 }
 
-TEST_CASE("http server: connections over the limit are closed at once") {
+TEST_CASE("http server: connections over the limit are closed at once when none is idle") {
   TestLoop loop;
   HttpServerOptions o = fast_options();
   o.max_connections = 1;
   EchoServer s(loop, o);
-  std::string first;
   Closed second;
   s.with_client([&] {
     RawClient a(s.port());
-    a.send(kGet);
-    first = a.read_responses(1);  // a is established and counted
+    a.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");  // busy: its answer is held
+    for (int i = 0; i < 5000 && s.held_count.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     second = send_and_read_to_eof(s.port(), kGet);
   });
-  CHECK(first.rfind("HTTP/1.1 200 ", 0) == 0);
   CHECK(second.bytes.empty());
   CHECK(second.eof);
   CHECK(s.server->stats().connections_refused == 1);
+}
+
+TEST_CASE("http server: when every slot is taken a new connection replaces the longest idle one") {
+  TestLoop loop;
+  HttpServerOptions o = fast_options();
+  o.max_connections = 2;
+  EchoServer s(loop, o);
+  std::string first, third;
+  Closed a_after;
+  s.with_client([&] {
+    RawClient a(s.port());
+    a.send(kGet);
+    first = a.read_responses(1);  // a: idle since its answer, the longest
+    RawClient b(s.port());
+    b.send(kGet);
+    b.read_responses(1);
+    RawClient c(s.port());
+    c.send(kGet);
+    third = c.read_responses(1);
+    a_after.bytes = a.read_to_eof().substr(first.size());
+    a_after.eof = a.eof();
+  });
+  CHECK(first.rfind("HTTP/1.1 200 ", 0) == 0);
+  CHECK(third.rfind("HTTP/1.1 200 ", 0) == 0);
+  CHECK(a_after.bytes.empty());
+  CHECK(a_after.eof);
+  CHECK(s.server->stats().idle_closed_for_new == 1);
+  CHECK(s.server->stats().connections_refused == 0);
+}
+
+TEST_CASE("http server: one client holding 600 idle connections does not lock the others out") {
+  TestLoop loop;
+  HttpServerOptions o = fast_options();  // 512 connections, 64 per client address
+  REQUIRE(o.max_connections == 512);
+  REQUIRE(o.max_connections_per_client == 64);
+  EchoServer s(loop, o);
+  std::vector<std::string> others;
+  std::string hog_answer;
+  size_t hog_connected = 0;
+  s.with_client([&] {
+    std::vector<std::unique_ptr<RawClient>> hog;  // idle: they send nothing
+    for (int i = 0; i < 600; ++i) {
+      hog.push_back(std::make_unique<RawClient>(s.port(), 2000, "127.0.0.1"));
+      hog_connected += hog.back()->connected() ? 1 : 0;
+    }
+    // Clients at other addresses are served while the hog holds its connections.
+    for (const char* from : {"127.0.0.2", "127.0.0.3"}) {
+      RawClient c(s.port(), 5000, from);
+      c.send(kGet);
+      others.push_back(c.read_responses(1));
+    }
+    // One of the hog's first 64 connections, still open, is served too.
+    hog[0]->send(kGet);
+    hog_answer = hog[0]->read_responses(1);
+  });
+  CHECK(hog_connected == 600);
+  REQUIRE(others.size() == 2);
+  for (const auto& got : others) CHECK(got.rfind("HTTP/1.1 200 ", 0) == 0);
+  CHECK(hog_answer.rfind("HTTP/1.1 200 ", 0) == 0);
+  CHECK(s.server->stats().connections_refused_per_client == 600 - 64);
+  CHECK(s.server->stats().connections_refused == 0);
+  CHECK(s.server->stats().connections_accepted == 64 + 2);
+}
+
+TEST_CASE("http server: under pressure idle keep-alive connections are closed sooner") {
+  TestLoop loop;
+  HttpServerOptions o = fast_options();
+  o.max_connections = 4;
+  o.idle_timeout_ms = 60'000;
+  o.idle_timeout_under_pressure_ms = 50;
+  EchoServer s(loop, o);
+  Closed alone;
+  std::vector<Closed> crowd(3);
+  s.with_client([&] {
+    {
+      // One connection of four is no pressure: still open when the read gives up.
+      RawClient a(s.port(), 300);
+      a.send(kGet);
+      alone.bytes = a.read_responses(1);
+      a.read_to_eof();
+      alone.eof = a.eof();
+    }
+    std::vector<std::unique_ptr<RawClient>> cs;
+    for (int i = 0; i < 3; ++i) {
+      cs.push_back(std::make_unique<RawClient>(s.port(), 5000));
+      cs[i]->send(kGet);
+    }
+    for (int i = 0; i < 3; ++i) {
+      crowd[i].bytes = cs[i]->read_to_eof();
+      crowd[i].eof = cs[i]->eof();
+    }
+  });
+  CHECK(alone.bytes.rfind("HTTP/1.1 200 ", 0) == 0);
+  CHECK_FALSE(alone.eof);
+  // Three of four open: each is answered, then closed once idle for the short timeout.
+  for (const auto& c : crowd) {
+    CHECK(c.bytes.rfind("HTTP/1.1 200 ", 0) == 0);
+    CHECK(c.eof);
+  }
+}
+
+TEST_CASE("http server: a head with bare LF line ends gets 400 at once, not a 408 later") {
+  TestLoop loop;
+  HttpServerOptions o = fast_options();
+  o.request_timeout_ms = 60'000;  // a 408 could only come after the client's reads gave up
+  EchoServer s(loop, o);
+  Closed got;
+  s.with_client([&] { got = send_and_read_to_eof(s.port(), "GET /a HTTP/1.1\nHost: x\n\n"); });
+  CHECK(got.bytes.rfind("HTTP/1.1 400 ", 0) == 0);
+  CHECK(got.bytes.find("CRLF") != std::string::npos);
+  CHECK(got.eof);
+  CHECK(s.server->stats().timeouts == 0);
 }
 
 TEST_CASE("http server: Expect 100-continue gets an interim answer before the body") {

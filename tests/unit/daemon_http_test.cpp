@@ -418,3 +418,24 @@ TEST_CASE("HttpClient: an unsupported scheme or malformed URL is an answer-less 
   }
   CHECK(loop.drain());
 }
+
+TEST_CASE("HttpClient: max_host_connections holds further requests to one host back") {
+  TestLoop loop;
+  for (const long limit : {2L, 0L}) {
+    INFO("max_host_connections " << limit);
+    TestServer silent(loop.get(), -1);  // never answers: each request keeps its connection
+    HttpClient client(loop.get(), limit);
+    int answered = 0;
+    for (int i = 0; i < 5; ++i) {
+      HttpRequest req;
+      req.url = silent.url();
+      client.post(req, [&](const HttpResponse&) { ++answered; });
+    }
+    const size_t want = limit == 0 ? 5 : static_cast<size_t>(limit);
+    REQUIRE(loop.run_until([&] { return silent.requests().size() >= want; }));
+    loop.run_for(300);  // room for more to arrive, if the limit did not hold them back
+    CHECK(silent.requests().size() == want);
+    CHECK(answered == 0);
+  }
+  CHECK(loop.drain());
+}

@@ -64,6 +64,14 @@ ApiAction respond(ServerResponse r) {
   return a;
 }
 
+ServerResponse location_response(int status, const std::string& location) {
+  ServerResponse r;
+  r.status = status;
+  r.content_type.clear();
+  r.headers.emplace_back("Location", location);
+  return r;
+}
+
 ApiAction method_not_allowed(const std::string& allow) {
   ServerResponse r = error_response(405, "method not allowed here; use " + allow);
   r.headers.emplace_back("Allow", allow);
@@ -97,7 +105,16 @@ Result<size_t> parse_count(const std::string& text, const std::string& field, si
 
 using namespace api_detail;
 
-ApiHandler::ApiHandler(ApiOptions options, ApiBackend& backend) : options_(std::move(options)), backend_(backend) {}
+ApiHandler::ApiHandler(ApiOptions options, ApiBackend& backend) : options_(std::move(options)), backend_(backend) {
+  set_tokens(options_.token, std::move(options_.tokens));
+}
+
+void ApiHandler::set_tokens(std::string token, TokenSet tokens) {
+  // The api.token_file token is an unlimited admin, as it was before scopes.
+  if (!token.empty()) tokens.add("token_file", token, Scope::kAdmin);
+  options_.token = std::move(token);
+  options_.tokens = std::move(tokens);
+}
 
 ApiAction ApiHandler::handle(const ServerRequest& request) {
   try {
@@ -109,11 +126,32 @@ ApiAction ApiHandler::handle(const ServerRequest& request) {
   }
 }
 
-bool ApiHandler::authorized(const ServerRequest& req) const {
+const ApiToken* ApiHandler::authenticate(const ServerRequest& req) const {
   const std::string* auth = req.header("authorization");
-  if (auth == nullptr) return false;
+  if (auth == nullptr) return nullptr;
   auto token = bearer_token(*auth);
-  return token && token_matches(*token, options_.token);
+  if (!token) return nullptr;
+  return options_.tokens.find(*token);
+}
+
+std::optional<ApiAction> ApiHandler::out_of_scope(const ApiToken& token, Scope scope, const std::string& volume,
+                                                  bool cluster_wide) {
+  std::string why;
+  std::string field = "scope";
+  if (token.scope < scope) {
+    why = "the token '" + token.name + "' has the " + scope_name(token.scope) + " scope; this needs " +
+          scope_name(scope);
+  } else if ((cluster_wide && !token.volumes.empty()) || (!volume.empty() && !token.allows_volume(volume))) {
+    std::string list;
+    for (const auto& v : token.volumes) list += (list.empty() ? "" : ", ") + v;
+    why = "the token '" + token.name + "' is limited to volumes [" + list + "]" +
+          (cluster_wide ? "; this changes every volume" : "; this is about volume '" + volume + "'");
+    field = "volume";
+  } else {
+    return std::nullopt;
+  }
+  ++counters_.scope_refusals;
+  return respond(error_response(403, why, field));
 }
 
 ApiAction ApiHandler::route(const ServerRequest& req) {
@@ -126,16 +164,22 @@ ApiAction ApiHandler::route(const ServerRequest& req) {
   }
   if (top == "metrics" && seg.size() == 1) {
     if (req.method != "GET") return method_not_allowed("GET");
-    if (options_.metrics_requires_token && !authorized(req)) return unauthorized(req);
+    if (options_.metrics_requires_token) {
+      const ApiToken* who = authenticate(req);
+      if (who == nullptr) return unauthorized(req);
+      if (auto refused = out_of_scope(*who, Scope::kRead, "", false)) return std::move(*refused);
+    }
     ServerResponse r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     r.body = backend_.metrics_text();
     return respond(std::move(r));
   }
   if (top == "timers") return route_chronos(req, seg);
+  if (top == "ui" || (top.empty() && seg.size() == 1)) return route_ui(req, seg);
   if (top == "v1") {
-    if (!authorized(req)) return unauthorized(req);
-    return route_v1(req, seg);
+    const ApiToken* who = authenticate(req);
+    if (who == nullptr) return unauthorized(req);
+    return route_v1(req, seg, *who);
   }
   return respond(error_response(404, "no such route: " + req.path, "path"));
 }
@@ -144,8 +188,9 @@ ApiAction ApiHandler::unauthorized(const ServerRequest& req) {
   ++counters_.auth_failures;
   const bool presented = req.header("authorization") != nullptr;
   std::string why;
-  if (options_.token.empty()) {
-    why = "this node has no API token configured (api.token_file), so it refuses every authenticated request";
+  if (options_.tokens.empty()) {
+    why = "this node has no API token configured (api.token_file, api.tokens_file), so it refuses every "
+          "authenticated request";
   } else if (presented) {
     why = "the bearer token is not valid";
   } else {
@@ -157,36 +202,43 @@ ApiAction ApiHandler::unauthorized(const ServerRequest& req) {
   return respond(std::move(r));
 }
 
-ApiAction ApiHandler::route_v1(const ServerRequest& req, const std::vector<std::string>& seg) {
-  if (seg.size() == 2 && seg[1] == "status") {
-    if (req.method != "GET") return method_not_allowed("GET");
-    return respond(json_response(200, backend_.status()));
+ApiAction ApiHandler::route_v1(const ServerRequest& req, const std::vector<std::string>& seg,
+                               const ApiToken& token) {
+  const RouteMatch m = match_v1_route(req.method, seg);
+  if (!m.path_known) return respond(error_response(404, "no such route: " + req.path, "path"));
+  if (m.route == nullptr) return method_not_allowed(m.allow);
+  const bool volume_route = seg.size() >= 3 && seg[1] == "volumes";
+  if (volume_route && !node::valid_volume_name(seg[2])) {
+    return respond(error_response(400, "'" + seg[2] + "' is not a volume name ([A-Za-z0-9._:-], 1..128 bytes)", "volume"));
   }
-  if (seg.size() == 2 && seg[1] == "config") {
-    if (req.method == "GET") return respond(json_response(200, json::parse(backend_.cluster_config().encode())));
-    if (req.method == "PUT") return config_put(req);
-    return method_not_allowed("GET, PUT");
+  if (auto refused = out_of_scope(token, m.route->scope, volume_route ? seg[2] : "", m.route->cluster_wide)) {
+    return std::move(*refused);
   }
-  if (seg.size() >= 3 && seg[1] == "volumes") return route_volume(req, seg);
-  return respond(error_response(404, "no such route: " + req.path, "path"));
+  switch (m.route->id) {
+    case RouteId::kStatus: {
+      json status = backend_.status();
+      status["features"] = api_features();
+      return respond(json_response(200, status));
+    }
+    case RouteId::kWhoami:
+      return respond(json_response(200, {{"node", backend_.node_id()},
+                                         {"token", token.name},
+                                         {"scope", scope_name(token.scope)},
+                                         {"volumes", token.volumes.empty() ? json(nullptr) : json(token.volumes)},
+                                         {"features", api_features()}}));
+    case RouteId::kConfigGet:
+      return respond(json_response(200, json::parse(backend_.cluster_config().encode())));
+    case RouteId::kConfigPut:
+      return config_put(req);
+    default:
+      return route_volume(req, seg, *m.route);
+  }
 }
 
-ApiAction ApiHandler::route_volume(const ServerRequest& req, const std::vector<std::string>& seg) {
+ApiAction ApiHandler::route_volume(const ServerRequest& req, const std::vector<std::string>& seg,
+                                   const RouteSpec& route) {
   const std::string& volume = seg[2];
-  const bool list = seg.size() == 4 && seg[3] == "entries";
-  const bool entry = (seg.size() == 7 || seg.size() == 8) && seg[3] == "entities" && seg[5] == "schedule";
-  const bool hist = entry && seg.size() == 8 && seg[7] == "history";
-  if (!list && !(entry && (seg.size() == 7 || hist))) {
-    return respond(error_response(404, "no such route: " + req.path, "path"));
-  }
-  if (!node::valid_volume_name(volume)) {
-    return respond(error_response(400, "'" + volume + "' is not a volume name ([A-Za-z0-9._:-], 1..128 bytes)", "volume"));
-  }
-  if (list || hist) {
-    if (req.method != "GET") return method_not_allowed("GET");
-  } else if (req.method != "GET" && req.method != "PUT" && req.method != "DELETE") {
-    return method_not_allowed("GET, PUT, DELETE");
-  }
+  const bool entry = route.id != RouteId::kEntryList;
   if (entry) {
     for (const auto& [value, field] : {std::pair{&seg[4], "entity"}, std::pair{&seg[6], "name"}}) {
       if (Status s = schedule::validate_identifier(*value, field); !s.ok()) {
@@ -195,11 +247,13 @@ ApiAction ApiHandler::route_volume(const ServerRequest& req, const std::vector<s
     }
   }
   if (auto elsewhere = locate(req, volume)) return std::move(*elsewhere);
-  if (list) return entry_list(req, volume);
-  if (hist) return entry_history(req, volume, seg[4], seg[6]);
-  if (req.method == "GET") return entry_get(volume, seg[4], seg[6]);
-  if (req.method == "PUT") return entry_put(req, volume, seg[4], seg[6]);
-  return entry_delete(req, volume, seg[4], seg[6]);
+  switch (route.id) {
+    case RouteId::kEntryList: return entry_list(req, volume);
+    case RouteId::kEntryHistory: return entry_history(req, volume, seg[4], seg[6]);
+    case RouteId::kEntryGet: return entry_get(req, volume, seg[4], seg[6]);
+    case RouteId::kEntryPut: return entry_put(req, volume, seg[4], seg[6]);
+    default: return entry_delete(req, volume, seg[4], seg[6]);
+  }
 }
 
 std::optional<ApiAction> ApiHandler::locate(const ServerRequest& req, const std::string& volume) {

@@ -11,11 +11,13 @@
 //   kForward     this node does not replicate the volume: relay the request to the
 //                first of `targets` that answers (forward_headers() says what to add).
 //
-// Authentication: `Authorization: Bearer <token>` compared in constant time with the
-// token from api.token_file.  Without a configured token every authenticated route
-// answers 401.  /healthz and /metrics need no token (unless metrics_requires_token);
-// Chronos's /timers need none (unless chronos_requires_token): Chronos clients send no
-// credentials.  Errors are JSON {"error": "...", "field": "..."}.
+// Authentication: `Authorization: Bearer <token>`, looked up in constant time among the
+// configured tokens (api_tokens.h), each with a scope and maybe a volume limit: no or an
+// unknown token is 401, a token whose scope or volumes do not cover the route is 403.
+// Without a configured token every authenticated route answers 401.  /healthz, /metrics
+// and the dashboard's static files (/ui) need no token (/metrics does with
+// metrics_requires_token); Chronos's /timers need none unless chronos_requires_token:
+// Chronos clients send no credentials.  Errors are JSON {"error": "...", "field": "..."}.
 #pragma once
 
 #include <cstddef>
@@ -30,6 +32,8 @@
 #include "base/result.h"
 #include "base/time.h"
 #include "node/core/node.h"
+#include "node/daemon/api/api_routes.h"
+#include "node/daemon/api/api_tokens.h"
 #include "node/daemon/http/http_request.h"
 
 namespace caesium::daemon {
@@ -37,7 +41,8 @@ namespace caesium::daemon {
 inline constexpr std::string_view kForwardedHeader = "x-caesium-forwarded";
 
 struct ApiOptions {
-  std::string token;  // "" = no token configured: authenticated routes answer 401
+  std::string token;  // an admin token (api.token_file), "" = none
+  TokenSet tokens;    // scoped tokens (api.tokens_file); with `token`, none = every /v1 is 401
   std::string chronos_volume;  // "" = the Chronos API is off (/timers answers 404)
   bool chronos_requires_token = false;
   bool metrics_requires_token = false;
@@ -116,7 +121,8 @@ struct ApiAction {
 
 struct ApiCounters {
   std::map<int, uint64_t> responses_by_status;  // every answer the handler produced
-  uint64_t auth_failures = 0;
+  uint64_t auth_failures = 0;       // 401s
+  uint64_t scope_refusals = 0;      // 403s
   uint64_t forwarded = 0;         // requests relayed to another node
   uint64_t forward_failures = 0;  // ...for which no target answered
   uint64_t write_timeouts = 0;    // kAwaitWrite that ran out of time
@@ -142,16 +148,24 @@ class ApiHandler {
 
   const ApiCounters& counters() const { return counters_; }
   const ApiOptions& options() const { return options_; }
+  // Replaces the tokens (SIGHUP): options().token and options().tokens.
+  void set_tokens(std::string token, TokenSet tokens);
 
  private:
   ApiAction route(const ServerRequest& req);
   ApiAction unauthorized(const ServerRequest& req);
-  ApiAction route_v1(const ServerRequest& req, const std::vector<std::string>& seg);
-  ApiAction route_volume(const ServerRequest& req, const std::vector<std::string>& seg);
+  // 403 unless `token` covers `scope` (and `volume`, when not "", and every volume when
+  // cluster_wide); nullopt when it does.
+  std::optional<ApiAction> out_of_scope(const ApiToken& token, Scope scope, const std::string& volume,
+                                        bool cluster_wide);
+  ApiAction route_v1(const ServerRequest& req, const std::vector<std::string>& seg, const ApiToken& token);
+  ApiAction route_volume(const ServerRequest& req, const std::vector<std::string>& seg, const RouteSpec& route);
   ApiAction route_chronos(const ServerRequest& req, const std::vector<std::string>& seg);
+  ApiAction route_ui(const ServerRequest& req, const std::vector<std::string>& seg);
   ApiAction entry_put(const ServerRequest& req, const std::string& volume, const std::string& entity,
                       const std::string& name);
-  ApiAction entry_get(const std::string& volume, const std::string& entity, const std::string& name);
+  ApiAction entry_get(const ServerRequest& req, const std::string& volume, const std::string& entity,
+                      const std::string& name);
   ApiAction entry_delete(const ServerRequest& req, const std::string& volume, const std::string& entity,
                          const std::string& name);
   ApiAction entry_list(const ServerRequest& req, const std::string& volume);
@@ -170,7 +184,8 @@ class ApiHandler {
   ApiAction chronos_delete(const ServerRequest& req, const std::string& id);
   // Local replica: nullopt (go on).  Otherwise the forward (or 404/503) to return.
   std::optional<ApiAction> locate(const ServerRequest& req, const std::string& volume);
-  bool authorized(const ServerRequest& req) const;
+  // The token the request presents, when it is a configured one.
+  const ApiToken* authenticate(const ServerRequest& req) const;
   ApiAction await_write(const node::WriteAck& ack, const std::string& volume, size_t replicas,
                         ServerResponse response) const;
   nlohmann::json entry_json(const std::string& volume, const schedule::Entry& entry) const;
@@ -192,10 +207,6 @@ bool token_matches(std::string_view presented, std::string_view expected);
 // The bearer token from an Authorization header value ("Bearer <token>", scheme
 // case-insensitive), or nullopt.
 std::optional<std::string> bearer_token(std::string_view authorization);
-
-// Reads a bearer token file (api.token_file, the CLI's --token-file): its content with
-// surrounding whitespace removed.  An Error when it cannot be read or holds no token.
-Result<std::string> read_token_file(const std::string& path);
 
 // The order in which to try replicas for a forwarded request: reachable ones with an
 // API address other than `self`, the master first, then by node id.

@@ -62,19 +62,6 @@ std::string NodeApiBackend::metrics_text() const {
   return render_metrics(in);
 }
 
-Result<std::string> read_token_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error("cannot read the API token file " + path, "api.token_file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string t = text.str();
-  const char* ws = " \t\r\n";
-  const size_t b = t.find_first_not_of(ws);
-  if (b == std::string::npos) return Error("the API token file " + path + " is empty", "api.token_file");
-  t = t.substr(b, t.find_last_not_of(ws) - b + 1);
-  return t;
-}
-
 json status_json(const node::Node& node) {
   json members = json::array();
   for (const auto& m : node.membership().members()) {

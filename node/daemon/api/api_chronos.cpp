@@ -14,13 +14,7 @@ using namespace api_detail;
 
 namespace {
 
-ServerResponse located(const std::string& id) {
-  ServerResponse r;
-  r.status = 200;
-  r.content_type.clear();
-  r.headers.emplace_back("Location", "/timers/" + id);
-  return r;
-}
+ServerResponse located(const std::string& id) { return location_response(200, "/timers/" + id); }
 
 }  // namespace
 
@@ -29,7 +23,13 @@ ApiAction ApiHandler::route_chronos(const ServerRequest& req, const std::vector<
   if (options_.chronos_volume.empty()) {
     return respond(error_response(404, "the Chronos API is off on this node (set api.chronos_volume)", "path"));
   }
-  if (options_.chronos_requires_token && !authorized(req)) return unauthorized(req);
+  if (options_.chronos_requires_token) {
+    // Chronos clients send no token; a node that wants one anyway treats /timers as
+    // entry writes to the Chronos volume.
+    const ApiToken* who = authenticate(req);
+    if (who == nullptr) return unauthorized(req);
+    if (auto refused = out_of_scope(*who, Scope::kWrite, options_.chronos_volume, false)) return std::move(*refused);
+  }
   const bool collection = seg.size() == 1 || (seg.size() == 2 && seg[1].empty());
   const bool one = seg.size() == 2 && !seg[1].empty();
   if (!collection && !one) return respond(error_response(404, "no such route: " + req.path, "path"));

@@ -48,6 +48,8 @@ Result<size_t> read_limit(const ServerRequest& req, size_t fallback, size_t max)
   return std::min(*n, max);
 }
 
+constexpr size_t kMaxUpcoming = 100;
+
 }  // namespace
 
 json ApiHandler::entry_json(const std::string& volume, const schedule::Entry& entry) const {
@@ -58,13 +60,35 @@ json ApiHandler::entry_json(const std::string& volume, const schedule::Entry& en
   return j;
 }
 
-ApiAction ApiHandler::entry_get(const std::string& volume, const std::string& entity, const std::string& name) {
+ApiAction ApiHandler::entry_get(const ServerRequest& req, const std::string& volume, const std::string& entity,
+                                const std::string& name) {
+  Status qs;
+  const auto upcoming_text = query_param(req, "upcoming", qs);
+  if (!qs.ok()) return respond(error_response(400, qs.error().message, qs.error().field));
+  size_t upcoming = 0;
+  if (upcoming_text) {
+    auto n = parse_count(*upcoming_text, "upcoming", 1, kMaxUpcoming);
+    if (!n) return respond(error_response(400, n.error().message, n.error().field));
+    upcoming = *n;
+  }
   auto e = backend_.get_entry(volume, entity, name);
   if (!e) {
     return respond(error_response(404, "no entry '" + name + "' for entity '" + entity + "' in volume '" + volume + "'",
                                   "name"));
   }
-  return respond(json_response(200, entry_json(volume, *e)));
+  json j = entry_json(volume, *e);
+  if (upcoming > 0) {
+    // From the scheduler's next occurrence on (what "next" says), by the entry's timing.
+    json list = json::array();
+    std::optional<int64_t> at = backend_.next_occurrence(volume, schedule::entry_key(*e));
+    if (!at) at = schedule::next_occurrence(*e, backend_.now().utc_ms);
+    while (at && list.size() < upcoming) {
+      list.push_back(format_rfc3339_utc(*at));
+      at = schedule::next_occurrence(*e, *at);
+    }
+    j["upcoming"] = std::move(list);
+  }
+  return respond(json_response(200, j));
 }
 
 ApiAction ApiHandler::entry_put(const ServerRequest& req, const std::string& volume, const std::string& entity,
@@ -77,6 +101,7 @@ ApiAction ApiHandler::entry_put(const ServerRequest& req, const std::string& vol
   // What GET adds beyond the entry's own fields is accepted back and ignored, so a
   // GET-edit-PUT round trip works.
   body.erase("next");
+  body.erase("upcoming");
   const Clock now = backend_.now();
   auto entry = schedule::entry_from_json(body, entity, name, now.utc_ms, backend_.node_id());
   if (!entry) return respond(error_response(400, entry.error().message, entry.error().field));

@@ -13,6 +13,8 @@
 namespace caesium::daemon::api_detail {
 
 ApiAction respond(ServerResponse r);
+// An answer without a body that points at `location` (a Location header).
+ServerResponse location_response(int status, const std::string& location);
 // 405 with an Allow header.
 ApiAction method_not_allowed(const std::string& allow);
 // The decoded value of query parameter `name` (the first one), nullopt when absent.

@@ -36,6 +36,8 @@ struct ApiServer::Forward {
 
 namespace {
 
+constexpr long kForwardConnectionsPerNode = 16;
+
 void on_ticker_closed(uv_handle_t* h) {
   auto* t = static_cast<ApiServer::Ticker*>(h->data);
   if (--t->open == 0) delete t;
@@ -177,10 +179,16 @@ void ApiServer::forward_next(std::shared_ptr<Forward> f) {
     return;
   }
   const ReplicaContact& target = f->targets[f->next++];
-  if (!client_) client_ = std::make_unique<HttpClient>(loop_);
+  // At most kForwardConnectionsPerNode connections to one node: well below its
+  // api.max_connections_per_client (64 by default), which would otherwise close the
+  // connections of a burst of forwards at once.  More forwards wait their turn.
+  if (!client_) client_ = std::make_unique<HttpClient>(loop_, kForwardConnectionsPerNode);
   HttpRequest req;
   req.method = f->request.method;
-  req.url = "http://" + target.api_addr + f->request.target;
+  req.url = options_.forward_scheme + "://" + target.api_addr + f->request.target;
+  req.ca_file = options_.forward_ca_file;
+  req.cert_file = options_.forward_cert_file;
+  req.key_file = options_.forward_key_file;
   req.headers = handler_.forward_headers(f->request);
   const std::string* ct = f->request.header("content-type");
   req.content_type = ct != nullptr ? *ct : std::string();

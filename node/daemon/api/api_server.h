@@ -35,6 +35,13 @@ struct ApiServerOptions {
   ApiOptions api;
   int64_t forward_timeout_ms = 15'000;  // above the remote's write timeout, so its 503 arrives
   size_t max_forward_response_bytes = size_t{16} << 20;
+  // Forwarding to the other nodes' APIs: "https" when this node's API speaks TLS (the
+  // cluster's nodes are configured alike), verified with forward_ca_file and presenting
+  // forward_cert_file/forward_key_file (this node's own, for clusters that verify clients).
+  std::string forward_scheme = "http";
+  std::string forward_ca_file;
+  std::string forward_cert_file;
+  std::string forward_key_file;
 };
 
 class ApiServer {
@@ -51,6 +58,11 @@ class ApiServer {
   void close();
 
   const ApiCounters& counters() const { return handler_.counters(); }
+  // Replaces the tokens (SIGHUP); requests being handled keep their answer.
+  void set_tokens(std::string token, TokenSet tokens) { handler_.set_tokens(std::move(token), std::move(tokens)); }
+  size_t token_count() const { return handler_.options().tokens.size(); }
+  // Replaces the TLS certificate for connections accepted from now on.
+  void set_tls(std::shared_ptr<const TlsContext> tls) { http_->set_tls(std::move(tls)); }
   HttpServerStats http_stats() const { return http_->stats(); }
   size_t waiting_writes() const { return waiters_.size(); }
   size_t forwards_in_flight() const;

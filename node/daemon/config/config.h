@@ -49,9 +49,20 @@ struct StaticEntry {
 
 struct ApiConfig {
   std::string listen = "127.0.0.1:0";  // loopback by default; port 0 = no API
-  std::string token_file;              // bearer token; empty = the API refuses every request
+  std::string token_file;              // one bearer token with the admin scope
+  std::string tokens_file;             // scoped tokens (node/daemon/api/api_tokens.h)
   size_t max_body_bytes = 1 << 20;
   std::string chronos_volume;          // volume for Chronos /timers ("" = Chronos API off)
+  bool chronos_requires_token = false;  // /timers then needs a write token for chronos_volume
+  bool metrics_requires_token = false;  // /metrics then needs a read token
+  size_t max_connections = 512;
+  size_t max_connections_per_client = 64;  // per client IP address
+  // TLS (both or neither of cert and key); tls_ca verifies client certificates when
+  // tls_verify_client, and the other nodes' API certificates when forwarding.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
+  bool tls_verify_client = false;
 };
 
 // The UDP/TCP transport (node/daemon/net/net.h).

@@ -82,11 +82,28 @@ void read_api(TomlReader& top, const std::string& base_dir, ApiConfig& api) {
   auto r = top.section("api");
   if (!r) return;
   set_if(r->string("listen"), api.listen);
-  if (auto v = r->string("token_file")) api.token_file = resolve_path(base_dir, *v);
+  for (auto [key, out] : {std::pair{"token_file", &api.token_file}, std::pair{"tokens_file", &api.tokens_file},
+                          std::pair{"tls_cert", &api.tls_cert}, std::pair{"tls_key", &api.tls_key},
+                          std::pair{"tls_ca", &api.tls_ca}}) {
+    if (auto v = r->string(key)) *out = resolve_path(base_dir, *v);
+  }
   if (auto v = r->size_bytes("max_body", 1024, uint64_t{1} << 30)) api.max_body_bytes = *v;
   set_if(r->string("chronos_volume"), api.chronos_volume);
   if (!api.chronos_volume.empty() && !node::valid_volume_name(api.chronos_volume)) {
     r->fail("chronos_volume", "\"" + api.chronos_volume + "\" is not a valid volume name");
+  }
+  set_if(r->boolean("chronos_requires_token"), api.chronos_requires_token);
+  set_if(r->boolean("metrics_requires_token"), api.metrics_requires_token);
+  set_if(r->boolean("tls_verify_client"), api.tls_verify_client);
+  if (auto v = r->integer("max_connections", 1, 1 << 20)) api.max_connections = static_cast<size_t>(*v);
+  if (auto v = r->integer("max_connections_per_client", 1, 1 << 20)) {
+    api.max_connections_per_client = static_cast<size_t>(*v);
+  }
+  if (api.tls_cert.empty() != api.tls_key.empty()) {
+    r->fail(api.tls_cert.empty() ? "tls_key" : "tls_cert", "TLS needs both tls_cert and tls_key");
+  }
+  if (api.tls_verify_client && (api.tls_ca.empty() || api.tls_cert.empty())) {
+    r->fail("tls_verify_client", "verifying client certificates needs tls_cert, tls_key and tls_ca");
   }
   r->finish();
 }

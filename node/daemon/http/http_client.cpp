@@ -218,7 +218,7 @@ void fail_later(State* st, uint64_t id, HttpClient::ResponseFn fn, std::string e
 
 }  // namespace
 
-HttpClient::HttpClient(uv_loop_s* loop) : state_(new State) {
+HttpClient::HttpClient(uv_loop_s* loop, long max_host_connections) : state_(new State) {
   // curl_global_init is not thread-safe; the daemon makes its client on the loop
   // thread before any other thread could use curl.
   static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -233,6 +233,7 @@ HttpClient::HttpClient(uv_loop_s* loop) : state_(new State) {
   curl_multi_setopt(state_->multi, CURLMOPT_SOCKETDATA, state_);
   curl_multi_setopt(state_->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
   curl_multi_setopt(state_->multi, CURLMOPT_TIMERDATA, state_);
+  if (max_host_connections > 0) curl_multi_setopt(state_->multi, CURLMOPT_MAX_HOST_CONNECTIONS, max_host_connections);
 }
 
 HttpClient::~HttpClient() {
@@ -299,6 +300,9 @@ uint64_t HttpClient::request(HttpRequest request, ResponseFn fn) {
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
+  if (!request.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, request.ca_file.c_str());
+  if (!request.cert_file.empty()) curl_easy_setopt(e, CURLOPT_SSLCERT, request.cert_file.c_str());
+  if (!request.key_file.empty()) curl_easy_setopt(e, CURLOPT_SSLKEY, request.key_file.c_str());
   const CURLMcode rc = curl_multi_add_handle(st->multi, e);
   if (rc != CURLM_OK) {
     fail_later(st, id, std::move(t->fn), std::string("libcurl refused the request: ") +

@@ -28,6 +28,11 @@ struct HttpRequest {
   std::string content_type = "application/json";  // "" = no Content-Type header
   int64_t timeout_ms = 10'000;  // the whole request: connect, send, answer
   size_t max_response_bytes = 1024;  // the rest of the answer is read and dropped
+  // https:// only: the CA file to verify the server with ("" = the system's CAs), and a
+  // client certificate and key to present ("" = none).
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
 };
 
 struct HttpResponse {
@@ -46,7 +51,10 @@ class HttpClient {
  public:
   using ResponseFn = std::function<void(const HttpResponse&)>;
 
-  explicit HttpClient(uv_loop_s* loop);
+  // `max_host_connections`: open connections to one host at most (0 = no limit); more
+  // requests to it wait for a connection to free up.  The API's forwarding sets it so
+  // that a node stays below the other nodes' per-client connection limit.
+  explicit HttpClient(uv_loop_s* loop, long max_host_connections = 0);
   // Aborts every request; their callbacks are never called.
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;

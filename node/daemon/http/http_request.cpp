@@ -25,6 +25,16 @@ bool is_token(std::string_view s) { return !s.empty() && std::all_of(s.begin(), 
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
+// The position in [from, to) of an LF not preceded by CR, or of a CR followed by
+// anything but LF (a CR as the last buffered byte may still get its LF), else npos.
+size_t bare_line_break(const std::string& buf, size_t from, size_t to) {
+  for (size_t i = from; i < to && i < buf.size(); ++i) {
+    if (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r')) return i;
+    if (buf[i] == '\r' && i + 1 < buf.size() && buf[i + 1] != '\n') return i;
+  }
+  return std::string::npos;
+}
+
 std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -151,6 +161,15 @@ void RequestParser::advance() {
         while (buf_.size() >= 2 && buf_[0] == '\r' && buf_[1] == '\n') buf_.erase(0, 2);
         const size_t from = scanned_ >= 3 ? scanned_ - 3 : 0;
         const size_t end = buf_.find("\r\n\r\n", from);
+        // A bare LF (or a CR not followed by LF) ends no line we accept, so a head
+        // written with them would never complete: refuse it now rather than wait for the
+        // request timeout (docs/api.md promises 400 for a malformed head).
+        if (const size_t bad = bare_line_break(buf_, scanned_ > 0 ? scanned_ - 1 : 0, end == std::string::npos ? buf_.size() : end);
+            bad != std::string::npos) {
+          fail(400, "lines must end with CRLF (a bare " + std::string(buf_[bad] == '\n' ? "LF" : "CR") +
+                        " at byte " + std::to_string(bad) + " of the head)");
+          return;
+        }
         if (end == std::string::npos) {
           scanned_ = buf_.size();
           if (buf_.size() > limits_.max_header_bytes) {

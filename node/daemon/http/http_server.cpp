@@ -8,11 +8,17 @@
 //     stopped and exactly one Respond for request `serial` is outstanding; kWriting: a
 //     response is being written; kLingering: our side is shut down, input is dropped;
 //   - Respond closures hold a weak_ptr to State plus (conn id, request serial): they do
-//     nothing once the server, the connection or the request is gone.
+//     nothing once the server, the connection or the request is gone;
+//   - per_client[a] counts the open connections whose client address is a (entries
+//     with no connection are erased), so it never exceeds max_connections_per_client;
+//   - with TLS, the parser sees only plaintext, and every byte written to the socket
+//     leaves through the connection's TlsSession (write_bytes) except the plain 400 to a
+//     client that spoke no TLS, written after the session was dropped.
 #include "node/daemon/http/http_server.h"
 
 #include <uv.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 
@@ -36,6 +42,9 @@ struct Conn {
   bool request_started = false;  // the current request's first byte has arrived
   uint64_t serial = 0;           // of the request being handled
   int open_handles = 2;
+  std::string client;            // the peer's IP address ("" until counted in per_client)
+  uint64_t idle_since_ms = 0;    // loop time the connection last became idle
+  std::unique_ptr<TlsSession> tls;
   explicit Conn(HttpLimits limits) : parser(limits) {}
 };
 
@@ -54,6 +63,8 @@ struct HttpServer::State {
   Handler handler;
   uv_tcp_t* listener = nullptr;
   std::map<uint64_t, Conn*> conns;
+  std::map<std::string, size_t> per_client;
+  bool pressure = false;  // more than half of max_connections open (see note_pressure)
   uint64_t next_conn_id = 1;
   HttpServerStats stats;
   std::string address;
@@ -81,6 +92,11 @@ void close_conn(Conn* c) {
   State* st = c->state;
   st->conns.erase(c->id);
   st->stats.open_connections = st->conns.size();
+  if (st->pressure && st->conns.size() * 2 <= st->options.max_connections) st->pressure = false;
+  if (!c->client.empty()) {
+    auto it = st->per_client.find(c->client);
+    if (it != st->per_client.end() && --it->second == 0) st->per_client.erase(it);
+  }
   c->state = nullptr;
   uv_timer_stop(&c->timer);
   uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp), on_handle_closed);
@@ -108,8 +124,46 @@ void arm_timer(Conn* c, int64_t ms) {
   }, static_cast<uint64_t>(ms > 0 ? ms : 1), 0);
 }
 
+bool write_raw(Conn* c, std::string bytes, bool response);
+
+// Writes what the TLS session has produced (handshake records, alerts, close_notify).
+void flush_tls(Conn* c) {
+  if (!c->tls) return;
+  std::string out = c->tls->take_output();
+  if (!out.empty()) write_raw(c, std::move(out), false);
+}
+
+int64_t idle_timeout_ms(const State* st) {
+  return st->pressure ? std::min(st->options.idle_timeout_ms, st->options.idle_timeout_under_pressure_ms)
+                      : st->options.idle_timeout_ms;
+}
+
+bool is_idle(const Conn* c) { return c->phase == Phase::kReading && !c->request_started && !c->parser.started(); }
+
+// Under pressure a keep-alive slot is held for less time, so that idle clients make
+// room for active ones.  When pressure begins, the idle connections' timers are cut to
+// the shorter timeout (counted from when each became idle); new idle periods use it
+// while it lasts.  O(connections) once per change, not per accept.
+void note_pressure(State* st) {
+  const bool now_pressure = st->conns.size() * 2 > st->options.max_connections;
+  if (now_pressure == st->pressure) return;
+  st->pressure = now_pressure;
+  if (!now_pressure) return;
+  const uint64_t now = uv_now(st->loop);
+  for (auto& [id, c] : st->conns) {
+    if (!is_idle(c)) continue;
+    const int64_t idle_for = static_cast<int64_t>(now - c->idle_since_ms);
+    arm_timer(c, std::max<int64_t>(1, idle_timeout_ms(st) - idle_for));
+  }
+}
+
 void linger(Conn* c) {
   c->phase = Phase::kLingering;
+  if (c->tls) {
+    c->tls->shutdown();
+    flush_tls(c);
+    if (c->state == nullptr) return;
+  }
   auto* req = new uv_shutdown_t;
   req->data = c;
   if (uv_shutdown(req, reinterpret_cast<uv_stream_t*>(&c->tcp), [](uv_shutdown_t* r, int) { delete r; }) != 0) {
@@ -141,7 +195,7 @@ void on_write_done(uv_write_t* req, int status) {
   process_input(c);  // a pipelined request may already be buffered
 }
 
-bool write_bytes(Conn* c, std::string bytes, bool response) {
+bool write_raw(Conn* c, std::string bytes, bool response) {
   auto* w = new WriteReq;
   w->bytes = std::move(bytes);
   w->conn = c;
@@ -154,6 +208,19 @@ bool write_bytes(Conn* c, std::string bytes, bool response) {
     return false;
   }
   return true;
+}
+
+// Writes plaintext: through the TLS session when there is one.
+bool write_bytes(Conn* c, std::string bytes, bool response) {
+  if (c->tls) {
+    if (!c->tls->write(bytes)) {
+      ++c->state->stats.tls_failures;
+      close_conn(c);
+      return false;
+    }
+    bytes = c->tls->take_output();
+  }
+  return write_raw(c, std::move(bytes), response);
 }
 
 void write_response(Conn* c, const ServerResponse& r) {
@@ -232,7 +299,9 @@ void process_input(Conn* c) {
     c->request_started = true;
     arm_timer(c, st->options.request_timeout_ms);
   } else if (!p.started()) {
-    arm_timer(c, st->options.idle_timeout_ms);
+    // Idle between requests (or before the first).
+    c->idle_since_ms = uv_now(st->loop);
+    arm_timer(c, idle_timeout_ms(st));
   }
   start_reading(c);
 }
@@ -247,13 +316,65 @@ void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
   if (nread == 0) return;
   if (c->phase == Phase::kLingering) return;  // dropped
   if (c->phase != Phase::kReading) return;    // cannot happen: reading stops first
-  (void)c->parser.feed(std::string_view(buf->base, static_cast<size_t>(nread)));
+  const std::string_view bytes(buf->base, static_cast<size_t>(nread));
+  if (!c->tls) {
+    (void)c->parser.feed(bytes);
+    process_input(c);
+    return;
+  }
+  std::string plain;
+  const bool ok = c->tls->on_input(bytes, plain);
+  flush_tls(c);
+  if (c->state == nullptr) return;
+  if (!ok) {
+    ++c->state->stats.tls_failures;
+    if (c->tls->plaintext_seen()) {
+      // Say so in the client's own protocol; it is the usual mistake (http:// for https://).
+      c->tls.reset();
+      ServerResponse r;
+      r.status = 400;
+      r.body = R"({"error":"this API speaks HTTPS (api.tls_cert is set): use https:// and the cluster's CA"})";
+      c->phase = Phase::kHandling;
+      c->close_after_write = true;
+      write_response(c, r);
+      return;
+    }
+    linger(c);  // the alert (if any) goes out before the close
+    return;
+  }
+  if (plain.empty()) return;  // handshake progress only
+  (void)c->parser.feed(plain);
   process_input(c);
 }
 
 void start_reading(Conn* c) {
   if (c->reading || c->state == nullptr) return;
   if (uv_read_start(reinterpret_cast<uv_stream_t*>(&c->tcp), on_alloc, on_read) == 0) c->reading = true;
+}
+
+// The peer's IP address as text ("?" when unknown: such connections share one limit).
+std::string peer_address(uv_tcp_t* tcp) {
+  sockaddr_storage addr{};
+  int len = sizeof addr;
+  if (uv_tcp_getpeername(tcp, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+  char ip[64] = {};
+  if (addr.ss_family == AF_INET6) {
+    uv_ip6_name(reinterpret_cast<const sockaddr_in6*>(&addr), ip, sizeof ip);
+  } else {
+    uv_ip4_name(reinterpret_cast<const sockaddr_in*>(&addr), ip, sizeof ip);
+  }
+  return ip;
+}
+
+// The open connection other than `except` that has waited longest for a request, or
+// nullptr when every one is busy (mid-request, handled, written or lingering).
+Conn* longest_idle(State* st, const Conn* except) {
+  Conn* best = nullptr;
+  for (auto& [id, c] : st->conns) {
+    if (c == except || !is_idle(c)) continue;
+    if (best == nullptr || c->idle_since_ms < best->idle_since_ms) best = c;
+  }
+  return best;
 }
 
 void on_connection(uv_stream_t* server, int status) {
@@ -266,18 +387,41 @@ void on_connection(uv_stream_t* server, int status) {
   c->timer.data = c;
   c->id = st->next_conn_id++;
   c->state = st;
+  c->idle_since_ms = uv_now(st->loop);
   st->conns.emplace(c->id, c);
   if (uv_accept(server, reinterpret_cast<uv_stream_t*>(&c->tcp)) != 0) {
     close_conn(c);
     return;
   }
-  if (st->conns.size() > st->options.max_connections) {
-    ++st->stats.connections_refused;
-    close_conn(c);
+  std::string client = peer_address(&c->tcp);
+  if (st->per_client[client] >= st->options.max_connections_per_client) {
+    ++st->stats.connections_refused_per_client;
+    close_conn(c);  // not counted for its client yet
     return;
+  }
+  ++st->per_client[client];
+  c->client = std::move(client);
+  if (st->conns.size() > st->options.max_connections) {
+    Conn* idle = longest_idle(st, c);
+    if (idle == nullptr) {
+      ++st->stats.connections_refused;
+      close_conn(c);
+      return;
+    }
+    ++st->stats.idle_closed_for_new;
+    close_conn(idle);
+  }
+  if (st->options.tls) {
+    c->tls = std::make_unique<TlsSession>(st->options.tls);
+    if (!c->tls->error().empty()) {
+      ++st->stats.tls_failures;
+      close_conn(c);
+      return;
+    }
   }
   ++st->stats.connections_accepted;
   st->stats.open_connections = st->conns.size();
+  note_pressure(st);
   uv_tcp_nodelay(&c->tcp, 1);
   process_input(c);  // arms the idle timer and starts reading
 }
@@ -336,6 +480,10 @@ Status HttpServer::listen(const std::string& host_port) {
 std::string HttpServer::address() const { return state_->address; }
 uint16_t HttpServer::port() const { return state_->port; }
 HttpServerStats HttpServer::stats() const { return state_->stats; }
+
+void HttpServer::set_tls(std::shared_ptr<const TlsContext> tls) {
+  if (tls && state_->options.tls) state_->options.tls = std::move(tls);
+}
 
 void HttpServer::close() {
   State* st = state_.get();

@@ -14,7 +14,15 @@
 //     then close) — the slowloris defence;
 //   - an idle keep-alive connection is closed after idle_timeout_ms;
 //   - a response must be written within write_timeout_ms (a client that does not read);
-//   - at most max_connections at once: more are accepted and closed at once.
+//   - at most max_connections at once, and at most max_connections_per_client from one
+//     client address, so that one client cannot hold every slot: when every slot is
+//     taken, a new connection takes the slot of the connection idle the longest (a
+//     keep-alive connection between requests); when none is idle, or the client is at
+//     its own limit, the new connection is closed at once;
+//   - under pressure (more than half of max_connections open) an idle keep-alive
+//     connection is closed after idle_timeout_under_pressure_ms instead.
+// TLS (tls.h): with a TlsContext every connection speaks TLS; a client whose first
+// bytes are not a TLS handshake gets a plain-text 400 saying so, then a close.
 // After an answer that closes the connection, the server shuts down its side and reads
 // (and drops) what the client still sends for up to kLingerMs, so the client reads the
 // answer instead of a reset.
@@ -30,6 +38,7 @@
 
 #include "base/result.h"
 #include "node/daemon/http/http_request.h"
+#include "node/daemon/http/tls.h"
 
 struct uv_loop_s;
 
@@ -41,11 +50,17 @@ struct HttpServerOptions {
   int64_t idle_timeout_ms = 60'000;
   int64_t write_timeout_ms = 30'000;
   size_t max_connections = 512;
+  size_t max_connections_per_client = 64;  // per client IP address
+  int64_t idle_timeout_under_pressure_ms = 5'000;
+  std::shared_ptr<const TlsContext> tls;  // null = plain HTTP
 };
 
 struct HttpServerStats {
   uint64_t connections_accepted = 0;
-  uint64_t connections_refused = 0;  // over max_connections
+  uint64_t connections_refused = 0;  // over max_connections (none idle to close instead)
+  uint64_t connections_refused_per_client = 0;  // over max_connections_per_client
+  uint64_t idle_closed_for_new = 0;  // idle connections closed to make room for a new one
+  uint64_t tls_failures = 0;         // handshakes or records that failed (connection closed)
   uint64_t requests = 0;             // complete requests handed to the handler
   uint64_t bad_requests = 0;         // refused by the parser (4xx/5xx, connection closed)
   uint64_t timeouts = 0;             // request, idle-with-partial-request or write timeouts
@@ -77,6 +92,9 @@ class HttpServer {
   // Stops accepting and closes every connection (idempotent).
   void close();
   HttpServerStats stats() const;
+  // Serves connections accepted from now on with `tls` (a renewed certificate).
+  // REQUIRES: the server was made with TLS, and `tls` is not null.
+  void set_tls(std::shared_ptr<const TlsContext> tls);
 
   struct State;  // public for the C callbacks in http_server.cpp
 

@@ -263,6 +263,8 @@ void render_api(PromWriter& w, const ApiCounters& a) {
     w.sample("caesium_api_responses_total", {{"code", std::to_string(status)}}, d(n));
   }
   counter(w, "caesium_api_auth_failures_total", "API requests refused for a missing or wrong bearer token.", a.auth_failures);
+  counter(w, "caesium_api_scope_refusals_total", "API requests refused (403) for a token whose scope or volumes do not cover them.",
+          a.scope_refusals);
   counter(w, "caesium_api_forwarded_total", "API requests forwarded to a replica of their volume.", a.forwarded);
   counter(w, "caesium_api_forward_failures_total", "Forwarded requests no replica answered.", a.forward_failures);
   counter(w, "caesium_api_write_timeouts_total", "Writes not confirmed (durable, or on w replicas) in time.", a.write_timeouts);
@@ -274,6 +276,14 @@ void render_http(PromWriter& w, const HttpServerStats& h) {
   w.sample("caesium_http_connections_open", d(h.open_connections));
   counter(w, "caesium_http_connections_refused_total", "API connections closed at once (over the limit).",
           h.connections_refused);
+  counter(w, "caesium_http_connections_refused_per_client_total",
+          "API connections closed at once: their client address had api.max_connections_per_client open.",
+          h.connections_refused_per_client);
+  counter(w, "caesium_http_idle_closed_for_new_total",
+          "Idle keep-alive API connections closed to make room for a new one (every slot taken).",
+          h.idle_closed_for_new);
+  counter(w, "caesium_http_tls_failures_total", "API connections closed for a failed TLS handshake or record.",
+          h.tls_failures);
   counter(w, "caesium_http_bad_requests_total", "Requests the HTTP parser refused (malformed or too large).",
           h.bad_requests);
   counter(w, "caesium_http_timeouts_total", "Connections closed for slow requests or unread responses.", h.timeouts);

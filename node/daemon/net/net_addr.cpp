@@ -65,4 +65,8 @@ std::string format_host_port(const HostPort& hp) {
 
 bool is_wildcard_host(std::string_view host) { return host == "0.0.0.0" || host == "::" || host.empty(); }
 
+bool is_loopback_host(std::string_view host) {
+  return host == "localhost" || host == "::1" || host.substr(0, 4) == "127.";
+}
+
 }  // namespace caesium::daemon

@@ -26,4 +26,7 @@ std::string format_host_port(const HostPort& hp);
 // True for the wildcard addresses (0.0.0.0, ::) that cannot be advertised to peers.
 bool is_wildcard_host(std::string_view host);
 
+// True for loopback hosts: 127.0.0.0/8, ::1 and "localhost".
+bool is_loopback_host(std::string_view host);
+
 }  // namespace caesium::daemon

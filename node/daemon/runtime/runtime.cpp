@@ -165,12 +165,28 @@ Status Runtime::open_api() {
   auto hp = parse_host_port(a.listen, true);
   if (!hp || hp->port == 0) return Status::success();  // no API
   ApiServerOptions o;
-  if (!a.token_file.empty()) {
-    auto token = read_token_file(a.token_file);
-    if (!token) return token.error();
-    o.api.token = *token;
-  } else {
-    logger_.warn("api.token_file is not set: the API at " + a.listen + " refuses every authenticated request");
+  auto tokens = load_api_tokens(a.token_file, a.tokens_file);
+  if (!tokens) return tokens.error();
+  if (tokens->empty()) {
+    logger_.warn("neither api.token_file nor api.tokens_file is set: the API at " + a.listen +
+                 " refuses every authenticated request");
+  }
+  o.api.tokens = std::move(*tokens);
+  o.api.chronos_requires_token = a.chronos_requires_token;
+  o.api.metrics_requires_token = a.metrics_requires_token;
+  o.http.max_connections = a.max_connections;
+  o.http.max_connections_per_client = a.max_connections_per_client;
+  if (!a.tls_cert.empty()) {
+    auto tls = TlsContext::server(TlsFiles{a.tls_cert, a.tls_key, a.tls_ca, a.tls_verify_client});
+    if (!tls) return Error("api.tls_cert: " + tls.error().message, "api.tls_cert");
+    o.http.tls = std::move(*tls);
+    o.forward_scheme = "https";
+    o.forward_ca_file = a.tls_ca;
+    o.forward_cert_file = a.tls_cert;
+    o.forward_key_file = a.tls_key;
+  } else if (!is_loopback_host(hp->host)) {
+    logger_.warn("the API at " + a.listen + " speaks plain HTTP beyond loopback: tokens cross the network in "
+                 "clear; set api.tls_cert and api.tls_key");
   }
   o.api.chronos_volume = a.chronos_volume;
   o.http.limits.max_body_bytes = a.max_body_bytes;
@@ -188,7 +204,8 @@ Status Runtime::open_api() {
   if (Status s = api_->listen(a.listen); !s.ok()) {
     return Error("cannot listen on the API address " + a.listen + ": " + s.error().message);
   }
-  logger_.info("API on http://" + api_->address());
+  logger_.info(std::string("API on ") + (a.tls_cert.empty() ? "http://" : "https://") + api_->address() + " (" +
+               std::to_string(api_->token_count()) + " tokens)");
   return Status::success();
 }
 

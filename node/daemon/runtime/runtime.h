@@ -107,6 +107,9 @@ class Runtime {
   Runtime(uv_loop_s* loop, DaemonConfig config, RuntimeOptions options);
   Status open(const wire::Keyring& keyring);
   Status open_api();
+  // SIGHUP's part for the API: tokens and the TLS certificate.  Returns what to add to
+  // the reload's log line; names what needs a restart in `ignored`.
+  std::string reload_api(const ApiConfig& fresh, std::vector<std::string>& ignored);
   void create_static_entries();
   void run_invocation(node::Invocation inv);
   size_t running_invocations() const;

@@ -207,14 +207,53 @@ void Runtime::reload(const DaemonConfig& fresh) {
     entries_changed = a.volume != b.volume || a.entity != b.entity || a.name != b.name || a.json != b.json;
   }
   if (entries_changed) ignored.push_back("entries");
+  const std::string api_note = reload_api(fresh.api, ignored);
   std::string msg = "SIGHUP: reloaded " + std::to_string(fresh.handlers.size()) + " handlers and log level " +
-                    std::string(to_string(logger_.level())) + level_note;
+                    std::string(to_string(logger_.level())) + level_note + api_note;
   if (!ignored.empty()) {
     msg += "; changes to";
     for (const auto& f : ignored) msg += " " + f;
     msg += " take effect at the next restart";
   }
   logger_.info(msg);
+}
+
+std::string Runtime::reload_api(const ApiConfig& fresh, std::vector<std::string>& ignored) {
+  const ApiConfig& now = config_.api;
+  if (fresh.listen != now.listen || fresh.max_body_bytes != now.max_body_bytes ||
+      fresh.chronos_volume != now.chronos_volume || fresh.max_connections != now.max_connections ||
+      fresh.max_connections_per_client != now.max_connections_per_client ||
+      fresh.chronos_requires_token != now.chronos_requires_token ||
+      fresh.metrics_requires_token != now.metrics_requires_token || fresh.tls_cert.empty() != now.tls_cert.empty() ||
+      fresh.tls_verify_client != now.tls_verify_client) {
+    ignored.push_back("api");
+  }
+  if (!api_) return "";
+  std::string note;
+  // Tokens and certificates are what an operator rotates: a bad file keeps the old ones
+  // (and says so) rather than lock everyone out or stop the API.
+  if (auto tokens = load_api_tokens(fresh.token_file, fresh.tokens_file)) {
+    note += ", " + std::to_string(tokens->size()) + " API tokens";
+    api_->set_tokens("", std::move(*tokens));
+    config_.api.token_file = fresh.token_file;
+    config_.api.tokens_file = fresh.tokens_file;
+  } else {
+    logger_.error("SIGHUP: the API tokens were not reloaded, the previous ones stay: " + tokens.error().message);
+  }
+  if (!fresh.tls_cert.empty() && !now.tls_cert.empty() && fresh.tls_verify_client == now.tls_verify_client) {
+    auto tls = TlsContext::server(TlsFiles{fresh.tls_cert, fresh.tls_key, fresh.tls_ca, fresh.tls_verify_client});
+    if (tls) {
+      api_->set_tls(std::move(*tls));
+      config_.api.tls_cert = fresh.tls_cert;
+      config_.api.tls_key = fresh.tls_key;
+      config_.api.tls_ca = fresh.tls_ca;
+      note += " and the TLS certificate (for new connections)";
+    } else {
+      logger_.error("SIGHUP: the API's TLS certificate was not reloaded, the previous one stays: " +
+                    tls.error().message);
+    }
+  }
+  return note;
 }
 
 void Runtime::install_signals() {
