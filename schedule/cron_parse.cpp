@@ -319,7 +319,8 @@ Status FieldReader::hash_item(FieldSet& out) {
     const char c = static_cast<char>(std::toupper(static_cast<unsigned char>(peek())));
     const bool day_field = spec_.id == FieldId::dom || spec_.id == FieldId::dow;
     if (day_field && (c == 'L' || c == 'W' || c == '#')) {
-      return fail(pos_, "'H' cannot be combined with 'L', 'W' or '#' (" + quote(tok_.substr(start)) +
+      const std::string_view item = tok_.substr(start, tok_.find(',', start) - start);
+      return fail(pos_, "'H' cannot be combined with 'L', 'W' or '#' (" + quote(item) +
                             "); give H alone, or a number with the suffix");
     }
     return fail(pos_, "unexpected " + quote(tok_.substr(pos_, 1)) + " after " +

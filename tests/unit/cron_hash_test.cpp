@@ -305,6 +305,8 @@ TEST_CASE("H refusals name the field, the column and what was wrong", "[cron][ha
                       "alone, or a number with the suffix"},
       {"0 0 * * HL", "day-of-week at column 10: 'H' cannot be combined with 'L', 'W' or '#' ('HL'); give H alone, "
                      "or a number with the suffix"},
+      {"0 0 * * 1,HL,5", "day-of-week at column 12: 'H' cannot be combined with 'L', 'W' or '#' ('HL'); give H "
+                         "alone, or a number with the suffix"},
       {"0 0 LH * *", "day-of-month at column 6: unexpected 'H' after 'L'; expected ',' or the end of the field"},
       {"H(5-2) * * * *", "minute at column 3: range '5-2' of H goes backwards; expected H(a-b) with a <= b (no "
                          "wrap-around)"},
