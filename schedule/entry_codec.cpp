@@ -168,7 +168,7 @@ Result<Entry> decode_entry(std::string_view bytes) {
   if (r.ok() && !r.at_end()) r.fail("entry", "unexpected bytes after the payload");
   if (!r.ok()) return Error("entry encoding: " + r.error(), "encoding");
   if (timing == 0) {
-    auto compiled = CronTiming::make(cron_text, tz);
+    auto compiled = CronTiming::make(cron_text, tz, entry_key(e));  // H hashes the key
     if (!compiled.ok()) return Error("entry encoding: " + compiled.error().message, compiled.error().field);
     e.timing = std::move(*compiled);
   }

@@ -217,7 +217,7 @@ Status entry_timing_from_json(const TimingFields& t, Entry& e) {
     if (!z.ok()) return z.error();
     zone = std::move(*z);
   }
-  auto compiled = CronTiming::make(*text, zone);
+  auto compiled = CronTiming::make(*text, zone, entry_key(e));  // H hashes the key
   if (!compiled.ok()) return compiled.error();
   e.timing = std::move(*compiled);
   if (t.jitter != nullptr) {

@@ -32,12 +32,23 @@ uint64_t pop_count(const Timer& t) {
 
 }  // namespace
 
-Result<CronTiming> CronTiming::make(std::string_view text, std::string_view tz) {
-  auto expr = CronExpr::parse(text);
+namespace {
+
+Result<CronTiming> compile_cron(std::string_view text, std::string_view tz, Result<CronExpr> expr) {
   if (!expr.ok()) return Error("cron: " + expr.error().message, "cron");
   auto zone = Zone::find(tz);
   if (!zone.ok()) return Error("tz: " + zone.error().message, "tz");
   return CronTiming{std::string(text), std::string(tz), std::move(*expr), *zone};
+}
+
+}  // namespace
+
+Result<CronTiming> CronTiming::make(std::string_view text, std::string_view tz) {
+  return compile_cron(text, tz, CronExpr::parse(text));
+}
+
+Result<CronTiming> CronTiming::make(std::string_view text, std::string_view tz, std::string_view entry_key) {
+  return compile_cron(text, tz, CronExpr::parse(text, entry_key));
 }
 
 Status validate_timer(const Timer& t, int64_t jitter_ms) {

@@ -54,7 +54,10 @@ struct CronTiming {
   Zone zone;
 
   // Compiles text and tz.  Errors carry field "cron" or "tz" and the parser's message.
+  // The two-argument form has no entry key, so an expression with H is an error; an
+  // entry's timing is made with its key (entry_key(entity, name)), which H hashes.
   static Result<CronTiming> make(std::string_view text, std::string_view tz);
+  static Result<CronTiming> make(std::string_view text, std::string_view tz, std::string_view entry_key);
 
   friend bool operator==(const CronTiming& a, const CronTiming& b) {
     return a.text == b.text && a.tz == b.tz;
