@@ -148,7 +148,8 @@ Status validate(const Entry& e) {
     return field_error("misfire", "must be skip, fire_once or fire_all");
   }
   if (Status s = duration_field("timeout", e.timeout_ms, true); !s.ok()) return s;
-  for (const auto& [field, at] : {std::pair{"not_before", e.not_before_utc_ms}, std::pair{"not_after", e.not_after_utc_ms}}) {
+  for (const auto& [field, at] : {std::pair{"not_before", e.not_before_utc_ms}, std::pair{"not_after", e.not_after_utc_ms},
+                                  std::pair{"resumed", e.resumed_utc_ms}}) {
     if (at && (*at < kCronMinUtcMs || *at > kCronMaxUtcMs)) return field_error(field, "must be between years 0001 and 9999");
   }
   if (e.not_before_utc_ms && e.not_after_utc_ms && *e.not_after_utc_ms < *e.not_before_utc_ms) {

@@ -79,10 +79,12 @@ std::string encode_entry(const Entry& e) {
   w.u8(static_cast<uint8_t>(e.misfire));
   w.str(e.payload);
   if (e.has_controls()) {
-    w.u8(static_cast<uint8_t>((e.paused ? 1 : 0) | (e.not_before_utc_ms ? 2 : 0) | (e.not_after_utc_ms ? 4 : 0)));
+    w.u8(static_cast<uint8_t>((e.paused ? 1 : 0) | (e.not_before_utc_ms ? 2 : 0) | (e.not_after_utc_ms ? 4 : 0) |
+                              (e.resumed_utc_ms ? 8 : 0)));
     w.svarint(e.timeout_ms);
     if (e.not_before_utc_ms) w.svarint(*e.not_before_utc_ms);
     if (e.not_after_utc_ms) w.svarint(*e.not_after_utc_ms);
+    if (e.resumed_utc_ms) w.svarint(*e.resumed_utc_ms);
   }
   return w.take();
 }
@@ -116,11 +118,12 @@ uint8_t read_timing(Reader& r, Entry& e, std::string& cron_text, std::string& tz
 // Version 2's controls; an entry with none set must have been written as version 1.
 void read_controls(Reader& r, Entry& e) {
   const uint8_t flags = r.u8("controls");
-  if (flags > 7) r.fail("controls", "unknown flag bits");
+  if (flags > 15) r.fail("controls", "unknown flag bits");
   e.paused = (flags & 1) != 0;
   e.timeout_ms = r.svarint("timeout");
   if ((flags & 2) != 0) e.not_before_utc_ms = r.svarint("not_before");
   if ((flags & 4) != 0) e.not_after_utc_ms = r.svarint("not_after");
+  if ((flags & 8) != 0) e.resumed_utc_ms = r.svarint("resumed");
   if (r.ok() && !e.has_controls()) r.fail("controls", "version 2 without any control (version 1 is its form)");
 }
 

@@ -154,6 +154,10 @@ std::optional<int64_t> next_occurrence(const Entry& entry, int64_t after_utc_ms)
   if (entry.not_before_utc_ms && *entry.not_before_utc_ms > kCronMinUtcMs) {
     after_utc_ms = std::max(after_utc_ms, *entry.not_before_utc_ms - 1);
   }
+  // Resumed: nothing from before the resume (what fell due while paused never runs).
+  if (entry.resumed_utc_ms && *entry.resumed_utc_ms > kCronMinUtcMs) {
+    after_utc_ms = std::max(after_utc_ms, *entry.resumed_utc_ms - 1);
+  }
   std::optional<int64_t> next;
   if (const auto* cron = std::get_if<CronTiming>(&entry.timing)) {
     // Strictly after max(after, created - 1): every occurrence is >= created.

@@ -66,7 +66,7 @@ void FireChecker::on_observation(const World& world, uint32_t node, const Observ
       // its creation instant kept.
       if (at == versions.begin() || std::prev(at)->deleted) return;  // the node refused it too
       c.entry = std::prev(at)->entry;
-      c.entry.paused = obs.text == "pause";
+      schedule::apply_pause(c.entry, obs.text == "pause", obs.at_utc_ms);
     } else if (!c.deleted) {
       auto entry = schedule::entry_from_json(w->fields, w->entity, w->name, obs.at_utc_ms, world.spec(node).id);
       if (!entry) return;  // the node refused it too

@@ -161,7 +161,7 @@ void WriteChecker::on_observation(const World& world, uint32_t node, const Obser
     if (obs.text == "pause" || obs.text == "resume") {
       // The stored definition before it (last-writer-wins order), paused or not.
       if (at != versions.begin()) v.entry = std::prev(at)->entry;
-      if (v.entry) v.entry->paused = obs.text == "pause";
+      if (v.entry) schedule::apply_pause(*v.entry, obs.text == "pause", obs.at_utc_ms);
     } else {
       v.entry = entry_of_write(scenario_, world, node, obs);
     }
@@ -194,7 +194,7 @@ void WriteChecker::finish(const World& world, Report& report) {
     found->second.runs.push_back({e.start_ms, world.spec(e.node).id, e.invocation.fire_id, e.invocation.attempt,
                                   e.invocation.scheduled_utc_ms});
   }
-  uint64_t deletes = 0, edits = 0;
+  uint64_t deletes = 0, edits = 0, pauses = 0;
   for (auto& [name, k] : keys_) {
     for (size_t i = 0; i < k.versions.size(); ++i) {
       WriteRules::Version& v = k.versions[i];
@@ -203,6 +203,7 @@ void WriteChecker::finish(const World& world, Report& report) {
       v.acked_ms = rec.acked_ms;
       if (i == 0 || v.acked_ms < 0) continue;
       ++(v.deleted ? deletes : edits);
+      if (!v.deleted && v.entry && v.entry->paused) ++pauses;
       // A majority of the eligible replicas of the version it replaces — of each replica
       // set in force (both, during a change) — even if every other replica of either set
       // acknowledged too.
@@ -223,7 +224,8 @@ void WriteChecker::finish(const World& world, Report& report) {
   }
   for (Violation& v : judge_writes(rules)) report.violate(std::move(v));
   report.set("writes.deletes_acked", static_cast<double>(deletes));
-  report.set("writes.edits_acked", static_cast<double>(edits));
+  report.set("writes.edits_acked", static_cast<double>(edits));  // pauses and resumes included
+  report.set("writes.pauses_acked", static_cast<double>(pauses));
 }
 
 }  // namespace caesium::sim

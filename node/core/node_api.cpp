@@ -48,7 +48,7 @@ Result<WriteAck> Node::set_paused(const std::string& volume, const std::string& 
   if (!is_replica(volume)) return Error("this node does not replicate volume '" + volume + "'", "volume");
   std::optional<schedule::Entry> entry = get_entry(volume, entity, name);
   if (!entry) return Error("no entry '" + name + "' for entity '" + entity + "'", "name");
-  entry->paused = paused;
+  schedule::apply_pause(*entry, paused, now.utc_ms);
   return put_entry(volume, *entry, now, want_acks);
 }
 
