@@ -9,8 +9,20 @@
 //   dom        L (last day), L-n (n days before the last), nW (weekday nearest day n,
 //              within the month), LW (last weekday)
 //   dow        d#n (n-th weekday d of the month, n = 1..5), dL (last weekday d)
+//   hash       H  H(a-b)  H/n  H(a-b)/n  (Jenkins): H is one value of the field (or of
+//              a..b) chosen by a hash of the entry key; H/n is every n-th value from an
+//              offset 0..n-1 chosen the same way.  Rangeless H spans 1-28 in day-of-month
+//              (every month has those days) and 0-6 in day-of-week.  Needs the key: see
+//              parse(text, hash_key).
 //   macros     @yearly @annually @monthly @weekly @daily @midnight @hourly
 //              @every <duration>   (whole seconds, >= 1s; see next_after's anchor)
+//
+// Hash spreading: every H item draws its own number, splitmix64 of
+// (xxh3-64 of the key bytes with a fixed seed) + a stream for (field, item).  Both are
+// fixed algorithms on bytes and integers, so every node and platform picks the same
+// values for the same key, and different keys spread over the range.  An H field is a
+// restriction like a number (it does not start with '*'), both for the day rule and for
+// daylight saving.
 //
 // Day rule (Debian/Vixie cron): when both day-of-month and day-of-week are restricted, a
 // day matches if EITHER matches; a field whose text starts with '*' (or is '?') counts as
@@ -22,6 +34,8 @@
 //   - A fixed-time expression (no '*' at the start of its second, minute or hour field)
 //     whose local time falls in a skipped interval fires at the instant the gap ends; one
 //     whose local time falls in a repeated interval fires once, in the first copy.
+//     Which day matches is decided on the local calendar first, so this holds the same
+//     for every day form: a plain day, L, L-n, nW, LW, d#n and dL.
 //   - An expression with '*' in its second, minute or hour field ("wildcard", e.g.
 //     @hourly, "*/15 * * * *") follows real time: local times in a gap do not exist and
 //     do not fire; times in a repeated interval fire in both copies.
@@ -48,6 +62,11 @@ namespace caesium::schedule {
 inline constexpr int64_t kCronMinUtcMs = -62135596800000;  // 0001-01-01T00:00:00Z
 inline constexpr int64_t kCronMaxUtcMs = 253402300799000;  // 9999-12-31T23:59:59Z
 
+// The seed H items draw from: xxh3-64 of the key bytes with a fixed seed.  Stable across
+// processes, releases and platforms (XXH3's output is specified; the seed is a number,
+// not memory), unlike std::hash.
+uint64_t cron_hash_key_digest(std::string_view hash_key);
+
 class CronExpr {
  public:
   // An empty expression: never fires.  Use parse() to get a real one.
@@ -57,7 +76,13 @@ class CronExpr {
   //   "<field> at column <c>: <what was found>; <what was expected>"
   // (column is 1-based in `text`) and Error::field holds the field name ("minute",
   // "day-of-week", ...).  Expressions that can never fire ("0 0 30 2 *") are errors.
+  // This form has no entry key, so an H item is an error naming the missing key.
   static Result<CronExpr> parse(std::string_view text);
+  // The same for the entry whose key is `hash_key` (schedule::entry_key(entity, name)):
+  // H items take their values from a hash of these bytes.  Whether an H expression
+  // fires at all can depend on the key ("H(29-31) in FEB"); the error then says what H
+  // picked.
+  static Result<CronExpr> parse(std::string_view text, std::string_view hash_key);
 
   // The first instant strictly after `after_utc_ms` at which the expression fires in
   // `zone`, in UTC ms (always a whole second), or nullopt when there is none within 400
@@ -83,8 +108,16 @@ class CronExpr {
   bool follows_real_time() const { return wildcard_time_; }
   // @every: the interval in ms, else 0.
   int64_t every_ms() const { return every_s_ * 1000; }
+  // Whether an H item was resolved, and cron_hash_key_digest() of the key it was
+  // resolved with (0 when there is no H), so the holder of an expression can check that
+  // it was compiled for its own key.
+  bool uses_hash() const { return uses_hash_; }
+  uint64_t hash_key_digest() const { return hash_key_digest_; }
 
-  friend bool operator==(const CronExpr& a, const CronExpr& b) { return a.text_ == b.text_; }
+  // The same text compiled the same way: with H, for the same key.
+  friend bool operator==(const CronExpr& a, const CronExpr& b) {
+    return a.text_ == b.text_ && a.uses_hash_ == b.uses_hash_ && a.hash_key_digest_ == b.hash_key_digest_;
+  }
 
  private:
   friend class CronParser;
@@ -98,6 +131,8 @@ class CronExpr {
 
   std::string text_;
   bool valid_ = false;
+  bool uses_hash_ = false;
+  uint64_t hash_key_digest_ = 0;
   bool has_seconds_ = false;
   bool wildcard_time_ = false;
   int64_t every_s_ = 0;

@@ -2,19 +2,27 @@
 //
 // Each field is parsed into a FieldSet (plain bits plus the day-of-month / day-of-week
 // specials), then the two day fields are folded into CronExpr::day_masks_ for each of
-// the 28 calendar shapes a month can have.  Folding at parse time is what lets the search
-// skip whole months with one table lookup, and it makes "can this ever fire?" an exact
-// question: every shape occurs in every 400-year Gregorian cycle.
+// the 28 calendar shapes a month can have (cron_days.cpp).
+//
+// H items (hash spreading) are resolved here, to plain bits, from the entry key's digest;
+// the search never sees them.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "base/hash.h"
 #include "base/time.h"
 #include "schedule/cron.h"
+#include "schedule/cron_days.h"
 
 namespace caesium::schedule {
+
+using cron_days::FieldSet;
+using cron_days::fold_day_fields;
+using cron_days::hash_picks;
+
 namespace {
 
 enum class FieldId : uint8_t { second, minute, hour, dom, month, dow };
@@ -25,31 +33,36 @@ struct FieldSpec {
   int min;
   int max;       // largest value accepted (7 for day-of-week: Sunday again)
   int open_max;  // upper end of '*' and 'a/n' (6 for day-of-week)
+  int hash_max;  // upper end of a rangeless H (as Jenkins: 28 for day-of-month, so
+                 // the day exists in every month; 6 for day-of-week, Sunday once)
 };
 
-constexpr FieldSpec kSecond{FieldId::second, "second", 0, 59, 59};
-constexpr FieldSpec kMinute{FieldId::minute, "minute", 0, 59, 59};
-constexpr FieldSpec kHour{FieldId::hour, "hour", 0, 23, 23};
-constexpr FieldSpec kDom{FieldId::dom, "day-of-month", 1, 31, 31};
-constexpr FieldSpec kMonth{FieldId::month, "month", 1, 12, 12};
-constexpr FieldSpec kDow{FieldId::dow, "day-of-week", 0, 7, 6};
+constexpr FieldSpec kSecond{FieldId::second, "second", 0, 59, 59, 59};
+constexpr FieldSpec kMinute{FieldId::minute, "minute", 0, 59, 59, 59};
+constexpr FieldSpec kHour{FieldId::hour, "hour", 0, 23, 23, 23};
+constexpr FieldSpec kDom{FieldId::dom, "day-of-month", 1, 31, 31, 28};
+constexpr FieldSpec kMonth{FieldId::month, "month", 1, 12, 12, 12};
+constexpr FieldSpec kDow{FieldId::dow, "day-of-week", 0, 7, 6, 6};
+
+// Fixed seed of the key digest, so H's numbers are not the jitter's (both hash the key).
+constexpr uint64_t kHashKeySeed = 0x4372'6f6e'4861'7368;  // "CronHash"
+
+// The number that H item `item` of `field` draws from the key digest `seed`: the
+// splitmix64 output function over a stream per (field, item), so the H items of one
+// expression are independent of each other, and the same H field gives the same value
+// in a 5-field and a 6-field expression.  Integer arithmetic only: the same on every
+// platform.
+uint64_t hash_draw(uint64_t seed, FieldId field, size_t item) {
+  const uint64_t stream = uint64_t{static_cast<uint8_t>(field)} * 1024 + item + 1;  // items < 1024
+  uint64_t z = seed + 0x9E37'79B9'7F4A'7C15 * stream;
+  z = (z ^ (z >> 30)) * 0xBF58'476D'1CE4'E5B9;
+  z = (z ^ (z >> 27)) * 0x94D0'49BB'1331'11EB;
+  return z ^ (z >> 31);
+}
 
 constexpr const char* kMonthNames[] = {"JAN", "FEB", "MAR", "APR", "MAY", "JUN",
                                        "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"};
 constexpr const char* kDayNames[] = {"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"};
-
-// One parsed field.
-struct FieldSet {
-  uint64_t bits = 0;
-  bool star = false;  // text starts with '*' or is '?': unrestricted for the day rule
-  // day-of-month specials
-  uint32_t last_minus = 0;  // bit n: "L-n" (n = 0 is plain "L")
-  uint32_t nearest = 0;     // bit d: "dW"
-  bool last_weekday = false;  // "LW"
-  // day-of-week specials
-  std::array<uint8_t, 6> nth{};  // nth[n] bit w: "w#n"
-  uint8_t last_of = 0;           // bit w: "wL"
-};
 
 // Printable rendering of user text for messages: quoted, non-printables as \xNN,
 // truncated so a 1 MB garbage line does not become a 1 MB message.
@@ -74,8 +87,10 @@ bool is_space(char c) { return c == ' ' || c == '\t'; }
 // Cursor over one field's text, remembering where that text starts in the expression.
 class FieldReader {
  public:
-  FieldReader(const FieldSpec& spec, std::string_view tok, size_t col)
-      : spec_(spec), tok_(tok), col_(col) {}
+  // `hash_seed`: cron_hash_key_digest() of the entry key, or nullptr when there is no
+  // key (then an H item is an error).
+  FieldReader(const FieldSpec& spec, std::string_view tok, size_t col, const uint64_t* hash_seed)
+      : spec_(spec), tok_(tok), col_(col), hash_seed_(hash_seed) {}
 
   Status parse(FieldSet& out);
 
@@ -95,12 +110,16 @@ class FieldReader {
   Status item(FieldSet& out);
   Status dom_special(FieldSet& out, bool& handled);
   Status dow_suffix(int weekday, FieldSet& out, bool& handled);
+  Status hash_range(int& lo, int& hi);
+  Status hash_item(FieldSet& out);
   void add_range(FieldSet& out, int lo, int hi, int stride) const;
 
   const FieldSpec& spec_;
   std::string_view tok_;
   size_t col_;  // 1-based column of tok_[0] in the whole expression
+  const uint64_t* hash_seed_;
   size_t pos_ = 0;
+  size_t item_ = 0;  // index of the list item being read
 };
 
 std::string FieldReader::expected_value() const {
@@ -252,8 +271,78 @@ Status FieldReader::dow_suffix(int weekday, FieldSet& out, bool& handled) {
   return Status::success();
 }
 
+// The "(a-b)" of H(a-b), if present; lo and hi keep the field's H range otherwise.
+Status FieldReader::hash_range(int& lo, int& hi) {
+  if (peek() != '(') return Status::success();
+  const size_t open = pos_++;
+  if (Status s = value(lo); !s.ok()) return s;
+  if (peek() != '-') {
+    return fail(pos_, (at_item_end() ? std::string("missing '-'") : "unexpected " + quote(tok_.substr(pos_, 1))) +
+                          " in H(...); expected a range such as H(0-29)");
+  }
+  ++pos_;
+  if (Status s = value(hi); !s.ok()) return s;
+  if (peek() != ')') {
+    return fail(pos_, (at_item_end() ? std::string("missing ')'") : "unexpected " + quote(tok_.substr(pos_, 1))) +
+                          " after " + quote(tok_.substr(open - 1, pos_ - open + 1)) + "; expected ')'");
+  }
+  ++pos_;
+  if (hi < lo) {
+    return fail(open + 1, "range " + quote(tok_.substr(open + 1, pos_ - open - 2)) +
+                              " of H goes backwards; expected H(a-b) with a <= b (no wrap-around)");
+  }
+  return Status::success();
+}
+
+// H, H(a-b), H/n, H(a-b)/n: Jenkins's hash spreading (cron.h).
+Status FieldReader::hash_item(FieldSet& out) {
+  const size_t start = pos_++;
+  if (hash_seed_ == nullptr) {
+    return fail(start, "'H' picks its value by hashing the entry's key, and this expression was parsed "
+                       "without one; expected a number, range or '*'");
+  }
+  int lo = spec_.min;
+  int hi = spec_.hash_max;
+  if (Status s = hash_range(lo, hi); !s.ok()) return s;
+  int stride = 0;  // none: one value
+  if (peek() == '/') {
+    ++pos_;
+    const size_t at = pos_;
+    if (Status s = step(stride); !s.ok()) return s;
+    if (stride > hi - lo + 1) {
+      return fail(at, "step " + std::to_string(stride) + " is larger than the " + std::to_string(hi - lo + 1) +
+                          " values H spreads over here (" + std::to_string(lo) + "-" + std::to_string(hi) +
+                          "); expected a step 1-" + std::to_string(hi - lo + 1));
+    }
+  }
+  if (!at_item_end()) {
+    const char c = static_cast<char>(std::toupper(static_cast<unsigned char>(peek())));
+    const bool day_field = spec_.id == FieldId::dom || spec_.id == FieldId::dow;
+    if (day_field && (c == 'L' || c == 'W' || c == '#')) {
+      const std::string_view item = tok_.substr(start, tok_.find(',', start) - start);
+      return fail(pos_, "'H' cannot be combined with 'L', 'W' or '#' (" + quote(item) +
+                            "); give H alone, or a number with the suffix");
+    }
+    return fail(pos_, "unexpected " + quote(tok_.substr(pos_, 1)) + " after " +
+                          quote(tok_.substr(start, pos_ - start)) + "; expected '(', '/', ',' or the end of the field");
+  }
+  const uint64_t draw = hash_draw(*hash_seed_, spec_.id, item_);
+  FieldSet chosen;
+  if (stride == 0) {
+    const int v = lo + static_cast<int>(draw % static_cast<uint64_t>(hi - lo + 1));
+    add_range(chosen, v, v, 1);
+  } else {
+    add_range(chosen, lo + static_cast<int>(draw % static_cast<uint64_t>(stride)), hi, stride);
+  }
+  out.bits |= chosen.bits;
+  out.hashed = true;
+  out.hashed_bits |= chosen.bits;
+  return Status::success();
+}
+
 Status FieldReader::item(FieldSet& out) {
   const size_t start = pos_;
+  if (peek() == 'H' || peek() == 'h') return hash_item(out);
   if (peek() == '*') {
     ++pos_;
     int stride = 1;
@@ -318,47 +407,8 @@ Status FieldReader::parse(FieldSet& out) {
     if (Status s = item(out); !s.ok()) return s;
     if (pos_ >= tok_.size()) return Status::success();
     ++pos_;  // ','
+    ++item_;
   }
-}
-
-uint32_t days_mask(int dim) { return ((uint32_t{1} << dim) - 1) << 1; }
-
-// The day mask of a month with `dim` days whose 1st is weekday `w1` (0 = Sunday).
-uint32_t fold_days(const FieldSet& dom, const FieldSet& dow, int dim, int w1) {
-  auto weekday = [&](int d) { return (w1 + d - 1) % 7; };
-  uint32_t dom_part = static_cast<uint32_t>(dom.bits) & days_mask(dim);
-  for (int n = 0; n <= 30; ++n) {
-    if ((dom.last_minus >> n & 1u) && dim - n >= 1) dom_part |= 1u << (dim - n);
-  }
-  for (int d = 1; d <= 31; ++d) {
-    if (!(dom.nearest >> d & 1u) || d > dim) continue;
-    int target = d;
-    // Nearest weekday, never leaving the month (like Quartz): a Saturday 1st moves to
-    // Monday the 3rd, a Sunday last day moves back to Friday.
-    if (weekday(d) == 6) target = d > 1 ? d - 1 : d + 2;
-    if (weekday(d) == 0) target = d < dim ? d + 1 : d - 2;
-    dom_part |= 1u << target;
-  }
-  if (dom.last_weekday) {
-    const int wl = weekday(dim);
-    dom_part |= 1u << (wl == 6 ? dim - 1 : wl == 0 ? dim - 2 : dim);
-  }
-  uint32_t dow_part = 0;
-  for (int d = 1; d <= dim; ++d) {
-    if (dow.bits >> weekday(d) & 1u) dow_part |= 1u << d;
-  }
-  for (int n = 1; n <= 5; ++n) {
-    for (int w = 0; w < 7; ++w) {
-      if (!(dow.nth[static_cast<size_t>(n)] >> w & 1u)) continue;
-      const int d = 1 + (w - w1 + 7) % 7 + 7 * (n - 1);
-      if (d <= dim) dow_part |= 1u << d;
-    }
-  }
-  for (int w = 0; w < 7; ++w) {
-    if (dow.last_of >> w & 1u) dow_part |= 1u << (dim - (weekday(dim) - w + 7) % 7);
-  }
-  // Vixie/Debian: both restricted -> either matches; otherwise both must match.
-  return (!dom.star && !dow.star) ? (dom_part | dow_part) : (dom_part & dow_part);
 }
 
 std::string month_list(uint16_t months) {
@@ -397,15 +447,16 @@ const MacroFields* macro_expansion(std::string_view word) {
 // Builds a CronExpr; a friend of CronExpr so it can fill the masks.
 class CronParser {
  public:
-  static Result<CronExpr> parse(std::string_view text);
+  // `hash_seed`: the key's digest, or nullptr without a key.
+  static Result<CronExpr> parse(std::string_view text, const uint64_t* hash_seed);
 
  private:
   static Result<CronExpr> fields(std::string_view text, const std::vector<Token>& toks,
-                                 std::string original);
+                                 std::string original, const uint64_t* hash_seed);
   static Result<CronExpr> macro(std::string_view text, const std::vector<Token>& toks);
 };
 
-Result<CronExpr> CronParser::parse(std::string_view text) {
+Result<CronExpr> CronParser::parse(std::string_view text, const uint64_t* hash_seed) {
   if (text.size() > 1024) {
     return Error("expression at column 1025: expression is " + std::to_string(text.size()) +
                      " bytes long; expected at most 1024",
@@ -424,7 +475,7 @@ Result<CronExpr> CronParser::parse(std::string_view text) {
                  "expression");
   }
   if (toks[0].text[0] == '@') return macro(text, toks);
-  return fields(text, toks, std::string(text));
+  return fields(text, toks, std::string(text), hash_seed);
 }
 
 Result<CronExpr> CronParser::macro(std::string_view text, const std::vector<Token>& toks) {
@@ -469,11 +520,11 @@ Result<CronExpr> CronParser::macro(std::string_view text, const std::vector<Toke
   // The expansion is valid, so no error can point into it; columns are the macro's.
   std::vector<Token> expanded;
   for (const char* f : *expansion) expanded.push_back({f, head.col});
-  return fields(text, expanded, std::string(text));
+  return fields(text, expanded, std::string(text), nullptr);
 }
 
 Result<CronExpr> CronParser::fields(std::string_view text, const std::vector<Token>& toks,
-                                    std::string original) {
+                                    std::string original, const uint64_t* hash_seed) {
   if (toks.size() < 5 || toks.size() > 6) {
     const size_t col = toks.size() > 6 ? toks[6].col : text.size() + 1;
     return Error("expression at column " + std::to_string(col) + ": found " + std::to_string(toks.size()) +
@@ -486,13 +537,15 @@ Result<CronExpr> CronParser::fields(std::string_view text, const std::vector<Tok
   const FieldSpec* specs[] = {&kMinute, &kHour, &kDom, &kMonth, &kDow};
   FieldSet sets[6];
   if (with_seconds) {
-    if (Status s = FieldReader(kSecond, toks[0].text, toks[0].col).parse(sets[5]); !s.ok()) return s.error();
+    if (Status s = FieldReader(kSecond, toks[0].text, toks[0].col, hash_seed).parse(sets[5]); !s.ok()) {
+      return s.error();
+    }
   } else {
     sets[5].bits = 1;  // second 0
   }
   for (size_t i = 0; i < 5; ++i) {
     const Token& t = toks[base + i];
-    if (Status s = FieldReader(*specs[i], t.text, t.col).parse(sets[i]); !s.ok()) return s.error();
+    if (Status s = FieldReader(*specs[i], t.text, t.col, hash_seed).parse(sets[i]); !s.ok()) return s.error();
   }
   const FieldSet& dom = sets[2];
   const FieldSet& dow = sets[4];
@@ -504,33 +557,27 @@ Result<CronExpr> CronParser::fields(std::string_view text, const std::vector<Tok
   e.hours_ = static_cast<uint32_t>(sets[1].bits);
   e.months_ = static_cast<uint16_t>(sets[3].bits);
   e.wildcard_time_ = sets[0].star || sets[1].star || (with_seconds && sets[5].star);
-  for (int dim = 28; dim <= 31; ++dim) {
-    for (int w1 = 0; w1 < 7; ++w1) {
-      e.day_masks_[static_cast<size_t>(dim - 28)][static_cast<size_t>(w1)] = fold_days(dom, dow, dim, w1);
-    }
-  }
-  // Every (month, length, weekday of the 1st) shape occurs in each 400-year cycle, so the
-  // expression fires iff one selected shape has a matching day.
-  static constexpr int kMonthDays[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  bool fires = false;
-  for (int m = 1; m <= 12 && !fires; ++m) {
-    if (!(e.months_ >> m & 1u)) continue;
-    const int longest = m == 2 ? 29 : kMonthDays[m];
-    for (int dim = kMonthDays[m]; dim <= longest && !fires; ++dim) {
-      for (const uint32_t mask : e.day_masks_[static_cast<size_t>(dim - 28)]) fires = fires || mask != 0;
-    }
-  }
+  e.uses_hash_ = std::any_of(std::begin(sets), std::end(sets), [](const FieldSet& f) { return f.hashed; });
+  e.hash_key_digest_ = e.uses_hash_ ? *hash_seed : 0;
+  const bool fires = fold_day_fields(dom, dow, e.months_, e.day_masks_);
   if (!fires) {
     const Token& t = toks[base + 2];
     return Error("day-of-month at column " + std::to_string(t.col) + ": the expression never fires: no day in " +
                      month_list(e.months_) + " matches day-of-month " + quote(t.text) + " and day-of-week " +
-                     quote(toks[base + 4].text),
+                     quote(toks[base + 4].text) + hash_picks(dom, dow),
                  "day-of-month");
   }
   e.valid_ = true;
   return e;
 }
 
-Result<CronExpr> CronExpr::parse(std::string_view text) { return CronParser::parse(text); }
+uint64_t cron_hash_key_digest(std::string_view hash_key) { return hash64(hash_key, kHashKeySeed); }
+
+Result<CronExpr> CronExpr::parse(std::string_view text) { return CronParser::parse(text, nullptr); }
+
+Result<CronExpr> CronExpr::parse(std::string_view text, std::string_view hash_key) {
+  const uint64_t seed = cron_hash_key_digest(hash_key);
+  return CronParser::parse(text, &seed);
+}
 
 }  // namespace caesium::schedule

@@ -46,9 +46,15 @@ Status validate_bind(const std::vector<std::string>& bind) {
   return Status::success();
 }
 
-Status validate_cron(const CronTiming& c) {
+Status validate_cron(const CronTiming& c, const Entry& e) {
   if (c.expr.empty() || c.expr.text() != c.text) {
     return field_error("cron", "the expression is not compiled (use CronTiming::make)");
+  }
+  // H's values come from the key: an expression compiled for another key (an entry
+  // copied under a new name) would fire at the other entry's times.
+  if (c.expr.uses_hash() && c.expr.hash_key_digest() != cron_hash_key_digest(entry_key(e))) {
+    return field_error("cron", "the expression's H was compiled for another entry's key (use CronTiming::make "
+                               "with this entry's key)");
   }
   if (c.zone.name() != c.tz) return field_error("tz", "the zone is not compiled (use CronTiming::make)");
   return Status::success();
@@ -116,7 +122,7 @@ Status validate(const Entry& e) {
   if (Status s = validate_identifier(e.entity, "entity"); !s.ok()) return s;
   if (Status s = validate_identifier(e.name, "name"); !s.ok()) return s;
   if (const auto* cron = std::get_if<CronTiming>(&e.timing)) {
-    if (Status s = validate_cron(*cron); !s.ok()) return s;
+    if (Status s = validate_cron(*cron, e); !s.ok()) return s;
     if (e.jitter_ms < 0 || e.jitter_ms > kMaxJitterMs) return field_error("jitter", "must be between 0 and 1 day");
   } else if (Status s = validate_timer(std::get<Timer>(e.timing), e.jitter_ms); !s.ok()) {
     return s;
@@ -140,6 +146,14 @@ Status validate(const Entry& e) {
   if (e.misfire != MisfirePolicy::skip && e.misfire != MisfirePolicy::fire_once &&
       e.misfire != MisfirePolicy::fire_all) {
     return field_error("misfire", "must be skip, fire_once or fire_all");
+  }
+  if (Status s = duration_field("timeout", e.timeout_ms, true); !s.ok()) return s;
+  for (const auto& [field, at] : {std::pair{"not_before", e.not_before_utc_ms}, std::pair{"not_after", e.not_after_utc_ms},
+                                  std::pair{"resumed", e.resumed_utc_ms}}) {
+    if (at && (*at < kCronMinUtcMs || *at > kCronMaxUtcMs)) return field_error(field, "must be between years 0001 and 9999");
+  }
+  if (e.not_before_utc_ms && e.not_after_utc_ms && *e.not_after_utc_ms < *e.not_before_utc_ms) {
+    return field_error("not_after", "is before not_before (" + format_rfc3339_utc(*e.not_before_utc_ms) + ")");
   }
   if (e.payload.size() > kMaxPayloadBytes) {
     return field_error("payload", "is " + std::to_string(e.payload.size()) + " bytes; at most 65536 are allowed");

@@ -44,9 +44,31 @@ struct Entry {
   int64_t misfire_window_ms = 600'000;  // how late a missed occurrence may still run
   MisfirePolicy misfire = MisfirePolicy::fire_once;
   std::string payload;  // opaque bytes handed to the handler, <= 64 KiB
+  // Operator controls (docs/entries.md, "Controls").
+  bool paused = false;     // nothing of it is claimed or run while set (a claim under it is refused)
+  int64_t timeout_ms = 0;  // > 0: the handler is stopped after this long (timed_out); 0: the handler's own
+  std::optional<int64_t> not_before_utc_ms;  // no occurrence is scheduled before it
+  std::optional<int64_t> not_after_utc_ms;   // nor after it
+  // Set by a resume (the server's, like created): the entry schedules nothing before it,
+  // so what fell due while it was paused never runs.
+  std::optional<int64_t> resumed_utc_ms;
+
+  // Whether any control is set (the entry then needs encoding version 2).
+  bool has_controls() const {
+    return paused || timeout_ms != 0 || not_before_utc_ms.has_value() || not_after_utc_ms.has_value() ||
+           resumed_utc_ms.has_value();
+  }
 
   friend bool operator==(const Entry&, const Entry&) = default;
 };
+
+// A pause or resume at `now_utc_ms`, as the API writes it: a resume of a paused entry
+// records its instant (resumed_utc_ms), so the occurrences due while it was paused are
+// not scheduled again.
+inline void apply_pause(Entry& e, bool paused, int64_t now_utc_ms) {
+  if (e.paused && !paused) e.resumed_utc_ms = now_utc_ms;
+  e.paused = paused;
+}
 
 // "<entity>/caesium/schedule/<name>".  REQUIRES nothing: it concatenates; validate()
 // is what guarantees the parts are identifiers.

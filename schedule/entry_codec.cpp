@@ -48,7 +48,7 @@ std::string encode_entry(const Entry& e) {
   ByteWriter w;
   w.u8('C');
   w.u8('E');
-  w.u8(kEntryEncodingVersion);
+  w.u8(e.has_controls() ? 2 : 1);
   w.str(e.entity);
   w.str(e.name);
   if (const auto* cron = std::get_if<CronTiming>(&e.timing)) {
@@ -78,6 +78,14 @@ std::string encode_entry(const Entry& e) {
   w.svarint(e.misfire_window_ms);
   w.u8(static_cast<uint8_t>(e.misfire));
   w.str(e.payload);
+  if (e.has_controls()) {
+    w.u8(static_cast<uint8_t>((e.paused ? 1 : 0) | (e.not_before_utc_ms ? 2 : 0) | (e.not_after_utc_ms ? 4 : 0) |
+                              (e.resumed_utc_ms ? 8 : 0)));
+    w.svarint(e.timeout_ms);
+    if (e.not_before_utc_ms) w.svarint(*e.not_before_utc_ms);
+    if (e.not_after_utc_ms) w.svarint(*e.not_after_utc_ms);
+    if (e.resumed_utc_ms) w.svarint(*e.resumed_utc_ms);
+  }
   return w.take();
 }
 
@@ -107,6 +115,18 @@ uint8_t read_timing(Reader& r, Entry& e, std::string& cron_text, std::string& tz
   return timing;
 }
 
+// Version 2's controls; an entry with none set must have been written as version 1.
+void read_controls(Reader& r, Entry& e) {
+  const uint8_t flags = r.u8("controls");
+  if (flags > 15) r.fail("controls", "unknown flag bits");
+  e.paused = (flags & 1) != 0;
+  e.timeout_ms = r.svarint("timeout");
+  if ((flags & 2) != 0) e.not_before_utc_ms = r.svarint("not_before");
+  if ((flags & 4) != 0) e.not_after_utc_ms = r.svarint("not_after");
+  if ((flags & 8) != 0) e.resumed_utc_ms = r.svarint("resumed");
+  if (r.ok() && !e.has_controls()) r.fail("controls", "version 2 without any control (version 1 is its form)");
+}
+
 }  // namespace
 
 Result<Entry> decode_entry(std::string_view bytes) {
@@ -117,9 +137,9 @@ Result<Entry> decode_entry(std::string_view bytes) {
   r.u8("magic");
   r.u8("magic");
   const uint8_t version = r.u8("version");
-  if (version != kEntryEncodingVersion) {
+  if (version < 1 || version > kEntryEncodingVersion) {
     return Error("entry encoding: unsupported version " + std::to_string(version) + " (this node reads version " +
-                     std::to_string(kEntryEncodingVersion) + ")",
+                     std::to_string(kEntryEncodingVersion) + " and older)",
                  "encoding");
   }
   Entry e;
@@ -147,10 +167,11 @@ Result<Entry> decode_entry(std::string_view bytes) {
   if (misfire > 2) r.fail("misfire", "unknown policy " + std::to_string(misfire));
   e.misfire = static_cast<MisfirePolicy>(misfire);
   e.payload = r.str("payload", kMaxPayloadBytes);
+  if (version >= 2) read_controls(r, e);
   if (r.ok() && !r.at_end()) r.fail("entry", "unexpected bytes after the payload");
   if (!r.ok()) return Error("entry encoding: " + r.error(), "encoding");
   if (timing == 0) {
-    auto compiled = CronTiming::make(cron_text, tz);
+    auto compiled = CronTiming::make(cron_text, tz, entry_key(e));  // H hashes the key
     if (!compiled.ok()) return Error("entry encoding: " + compiled.error().message, compiled.error().field);
     e.timing = std::move(*compiled);
   }

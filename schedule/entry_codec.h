@@ -26,7 +26,10 @@
 
 namespace caesium::schedule {
 
-inline constexpr uint8_t kEntryEncodingVersion = 1;
+// Version 1: the entry without controls; version 2 appends them (Entry::has_controls).  An
+// entry without controls is written as version 1, so nodes that read only version 1 keep
+// reading every entry that does not use them.
+inline constexpr uint8_t kEntryEncodingVersion = 2;
 
 // REQUIRES: validate(entry) succeeded (the encoding itself never fails).
 std::string encode_entry(const Entry& entry);

@@ -155,6 +155,20 @@ Status entry_field_from_json(const std::string& field, const json& v, Entry& e, 
   } else if (field == "prefer_origin") {
     if (!v.is_boolean()) return field_error(field, "expected true or false");
     e.prefer_origin = v.get<bool>();
+  } else if (field == "paused") {
+    if (!v.is_boolean()) return field_error(field, "expected true or false");
+    e.paused = v.get<bool>();
+  } else if (field == "timeout") {
+    auto d = get_duration(v, field);
+    if (!d.ok()) return d.error();
+    e.timeout_ms = *d;
+  } else if (field == "not_before" || field == "not_after") {
+    if (v.is_null()) return Status::success();
+    auto t = get_string(v, field);
+    if (!t.ok()) return t.error();
+    auto at = parse_rfc3339_ms(*t);
+    if (!at.ok()) return field_error(field, "expected an RFC 3339 instant like 2026-05-01T00:00:00Z: " + at.error().message);
+    (field == "not_before" ? e.not_before_utc_ms : e.not_after_utc_ms) = *at;
   } else if (field == "accept_timeout" || field == "complete_time" || field == "misfire_window") {
     auto d = get_duration(v, field);
     if (!d.ok()) return d.error();
@@ -176,7 +190,7 @@ Status entry_field_from_json(const std::string& field, const json& v, Entry& e, 
     return field_error(field.empty() ? "\"\"" : field,
                        "unknown field; expected cron, tz, jitter, timer, handler, semantics, bind, "
                        "prefer_origin, accept_timeout, complete_time, misfire_window, misfire, "
-                       "payload or payload_base64");
+                       "paused, timeout, not_before, not_after, payload or payload_base64");
   }
   return Status::success();
 }
@@ -203,7 +217,7 @@ Status entry_timing_from_json(const TimingFields& t, Entry& e) {
     if (!z.ok()) return z.error();
     zone = std::move(*z);
   }
-  auto compiled = CronTiming::make(*text, zone);
+  auto compiled = CronTiming::make(*text, zone, entry_key(e));  // H hashes the key
   if (!compiled.ok()) return compiled.error();
   e.timing = std::move(*compiled);
   if (t.jitter != nullptr) {
@@ -234,7 +248,7 @@ Result<Entry> entry_from_json(const json& j, std::string entity, std::string nam
     else if (field == "entity") st = check_same(v, field, entity);
     else if (field == "name") st = check_same(v, field, name);
     else if (field == "key") st = check_same(v, field, key);
-    else if (field == "created" || field == "origin") continue;  // the server's: accepted so a GET body can be PUT back
+    else if (field == "created" || field == "origin" || field == "resumed") continue;  // the server's: accepted so a GET body can be PUT back
     else st = entry_field_from_json(field, v, e, has_payload);
     if (!st.ok()) return st.error();
   }
@@ -283,6 +297,11 @@ json entry_to_json(const Entry& e) {
   j["complete_time"] = format_duration_ms(e.complete_time_ms);
   j["misfire_window"] = format_duration_ms(e.misfire_window_ms);
   j["misfire"] = std::string(to_string(e.misfire));
+  j["paused"] = e.paused;
+  j["timeout"] = format_duration_ms(e.timeout_ms);
+  j["not_before"] = e.not_before_utc_ms ? json(format_rfc3339_utc(*e.not_before_utc_ms)) : json(nullptr);
+  j["not_after"] = e.not_after_utc_ms ? json(format_rfc3339_utc(*e.not_after_utc_ms)) : json(nullptr);
+  if (e.resumed_utc_ms) j["resumed"] = format_rfc3339_utc(*e.resumed_utc_ms);
   if (is_valid_utf8(e.payload)) {
     j["payload"] = e.payload;
   } else {

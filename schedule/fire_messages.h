@@ -142,6 +142,7 @@ struct Dispatch {
   // instant by its clock, once a majority of the eligible replicas' clocks passed it too.
   // 0: at once on acceptance.
   int64_t run_at_utc_ms = 0;
+  int64_t timeout_ms = 0;  // the entry's timeout (0: the handler's own)
   bool operator==(const Dispatch&) const = default;
 };
 

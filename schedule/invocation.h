@@ -20,12 +20,14 @@ struct Invocation {
   bool possible_duplicate = false;
   uint64_t sequence = 0;  // 1-based count of this entry's occurrences (Chronos X-Sequence-Number)
   std::string payload;
+  int64_t timeout_ms = 0;  // the entry's timeout (0: the handler's own)
 };
 
 struct InvocationResult {
   uint64_t id = 0;
   bool ok = false;
   std::string detail;  // exit status, HTTP status, error text
+  bool timed_out = false;  // stopped at its timeout (a failure)
 };
 
 }  // namespace caesium::schedule

@@ -181,6 +181,7 @@ const char* to_string(WorkerState s) {
     case WorkerState::kAccepted: return "accepted";
     case WorkerState::kCompleted: return "completed";
     case WorkerState::kFailed: return "failed";
+    case WorkerState::kTimedOut: return "timed_out";
     case WorkerState::kRefused: return "refused";
     case WorkerState::kRevoked: return "revoked";
   }
@@ -271,7 +272,7 @@ Result<WorkerRecord> decode_worker_record(std::string_view bytes) {
   o.worker = get_process(r);
   o.attempt = static_cast<uint32_t>(r.varint());
   const uint8_t state = r.u8();
-  if (state > 4) return Error("worker record: bad state");
+  if (state > 5) return Error("worker record: bad state");
   o.state = static_cast<WorkerState>(state);
   o.accepted_utc_ms = r.svarint();
   o.finished_utc_ms = r.svarint();

@@ -94,12 +94,18 @@ enum class WorkerState : uint8_t {
   kFailed = 2,     // the handler ran and reported failure
   kRefused = 3,    // never ran, never will (durable)
   kRevoked = 4,    // never ran, never will: promised to the owner (durable)
+  kTimedOut = 5,   // the handler ran and was stopped at the entry's timeout (a failure)
 };
 const char* to_string(WorkerState s);
 inline bool ran(WorkerState s) {
-  return s == WorkerState::kAccepted || s == WorkerState::kCompleted || s == WorkerState::kFailed;
+  return s == WorkerState::kAccepted || s == WorkerState::kCompleted || s == WorkerState::kFailed ||
+         s == WorkerState::kTimedOut;
 }
-inline bool finished(WorkerState s) { return s == WorkerState::kCompleted || s == WorkerState::kFailed; }
+inline bool finished(WorkerState s) {
+  return s == WorkerState::kCompleted || s == WorkerState::kFailed || s == WorkerState::kTimedOut;
+}
+// Ran and ended in failure (a timeout is one).
+inline bool failed(WorkerState s) { return s == WorkerState::kFailed || s == WorkerState::kTimedOut; }
 
 struct WorkerRecord {
   ProcessId worker;

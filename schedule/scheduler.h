@@ -230,7 +230,7 @@ class SchedulerHost {
 
 struct SchedulerCounters {
   uint64_t due = 0, owned_quorum = 0, owned_degraded = 0, owned_takeover = 0;
-  uint64_t dispatched = 0, redispatched = 0, accepted = 0, completed = 0, failed = 0;
+  uint64_t dispatched = 0, redispatched = 0, accepted = 0, completed = 0, failed = 0, timed_out = 0;
   uint64_t withheld = 0, missed = 0, lost = 0, skipped = 0, granted = 0, refused_claims = 0;
   uint64_t bad_records = 0;
   // At-most-once dispatches this node left unanswered because they were issued before it
@@ -580,6 +580,7 @@ class Scheduler {
   // refuse it; nullopt when it is granted (written, durable before the reply).
   bool stale_claim(const Claim& c) const;
   bool superseded_claim(const Claim& c) const;
+  bool stops_everything(const std::string& volume, const std::string& key) const;
   bool refuse_before_vote(const std::string& from, const Claim& c, ClaimReply& reply);
   int64_t ack_hold_ms() const { return options_.claim_lease_ms + 200; }
   void grant(const std::string& from, const Claim& c, ClaimReply& reply, Clock now);

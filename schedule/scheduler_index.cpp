@@ -104,9 +104,8 @@ void Scheduler::entry_changed(const std::string& volume, const std::string& key,
     const std::optional<Version> now_version = host_.entry_version(volume, key);
     if (now_version.value_or(Version{}) == o.entry_version) continue;
     // An edit governs what falls due after it: o, due before, goes on as decided (a
-    // delete stops everything not dispatched).
-    const bool deleted = !host_.store_get(volume, key).has_value();
-    if (!deleted && now_version && o.fire_utc_ms < now_version->physical_ms) continue;
+    // delete or a pause stops everything not dispatched).
+    if (!stops_everything(volume, key) && now_version && o.fire_utc_ms < now_version->physical_ms) continue;
     mark(Mark::kEntryChanged);
     if (auto* c = std::get_if<firing::Claiming>(&o.phase)) c->superseded = true;
     if (o.is<firing::Preparing>()) to_tracking_from_preparing(o, now);
@@ -123,13 +122,17 @@ bool Scheduler::unscheduled(Occ& o, Clock now) {
       return false;
     }
     // Due before the definition that no longer has it was written: it runs (an edit
-    // governs what falls due after it), under the definition this node has.
-    if (o.fire_utc_ms < o.entry_version.physical_ms) return false;
+    // governs what falls due after it), under the definition this node has — unless that
+    // definition pauses the entry.
+    if (o.fire_utc_ms < o.entry_version.physical_ms && !o.entry->paused) return false;
   } else if (!host_.entry_version(o.volume, o.id.entry_key)) {
     return false;  // not here yet (its write is on its way): nothing to decide
   }
   mark(Mark::kEntryChanged);
-  to_finished(o, Outcome::kSkipped, o.entry ? "its entry was changed and no longer schedules it" : "its entry was deleted",
+  to_finished(o, Outcome::kSkipped,
+              !o.entry          ? "its entry was deleted"
+              : o.entry->paused ? "its entry is paused"
+                                : "its entry was changed and no longer schedules it",
               now);
   return true;
 }

@@ -315,6 +315,7 @@ Dispatch Scheduler::make_dispatch(const Occ& o, const Attempt& a) const {
   d.accept_by_utc_ms = a.accept_by_utc_ms;
   d.handler = e.handler;
   d.payload = e.payload;
+  d.timeout_ms = e.timeout_ms;
   if (const auto* timer = std::get_if<Timer>(&e.timing)) {
     d.sequence = timer_sequence(*timer, e.created_utc_ms, o.id.scheduled_utc_ms);
   }

@@ -34,15 +34,23 @@ bool Scheduler::stale_claim(const Claim& c) const {
   return it != topology_.volumes.end() && it->second.sets_hash != c.sets_hash;
 }
 
-// A newer record of the entry supersedes a claim when it deletes the entry, or when it is
-// an edit made before the occurrence was due: an edit governs what falls due after it
-// (its version's time), and an occurrence already due when it was written still runs.
+// A newer record of the entry supersedes a claim when it deletes or pauses the entry, or
+// when it is an edit made before the occurrence was due: an edit governs what falls due
+// after it (its version's time), and an occurrence already due when it was written still
+// runs.
 bool Scheduler::superseded_claim(const Claim& c) const {
   if (c.kind == ClaimKind::kPrepare || c.entry_version.physical_ms == 0) return false;
   const std::optional<Version> mine = host_.entry_version(c.volume, c.occ.entry_key);
   if (!mine || !(c.entry_version < *mine)) return false;
-  const bool deleted = !host_.store_get(c.volume, c.occ.entry_key).has_value();
-  return deleted || c.fire_utc_ms >= mine->physical_ms;
+  return stops_everything(c.volume, c.occ.entry_key) || c.fire_utc_ms >= mine->physical_ms;
+}
+
+// The entry's record here deletes or pauses it: nothing of it not yet dispatched runs.
+bool Scheduler::stops_everything(const std::string& volume, const std::string& key) const {
+  const std::optional<std::string> value = host_.store_get(volume, key);
+  if (!value) return true;
+  const Result<Entry> entry = decode_entry(*value);
+  return entry.ok() && entry->paused;
 }
 
 // The refusals that need no vote: not a replica, malformed, stale, superseded.  Returns

@@ -129,6 +129,7 @@ void Scheduler::accept_dispatch(const std::string& from, const Dispatch& d, std:
   inv.possible_duplicate = possible_duplicate;
   inv.sequence = d.sequence;
   inv.payload = d.payload;
+  inv.timeout_ms = d.timeout_ms;
   if (d.run_at_utc_ms == 0) {
     run.lateness_ms = now.utc_ms - run.fire_utc_ms;
     emit_run(FireEvent::Kind::kStarted, run, true, {});
@@ -220,7 +221,8 @@ void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
       switch (rec->state) {
         case WorkerState::kAccepted: reply.outcome = RevokeOutcome::kAccepted; break;
         case WorkerState::kCompleted:
-        case WorkerState::kFailed: reply.outcome = RevokeOutcome::kCompleted; break;
+        case WorkerState::kFailed:
+        case WorkerState::kTimedOut: reply.outcome = RevokeOutcome::kCompleted; break;
         case WorkerState::kRefused:
         case WorkerState::kRevoked: reply.outcome = RevokeOutcome::kRevoked; break;
       }
@@ -327,7 +329,7 @@ void Scheduler::on_invocation_done(const InvocationResult& result, Clock now) {
   WorkerRecord rec;
   rec.worker = self_;
   rec.attempt = r.attempt;
-  rec.state = result.ok ? WorkerState::kCompleted : WorkerState::kFailed;
+  rec.state = result.ok ? WorkerState::kCompleted : result.timed_out ? WorkerState::kTimedOut : WorkerState::kFailed;
   rec.accepted_utc_ms = r.accepted_utc_ms;
   rec.finished_utc_ms = now.utc_ms;
   rec.possible_duplicate = r.possible_duplicate;
@@ -339,6 +341,7 @@ void Scheduler::on_invocation_done(const InvocationResult& result, Clock now) {
   put_worker_record(r.volume, r.occ, r.fire_id, rec, now, r.lazy_completion);
   if (result.ok) ++counters_.completed;
   else ++counters_.failed;
+  if (result.timed_out) ++counters_.timed_out;
   emit_run(FireEvent::Kind::kCompleted, r, result.ok, result.detail);
   if (Occ* o = find_occ(r.volume, r.occ)) touch(*o);
   drain(now);

@@ -32,12 +32,23 @@ uint64_t pop_count(const Timer& t) {
 
 }  // namespace
 
-Result<CronTiming> CronTiming::make(std::string_view text, std::string_view tz) {
-  auto expr = CronExpr::parse(text);
+namespace {
+
+Result<CronTiming> compile_cron(std::string_view text, std::string_view tz, Result<CronExpr> expr) {
   if (!expr.ok()) return Error("cron: " + expr.error().message, "cron");
   auto zone = Zone::find(tz);
   if (!zone.ok()) return Error("tz: " + zone.error().message, "tz");
   return CronTiming{std::string(text), std::string(tz), std::move(*expr), *zone};
+}
+
+}  // namespace
+
+Result<CronTiming> CronTiming::make(std::string_view text, std::string_view tz) {
+  return compile_cron(text, tz, CronExpr::parse(text));
+}
+
+Result<CronTiming> CronTiming::make(std::string_view text, std::string_view tz, std::string_view entry_key) {
+  return compile_cron(text, tz, CronExpr::parse(text, entry_key));
 }
 
 Status validate_timer(const Timer& t, int64_t jitter_ms) {
@@ -137,12 +148,26 @@ int64_t jitter_offset_ms(std::string_view entry_key, int64_t scheduled_utc_ms, i
 }
 
 std::optional<int64_t> next_occurrence(const Entry& entry, int64_t after_utc_ms) {
+  if (entry.paused) return std::nullopt;
+  // not_before: the search starts just before it (the entry's own cadence is kept: a
+  // timer's interval still counts from its creation).
+  if (entry.not_before_utc_ms && *entry.not_before_utc_ms > kCronMinUtcMs) {
+    after_utc_ms = std::max(after_utc_ms, *entry.not_before_utc_ms - 1);
+  }
+  // Resumed: nothing from before the resume (what fell due while paused never runs).
+  if (entry.resumed_utc_ms && *entry.resumed_utc_ms > kCronMinUtcMs) {
+    after_utc_ms = std::max(after_utc_ms, *entry.resumed_utc_ms - 1);
+  }
+  std::optional<int64_t> next;
   if (const auto* cron = std::get_if<CronTiming>(&entry.timing)) {
     // Strictly after max(after, created - 1): every occurrence is >= created.
     const int64_t floor_ms = entry.created_utc_ms > kCronMinUtcMs ? entry.created_utc_ms - 1 : kCronMinUtcMs;
-    return cron->expr.next_after(std::max(after_utc_ms, floor_ms), cron->zone, entry.created_utc_ms);
+    next = cron->expr.next_after(std::max(after_utc_ms, floor_ms), cron->zone, entry.created_utc_ms);
+  } else {
+    next = timer_next_after(std::get<Timer>(entry.timing), entry.created_utc_ms, after_utc_ms);
   }
-  return timer_next_after(std::get<Timer>(entry.timing), entry.created_utc_ms, after_utc_ms);
+  if (next && entry.not_after_utc_ms && *next > *entry.not_after_utc_ms) return std::nullopt;
+  return next;
 }
 
 int64_t fire_time(const Entry& entry, int64_t scheduled_utc_ms) {

@@ -54,7 +54,10 @@ struct CronTiming {
   Zone zone;
 
   // Compiles text and tz.  Errors carry field "cron" or "tz" and the parser's message.
+  // The two-argument form has no entry key, so an expression with H is an error; an
+  // entry's timing is made with its key (entry_key(entity, name)), which H hashes.
   static Result<CronTiming> make(std::string_view text, std::string_view tz);
+  static Result<CronTiming> make(std::string_view text, std::string_view tz, std::string_view entry_key);
 
   friend bool operator==(const CronTiming& a, const CronTiming& b) {
     return a.text == b.text && a.tz == b.tz;
@@ -87,8 +90,9 @@ struct Entry;
 // created_utc_ms.
 //
 // next_occurrence: the first scheduled (nominal, unjittered) instant strictly after
-// `after_utc_ms`, or nullopt when there is none (a finished timer, or a cron expression
-// with no occurrence within 400 years).  Cron instants are whole seconds.
+// `after_utc_ms`, or nullopt when there is none (a paused entry, a finished timer, a cron
+// expression with no occurrence within 400 years, or none within not_before..not_after
+// inclusive).  Cron instants are whole seconds.
 std::optional<int64_t> next_occurrence(const Entry& entry, int64_t after_utc_ms);
 // The instant the occurrence scheduled at `scheduled_utc_ms` should fire: scheduled plus
 // the deterministic jitter offset.

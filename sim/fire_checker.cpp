@@ -56,16 +56,22 @@ void FireChecker::on_observation(const World& world, uint32_t node, const Observ
     c.write_id = obs.write_id;
     c.deleted = obs.text == "delete";
     c.version = obs.version;
-    if (!c.deleted) {
-      auto entry = schedule::entry_from_json(w->fields, w->entity, w->name, obs.at_utc_ms, world.spec(node).id);
-      if (!entry) return;  // the node refused it too
-      c.entry = std::move(*entry);
-    }
     // In last-writer-wins order: a write issued later with a lower version (its node's
     // clock behind) never replaces one issued earlier with a higher version.
     auto& versions = created_[{c.volume, c.key}];
     const auto at = std::upper_bound(versions.begin(), versions.end(), c.version,
                                      [](const schedule::Version& v, const Created& x) { return v < x.version; });
+    if (obs.text == "pause" || obs.text == "resume") {
+      // The node's stored definition (the version before, in that order), paused or not,
+      // its creation instant kept.
+      if (at == versions.begin() || std::prev(at)->deleted) return;  // the node refused it too
+      c.entry = std::prev(at)->entry;
+      schedule::apply_pause(c.entry, obs.text == "pause", obs.at_utc_ms);
+    } else if (!c.deleted) {
+      auto entry = schedule::entry_from_json(w->fields, w->entity, w->name, obs.at_utc_ms, world.spec(node).id);
+      if (!entry) return;  // the node refused it too
+      c.entry = std::move(*entry);
+    }
     versions.insert(at, std::move(c));
     return;
   }

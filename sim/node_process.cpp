@@ -253,6 +253,8 @@ class NodeProcess final : public Process {
     Result<node::WriteAck> ack = Error("not started", "node");
     if (w.remove) {
       ack = node_->delete_entry(w.volume, w.entity, w.name, now, w.want_acks > 1);
+    } else if (w.pause) {
+      ack = node_->set_paused(w.volume, w.entity, w.name, *w.pause, now, w.want_acks > 1);
     } else {
       nlohmann::json j = nlohmann::json::parse(w.json, nullptr, false);
       if (j.is_discarded()) {
@@ -278,6 +280,7 @@ class NodeProcess final : public Process {
     o.write_id = w.id;
     o.version = ack->record.version;
     if (w.remove) o.text = "delete";
+    if (w.pause) o.text = *w.pause ? "pause" : "resume";
     observations_.push_back(std::move(o));
     if (w.id != 0) pending_writes_.push_back({w.id, w.volume, ack->record.key, ack->record.version, ack->durable_seq, w.want_acks});
     drain();

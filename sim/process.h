@@ -65,6 +65,7 @@ struct Observation {
 struct EntryWrite {
   uint64_t id = 0;      // the World's write id; the process names it in kEntry / kWriteAcked
   bool remove = false;  // a delete (json unused)
+  std::optional<bool> pause;  // a pause (true) or resume (false) of the stored entry (json unused)
   std::string volume, entity, name, json;
   uint32_t want_acks = 1;  // replicas holding it durably, this node included
 };
@@ -112,7 +113,7 @@ class Process {
   // `want_acks` replicas hold it durably.  Default: a put goes to put_entry (no
   // acknowledgement is ever reported), a delete is ignored.
   virtual void write_entry(const EntryWrite& write, Clock now) {
-    if (!write.remove) put_entry(write.volume, write.entity, write.name, write.json, now);
+    if (!write.remove && !write.pause) put_entry(write.volume, write.entity, write.name, write.json, now);
   }
 
   // A cluster config change through this node's API (the simulator's `config` fault):

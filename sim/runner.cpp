@@ -122,10 +122,11 @@ Result<Report> run_scenario(const Scenario& s, const RunOptions& options) {
     const auto via = static_cast<uint32_t>(world.index_of(e.via));
     EntryWrite write;
     write.remove = e.remove;
+    write.pause = e.pause;
     write.volume = e.volume;
     write.entity = e.entity;
     write.name = e.name;
-    if (!e.remove) write.json = e.fields.dump();
+    if (!e.remove && !e.pause) write.json = e.fields.dump();
     write.want_acks = e.want_acks;
     world.at(e.at_ms, [&world, &e, i, via, write] { world.write_entry(via, i, write, e.want_majority); });
   }

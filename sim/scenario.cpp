@@ -154,11 +154,13 @@ void read_burst(const toml::table& t, const std::string& section, const std::str
   }
 }
 
-// `op` ("put" | "delete") and `w` (an integer >= 1 or "majority") of a workload entry.
+// `op` ("put" | "delete" | "pause" | "resume") and `w` (an integer >= 1 or "majority") of a
+// workload entry.
 void read_write_options(TomlReader& e, WorkloadEntry& we) {
   if (auto op = e.string("op")) {
     if (*op == "delete") we.remove = true;
-    else if (*op != "put") e.fail("op", "must be \"put\" or \"delete\", not \"" + *op + "\"");
+    else if (*op == "pause" || *op == "resume") we.pause = *op == "pause";
+    else if (*op != "put") e.fail("op", "must be \"put\", \"delete\", \"pause\" or \"resume\", not \"" + *op + "\"");
   }
   if (const toml::node* w = e.raw("w")) {
     if (const auto* text = w->as_string()) {
@@ -199,6 +201,7 @@ void read_workload(TomlReader& top, Scenario& s) {
           continue;
         }
         if (we.remove) e.fail_at(v, key, "a delete (op = \"delete\") takes no entry fields");
+        if (we.pause) e.fail_at(v, key, "a pause or resume takes no entry fields");
         we.fields[key] = to_json(v);
         (void)e.raw(key);
       }

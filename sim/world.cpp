@@ -364,18 +364,21 @@ void World::execute(uint32_t node, node::Invocation& invocation) {
   const bool fail = handler_rng_.chance(h.fail_probability);
   double duration = static_cast<double>(h.duration.sample(handler_rng_));
   if (node < h.slowness.size()) duration *= h.slowness[node];
-  if (hang) ex.outcome = Execution::Outcome::kHung;
+  // The entry's timeout stops a run that would last longer, a hung one included.
+  const int64_t timeout_ms = ex.invocation.timeout_ms;
+  const bool timed_out = timeout_ms > 0 && (hang || duration > static_cast<double>(timeout_ms));
+  if (hang && !timed_out) ex.outcome = Execution::Outcome::kHung;
   executions_.push_back(std::move(ex));
   const Execution& stored = executions_.back();
   for (Checker* c : checkers_) c->on_execution(*this, stored);
-  if (hang) return;
+  if (hang && !timed_out) return;
   Event e;
   e.kind = EventKind::kInvocationDone;
   e.node = node;
   e.generation = n.generation;
   e.a = executions_.size() - 1;
-  e.aux = fail ? 0 : 1;
-  e.time_ms = now_ms_ + std::llround(duration);
+  e.aux = timed_out ? 2 : fail ? 0 : 1;
+  e.time_ms = now_ms_ + (timed_out ? timeout_ms : std::llround(duration));
   queue_.push(e);
 }
 
@@ -383,14 +386,15 @@ void World::on_invocation_done(const Event& e) {
   SimNode& n = nodes_[e.node];
   if (!n.up || e.generation != n.generation) return;  // crashed first: abandoned
   Execution& ex = executions_[e.a];
-  ex.outcome = e.aux ? Execution::Outcome::kOk : Execution::Outcome::kFailed;
+  ex.outcome = e.aux == 2 ? Execution::Outcome::kTimedOut : e.aux ? Execution::Outcome::kOk : Execution::Outcome::kFailed;
   ex.done_ms = now_ms_;
   mix(0xD0E ^ e.a);
   for (Checker* c : checkers_) c->on_execution_done(*this, ex);
   node::InvocationResult result;
   result.id = ex.invocation.id;
-  result.ok = e.aux != 0;
-  result.detail = result.ok ? "ok" : "simulated handler failure";
+  result.ok = e.aux == 1;
+  result.timed_out = e.aux == 2;
+  result.detail = result.ok ? "ok" : result.timed_out ? "stopped at its timeout" : "simulated handler failure";
   n.process->on_invocation_done(result, clock_of(e.node));
   drain(e.node);
 }

@@ -165,7 +165,7 @@ void World::write_entry(uint32_t node, size_t workload_index, EntryWrite write, 
   if (want_majority) write.want_acks = static_cast<uint32_t>(replicas_at(write.volume, now_ms_).size() / 2 + 1);
   rec.want_acks = std::max<uint32_t>(1, write.want_acks);
   write.id = rec.id;
-  const std::string what = std::string(write.remove ? "delete " : "put ") + write.volume + "/" + write.entity + "/" +
+  const std::string what = std::string(write.remove ? "delete " : !write.pause ? "put " : *write.pause ? "pause " : "resume ") + write.volume + "/" + write.entity + "/" +
                            write.name + (rec.want_acks > 1 ? " w=" + std::to_string(rec.want_acks) : "");
   if (!n.up) {
     ++puts_dropped_;
@@ -357,13 +357,14 @@ void World::finish(Report& report) {
   report.set("sim.api.writes_acked", static_cast<double>(acked));
   report.set("sim.config.applied", static_cast<double>(configs_applied_));
   report.set("sim.config.refused", static_cast<double>(configs_refused_));
-  uint64_t ok = 0, failed = 0, abandoned = 0, hung = 0, running = 0;
+  uint64_t ok = 0, failed = 0, abandoned = 0, hung = 0, running = 0, timed_out = 0;
   for (const Execution& ex : executions_) {
     switch (ex.outcome) {
       case Execution::Outcome::kOk: ++ok; break;
       case Execution::Outcome::kFailed: ++failed; break;
       case Execution::Outcome::kAbandoned: ++abandoned; break;
       case Execution::Outcome::kHung: ++hung; break;
+      case Execution::Outcome::kTimedOut: ++timed_out; break;
       case Execution::Outcome::kRunning: ++running; break;
     }
   }
@@ -381,6 +382,7 @@ void World::finish(Report& report) {
   report.set("handler.failed", static_cast<double>(failed));
   report.set("handler.abandoned", static_cast<double>(abandoned));
   report.set("handler.hung", static_cast<double>(hung));
+  if (timed_out > 0) report.set("handler.timed_out", static_cast<double>(timed_out));
   report.set("handler.running_at_end", static_cast<double>(running));
   size_t faults = 0;
   for (const FaultRecord& f : fault_log_) faults += f.kind != FaultKind::kSlowEnd ? 1 : 0;

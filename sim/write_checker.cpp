@@ -59,7 +59,8 @@ bool changes_links(const FaultRecord& fault) {
 
 std::optional<schedule::Entry> entry_of_write(const Scenario& scenario, const World& world, uint32_t node,
                                               const Observation& obs) {
-  if (obs.text == "delete" || obs.write_id < 1 || obs.write_id > world.writes().size()) return std::nullopt;
+  if (obs.text != "put" && !obs.text.empty()) return std::nullopt;
+  if (obs.write_id < 1 || obs.write_id > world.writes().size()) return std::nullopt;
   const WorkloadEntry& w = scenario.workload[world.writes()[obs.write_id - 1].workload];
   auto entry = schedule::entry_from_json(w.fields, w.entity, w.name, obs.at_utc_ms, world.spec(node).id);
   if (!entry) return std::nullopt;
@@ -105,13 +106,16 @@ std::vector<Violation> judge_writes(const WriteRules& rules) {
       const WriteRules::Version& before = k.versions[i - 1];
       // Nothing ran under a deleted entry; a write never acknowledged by a majority
       // promises nothing.
-      if (before.deleted || !before.entry || w.acked_ms < 0 || !w.majority_acked) continue;
+      if (before.deleted || !before.entry || before.entry->paused || w.acked_ms < 0 || !w.majority_acked) continue;
       int64_t until_ms = kNever;  // the first of the higher versions to be issued
       for (size_t later = i + 1; later < k.versions.size(); ++later) until_ms = std::min(until_ms, k.versions[later].issued_ms);
       const bool amo = before.entry->semantics == schedule::Semantics::at_most_once;
-      const char* rule = w.deleted ? "delete.run_after_ack" : "edit.run_after_ack";
+      // A pause stops everything not dispatched, as a delete does.
+      const bool paused = !w.deleted && w.entry && w.entry->paused;
+      const char* what = w.deleted ? "delete" : paused ? "pause" : "edit";
+      const std::string rule = std::string(what) + ".run_after_ack";
       for (const WriteRules::Run& run : k.runs) {
-        if (!w.deleted) {
+        if (!w.deleted && !paused) {
           // An edit removes only what falls due after it and the new definition lacks.
           // "After it" is by the edit's version, the clock of the node that took it: the
           // only time every replica can judge alike (ground truth differs by its skew).
@@ -128,7 +132,7 @@ std::vector<Violation> judge_writes(const WriteRules& rules) {
                            (amo ? "at-most-once" : "at-least-once") + ") ran on " + run.node + " (fire id " +
                            run.fire_id + ", attempt " + std::to_string(run.attempt) + "), dispatched at " +
                            format_duration_ms(dispatched_ms) + (d ? " by " + d->owner : std::string()) + ", after the " +
-                           (w.deleted ? "delete" : "edit") + " (write " + std::to_string(w.write_id) +
+                           what + " (write " + std::to_string(w.write_id) +
                            ") was acknowledged by a majority at " + format_duration_ms(w.acked_ms),
                        dispatched_ms, run.node});
       }
@@ -151,11 +155,17 @@ void WriteChecker::on_observation(const World& world, uint32_t node, const Obser
     v.issued_ms = world.now_ms();
     v.deleted = obs.text == "delete";
     v.hlc = obs.version;
-    v.entry = entry_of_write(scenario_, world, node, obs);
-    if (!v.deleted && !v.entry) return;  // refused
     auto& versions = key(obs.volume, obs.key).versions;
     const auto at = std::upper_bound(versions.begin(), versions.end(), v.hlc,
                                      [](const schedule::Version& h, const WriteRules::Version& x) { return h < x.hlc; });
+    if (obs.text == "pause" || obs.text == "resume") {
+      // The stored definition before it (last-writer-wins order), paused or not.
+      if (at != versions.begin()) v.entry = std::prev(at)->entry;
+      if (v.entry) schedule::apply_pause(*v.entry, obs.text == "pause", obs.at_utc_ms);
+    } else {
+      v.entry = entry_of_write(scenario_, world, node, obs);
+    }
+    if (!v.deleted && !v.entry) return;  // refused
     versions.insert(at, std::move(v));
     return;
   }
@@ -184,7 +194,7 @@ void WriteChecker::finish(const World& world, Report& report) {
     found->second.runs.push_back({e.start_ms, world.spec(e.node).id, e.invocation.fire_id, e.invocation.attempt,
                                   e.invocation.scheduled_utc_ms});
   }
-  uint64_t deletes = 0, edits = 0;
+  uint64_t deletes = 0, edits = 0, pauses = 0;
   for (auto& [name, k] : keys_) {
     for (size_t i = 0; i < k.versions.size(); ++i) {
       WriteRules::Version& v = k.versions[i];
@@ -193,6 +203,7 @@ void WriteChecker::finish(const World& world, Report& report) {
       v.acked_ms = rec.acked_ms;
       if (i == 0 || v.acked_ms < 0) continue;
       ++(v.deleted ? deletes : edits);
+      if (!v.deleted && v.entry && v.entry->paused) ++pauses;
       // A majority of the eligible replicas of the version it replaces — of each replica
       // set in force (both, during a change) — even if every other replica of either set
       // acknowledged too.
@@ -213,7 +224,8 @@ void WriteChecker::finish(const World& world, Report& report) {
   }
   for (Violation& v : judge_writes(rules)) report.violate(std::move(v));
   report.set("writes.deletes_acked", static_cast<double>(deletes));
-  report.set("writes.edits_acked", static_cast<double>(edits));
+  report.set("writes.edits_acked", static_cast<double>(edits));  // pauses and resumes included
+  report.set("writes.pauses_acked", static_cast<double>(pauses));
 }
 
 }  // namespace caesium::sim

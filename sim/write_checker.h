@@ -11,6 +11,9 @@
 //   edit.run_after_ack  the same after an edit acknowledged by a majority, for the
 //                  occurrences due at or after the edit's version time (the clock of the
 //                  node that took it) that the new definition no longer schedules.
+//   pause.run_after_ack  as delete.run_after_ack, after a pause (op = "pause", the stored
+//                  entry with `paused` set) acknowledged by a majority, until the next
+//                  write of the entry (a resume) is issued.
 //
 // "Acknowledged by a majority of the eligible replicas": the write waited for w
 // replicas' durable acknowledgements (?w=N, World::WriteRecord::want_acks) and w is a
@@ -96,7 +99,7 @@ struct WriteRules {
   int64_t epoch_utc_ms = 0;
 };
 
-// Every violation of delete.run_after_ack and edit.run_after_ack in `rules`.
+// Every violation of delete.run_after_ack, edit.run_after_ack and pause.run_after_ack in `rules`.
 std::vector<Violation> judge_writes(const WriteRules& rules);
 
 class WriteChecker final : public Checker {

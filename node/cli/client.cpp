@@ -121,8 +121,8 @@ Result<std::string> entry_body(const ClientArgs& a) {
   static const std::vector<std::string> kFields = {
       "--cron", "--tz", "--jitter", "--at", "--after", "--interval", "--repeat-for", "--count", "--handler",
       "--semantics", "--misfire", "--misfire-window", "--accept-timeout", "--complete-time", "--payload",
-      "--payload-file", "--bind"};
-  bool any_field = a.has("--prefer-origin");
+      "--payload-file", "--bind", "--run-timeout", "--not-before", "--not-after"};
+  bool any_field = a.has("--prefer-origin") || a.has("--paused");
   for (const auto& f : kFields) any_field |= a.values.count(f) > 0;
   if (from_doc && any_field) return Error("give the entry with --file/--data or with field options, not both");
   if (a.value("--file") && a.value("--data")) return Error("give --file or --data, not both");
@@ -154,7 +154,8 @@ Result<std::string> entry_body(const ClientArgs& a) {
   for (const auto& [flag, key] : std::vector<std::pair<std::string, std::string>>{
            {"--handler", "handler"}, {"--semantics", "semantics"}, {"--misfire", "misfire"},
            {"--misfire-window", "misfire_window"}, {"--accept-timeout", "accept_timeout"},
-           {"--complete-time", "complete_time"}, {"--payload", "payload"}}) {
+           {"--complete-time", "complete_time"}, {"--payload", "payload"}, {"--run-timeout", "timeout"},
+           {"--not-before", "not_before"}, {"--not-after", "not_after"}}) {
     if (auto v = a.value(flag)) j[key] = *v;
   }
   if (auto pf = a.value("--payload-file")) {
@@ -169,6 +170,7 @@ Result<std::string> entry_body(const ClientArgs& a) {
   }
   if (auto it = a.values.find("--bind"); it != a.values.end()) j["bind"] = it->second;
   if (a.has("--prefer-origin")) j["prefer_origin"] = true;
+  if (a.has("--paused")) j["paused"] = true;
   return j.dump();
 }
 
@@ -195,6 +197,17 @@ int cmd_rm(Session& s, const ClientArgs& a) {
   if (!s.json_out) s.out << "deleted " << a.positionals[1] << "/" << a.positionals[2] << " from " << a.positionals[0] << "\n";
   return kOk;
 }
+
+int cmd_pause_or_resume(Session& s, const ClientArgs& a, bool pause) {
+  auto j = s.call("POST", with_w(entry_path(a) + (pause ? "/pause" : "/resume"), a), "");
+  if (!j) return kRemoteError;
+  s.print(*j, std::string(pause ? "paused " : "resumed ") + a.positionals[1] + "/" + a.positionals[2] + " in " +
+                  a.positionals[0] + "\n" + render_entry(*j));
+  return kOk;
+}
+
+int cmd_pause(Session& s, const ClientArgs& a) { return cmd_pause_or_resume(s, a, true); }
+int cmd_resume(Session& s, const ClientArgs& a) { return cmd_pause_or_resume(s, a, false); }
 
 int cmd_ls(Session& s, const ClientArgs& a) {
   std::string after = a.value("--after").value_or("");
@@ -252,6 +265,7 @@ using CommandFn = int (*)(Session&, const ClientArgs&);
 const std::map<std::string, CommandFn>& command_table() {
   static const std::map<std::string, CommandFn> table = {
       {"put", cmd_put},         {"get", cmd_get},       {"rm", cmd_rm},
+      {"pause", cmd_pause},     {"resume", cmd_resume},
       {"history", cmd_history}, {"ls", cmd_ls},         {"status", cmd_status},
       {"config", cmd_config_get}, {"config get", cmd_config_get}, {"config apply", cmd_config_apply}};
   return table;

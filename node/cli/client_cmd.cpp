@@ -52,6 +52,9 @@ const ValueOption kEntryFields[] = {
     {"--complete-time", "DURATION", "how long a run may take before it counts as lost"},
     {"--payload", "TEXT", "the payload handed to the handler"},
     {"--payload-file", "FILE", "the payload from a file (- for stdin)"},
+    {"--run-timeout", "DURATION", "stop a run that takes longer (the entry's timeout)"},
+    {"--not-before", "RFC3339", "no occurrence before this instant"},
+    {"--not-after", "RFC3339", "no occurrence after this instant"},
 };
 
 // The arguments as given, by option name, for client.h.
@@ -113,6 +116,7 @@ void add_client_commands(CLI::App& root, Io& io, int& exit_code) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   add_switch(*put, "--prefer-origin", "run on the node that took the write when it can");
+  add_switch(*put, "--paused", "create it paused (caesium resume starts it)");
   put->add_option("--w", "answer once N replicas hold the write")->type_name("N");
   put->footer("Give the entry with --file or --data, or with the field options (docs/entries.md).");
 
@@ -129,6 +133,13 @@ void add_client_commands(CLI::App& root, Io& io, int& exit_code) {
   CLI::App* rm = add_client(root, "rm", "delete an entry", io, exit_code);
   add_positionals(*rm, {"VOLUME", "ENTITY", "NAME"});
   rm->add_option("--w", "answer once N replicas hold the delete")->type_name("N");
+
+  for (const auto& [verb, help] : {std::pair{"pause", "pause an entry: no new occurrence of it runs"},
+                                   std::pair{"resume", "resume a paused entry"}}) {
+    CLI::App* c = add_client(root, verb, help, io, exit_code);
+    add_positionals(*c, {"VOLUME", "ENTITY", "NAME"});
+    c->add_option("--w", "answer once N replicas hold the change")->type_name("N");
+  }
 
   CLI::App* history = add_client(root, "history", "an entry's recent occurrences", io, exit_code);
   add_positionals(*history, {"VOLUME", "ENTITY", "NAME"});

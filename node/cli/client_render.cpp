@@ -93,6 +93,13 @@ std::string render_entry(const json& e) {
       {"bind", field(e, "bind") == "-" ? "(any replica)" : field(e, "bind")},
       {"created", field(e, "created") + " by " + field(e, "origin")},
   };
+  if (e.is_object() && e.value("paused", false)) rows.push_back({"paused", "yes (caesium resume ... to go on)"});
+  if (e.is_object() && e.contains("timeout") && e["timeout"].is_string() && e["timeout"] != "0s") {
+    rows.push_back({"timeout", field(e, "timeout")});
+  }
+  for (const char* k : {"not_before", "not_after"}) {
+    if (e.is_object() && e.contains(k) && e[k].is_string()) rows.push_back({k, field(e, k)});
+  }
   if (e.is_object() && e.contains("payload")) rows.push_back({"payload", field(e, "payload")});
   if (e.is_object() && e.contains("payload_base64")) rows.push_back({"payload", "(binary, base64) " + field(e, "payload_base64")});
   std::string out;

@@ -1,7 +1,8 @@
-// caesium cron next EXPR [--tz ZONE] [--from RFC3339] [-n N]
+// caesium cron next EXPR [--tz ZONE] [--from RFC3339] [-n N] [--entry ENTITY/NAME]
 //
 // Prints the next N instants at which a cron expression fires, one per line, in RFC 3339
-// with the zone's UTC offset at that instant.  The parsing of the expression, the zone
+// with the zone's UTC offset at that instant.  --entry names the entry whose key H
+// hashes (H needs it; without H it changes nothing).  The parsing of the expression, the zone
 // and the instants is schedule/'s (CronExpr, Zone) and base/'s; this file reads the
 // flags, takes "now" from Io for the default --from, and prints.  Exit status: 0 ok,
 // 2 bad expression, zone or flag.
@@ -11,6 +12,7 @@
 #include "node/cli/commands.h"
 #include "node/cli/parse.h"
 #include "schedule/cron.h"
+#include "schedule/entry.h"
 #include "schedule/zone.h"
 
 namespace caesium::cli {
@@ -21,6 +23,7 @@ struct CronOptions {
   std::string tz = "UTC";
   std::string from;  // "" = now
   int64_t count = 5;
+  std::string entry;  // "ENTITY/NAME" whose key H hashes; "" = none
 };
 
 std::string joined(const std::vector<std::string>& words) {
@@ -29,8 +32,30 @@ std::string joined(const std::vector<std::string>& words) {
   return out;
 }
 
+// "ENTITY/NAME" -> the entry's store key.  Identifiers never contain '/', so the split
+// is unambiguous.
+Result<std::string> entry_key_of(std::string_view text) {
+  const size_t slash = text.find('/');
+  if (slash == std::string_view::npos) return Error("expected ENTITY/NAME, e.g. acme/report");
+  const std::string_view entity = text.substr(0, slash), name = text.substr(slash + 1);
+  if (Status s = schedule::validate_identifier(entity, "entity"); !s.ok()) return s.error();
+  if (Status s = schedule::validate_identifier(name, "name"); !s.ok()) return s.error();
+  return schedule::entry_key(entity, name);
+}
+
+Result<schedule::CronExpr> parse_expr(const CronOptions& o) {
+  const std::string text = joined(o.expr);
+  if (!o.entry.empty()) return schedule::CronExpr::parse(text, entry_key_of(o.entry).value());
+  auto cron = schedule::CronExpr::parse(text);
+  // The one error a key would cure gets the hint how to give one.
+  if (!cron.ok() && schedule::CronExpr::parse(text, "any/caesium/schedule/key").ok()) {
+    return Error(cron.error().message + " (give --entry ENTITY/NAME: H hashes that entry's key)");
+  }
+  return cron;
+}
+
 int run_cron_next(const CLI::App& command, const CronOptions& o, Io& io) {
-  auto cron = schedule::CronExpr::parse(joined(o.expr));
+  auto cron = parse_expr(o);
   if (!cron.ok()) return usage_error(command, cron.error().message, io.err);
   // Both were checked by the parser's validators; asking again gives the values.
   const auto zone = schedule::Zone::find(o.tz).value();
@@ -75,6 +100,12 @@ void add_cron_command(CLI::App& root, Io& io, int& exit_code) {
   next->add_option("-n,--count", o->count, "how many instants (default 5, at most 1000)")
       ->type_name("N")
       ->check(whole_number(1, 1000));
+  next->add_option("--entry", o->entry, "the entry whose key H hashes (needed for H)")
+      ->type_name("ENTITY/NAME")
+      ->check(checked_by([](const std::string& text) -> Status {
+        auto key = entry_key_of(text);
+        return key.ok() ? Status::success() : Status(key.error());
+      }));
   next->callback([next, o, &io, &exit_code] { exit_code = run_cron_next(*next, *o, io); });
 }
 

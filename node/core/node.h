@@ -195,6 +195,12 @@ class Node final : private schedule::SchedulerHost {
                              bool want_acks = false);
   Result<WriteAck> delete_entry(const std::string& volume, const std::string& entity, const std::string& name,
                                 Clock now, bool want_acks = false);
+  // Pauses or resumes an entry: the stored definition with `paused` set, its creation
+  // instant kept; a resume records its instant, and the entry schedules nothing before it
+  // (docs/entries.md, Controls).  A write even when the entry is already so, so that
+  // `?w=N` confirms the state.
+  Result<WriteAck> set_paused(const std::string& volume, const std::string& entity, const std::string& name,
+                              bool paused, Clock now, bool want_acks = false);
   // Replicas known to hold `version` (or newer) of `key` durably, this node included
   // (the caller waits for this node's own durability through durable_seq()).
   size_t replica_acks(const std::string& volume, const std::string& key, const schedule::Version& version) const;

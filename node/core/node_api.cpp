@@ -43,6 +43,15 @@ Result<WriteAck> Node::delete_entry(const std::string& volume, const std::string
   return WriteAck{std::move(rec), write_barrier()};
 }
 
+Result<WriteAck> Node::set_paused(const std::string& volume, const std::string& entity, const std::string& name,
+                                  bool paused, Clock now, bool want_acks) {
+  if (!is_replica(volume)) return Error("this node does not replicate volume '" + volume + "'", "volume");
+  std::optional<schedule::Entry> entry = get_entry(volume, entity, name);
+  if (!entry) return Error("no entry '" + name + "' for entity '" + entity + "'", "name");
+  schedule::apply_pause(*entry, paused, now.utc_ms);
+  return put_entry(volume, *entry, now, want_acks);
+}
+
 std::optional<schedule::Entry> Node::get_entry(const std::string& volume, const std::string& entity,
                                                const std::string& name) const {
   auto value = store_get(volume, schedule::entry_key(entity, name));

@@ -430,6 +430,7 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setSequence(m.sequence);
           x.setIssuedUtcMs(m.issued_utc_ms);
           x.setRunAtUtcMs(m.run_at_utc_ms);
+          x.setTimeoutMs(m.timeout_ms);
         } else if constexpr (std::is_same_v<T, schedule::DispatchReply>) {
           auto x = b.initDispatchReply();
           x.setVolume(text(m.volume));
@@ -561,6 +562,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       d.sequence = x.getSequence();
       d.issued_utc_ms = x.getIssuedUtcMs();
       d.run_at_utc_ms = x.getRunAtUtcMs();
+      d.timeout_ms = x.getTimeoutMs();
       return CoreMessage{std::move(d)};
     }
     case cp::CoreMessage::DISPATCH_REPLY: {

@@ -219,6 +219,38 @@ TEST_CASE("cli: put builds the entry from field options") {
   CHECK(f.sent[2].body == R"({"cron": "* * * * *", "handler": "h"})");
 }
 
+TEST_CASE("cli: pause and resume post to the entry's controls; put sets the controls from options") {
+  FakeApi f;
+  f.env["CAESIUM_API"] = "h:1";
+  json paused = kEntry;
+  paused["paused"] = true;
+  paused["timeout"] = "1m";
+  f.answers = {answer(200, paused)};
+  auto p = f.run("pause", {"v", "acme", "report", "--w=2"});
+  REQUIRE(p.status == 0);
+  REQUIRE(f.sent.size() == 1);
+  CHECK(f.sent[0].method == "POST");
+  CHECK(f.sent[0].path == "/v1/volumes/v/entities/acme/schedule/report/pause?w=2");
+  CHECK(f.sent[0].body.empty());
+  CHECK(p.out.find("paused acme/report in v\n") == 0);
+  CHECK(p.out.find("paused     yes") != std::string::npos);
+  CHECK(p.out.find("timeout    1m") != std::string::npos);
+  f.answers = {answer(200, kEntry)};
+  auto r = f.run("resume", {"v", "acme", "report"});
+  REQUIRE(r.status == 0);
+  CHECK(f.sent[1].path == "/v1/volumes/v/entities/acme/schedule/report/resume");
+  CHECK(r.out.find("paused     yes") == std::string::npos);
+  CHECK(f.run("pause", {"v", "acme"}).status == 2);  // NAME missing
+
+  f.answers = {answer(201, kEntry)};
+  REQUIRE(f.run("put", {"v", "acme", "t", "--cron", "* * * * *", "--handler", "h", "--paused", "--run-timeout", "90s",
+                        "--not-before", "2026-05-01T00:00:00Z", "--not-after=2026-06-01T00:00:00Z"})
+              .status == 0);
+  const json want = {{"cron", "* * * * *"}, {"handler", "h"}, {"timeout", "90s"}, {"not_before", "2026-05-01T00:00:00Z"},
+                     {"not_after", "2026-06-01T00:00:00Z"}, {"paused", true}};
+  CHECK(json::parse(f.sent.back().body) == want);
+}
+
 TEST_CASE("cli: remote errors exit 1 and say what to do") {
   FakeApi f;
   f.env["CAESIUM_API"] = "h:1";

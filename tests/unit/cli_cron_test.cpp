@@ -87,3 +87,44 @@ TEST_CASE("cron next: help and running out of occurrences", "[cron][cli]") {
   CHECK(none.out.empty());
   CHECK(none.err == "note: no further occurrence within 400 years\n");
 }
+
+TEST_CASE("cron next --entry: H hashes that entry's key; without it H is refused with a hint", "[cron][cli][hash]") {
+  const Args from = {"--from", "2026-01-01T00:00:00Z", "-n", "2"};
+  auto with = [&](Args args) {
+    args.insert(args.end(), from.begin(), from.end());
+    return cron(args);
+  };
+  // The times `caesium get` would show for the entry acme/report (cron_hash_test pins them).
+  const auto r = with({"next", "H H * * *", "--entry", "acme/report"});
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out == "2026-01-01T07:54:00Z\n2026-01-02T07:54:00Z\n");
+  CHECK(with({"next", "H H * * *", "--entry=acme/report"}).out == r.out);
+  // Another entry, another time; an expression without H ignores --entry.
+  CHECK(with({"next", "H H * * *", "--entry", "acme/other"}).out != r.out);
+  CHECK(with({"next", "0 9 * * *", "--entry", "acme/report"}).out == with({"next", "0 9 * * *"}).out);
+
+  const auto keyless = with({"next", "H H * * *"});
+  CHECK(keyless.status == 2);
+  CHECK(keyless.out.empty());
+  CHECK(keyless.err.substr(0, keyless.err.find('\n')) ==
+        "caesium cron next: minute at column 1: 'H' picks its value by hashing the entry's key, and this expression "
+        "was parsed without one; expected a number, range or '*' (give --entry ENTITY/NAME: H hashes that entry's "
+        "key)");
+  struct Case {
+    const char* entry;
+    const char* err;
+  };
+  const Case bad[] = {
+      {"acme", "caesium cron next: --entry: expected ENTITY/NAME, e.g. acme/report"},
+      {"a b/x", "caesium cron next: --entry: entity: character 2 is not allowed; use letters, digits and . _ : @ -"},
+      {"acme/", "caesium cron next: --entry: name: must not be empty"},
+      {"acme/a/b", "caesium cron next: --entry: name: character 2 is not allowed; use letters, digits and . _ : @ -"},
+  };
+  for (const auto& c : bad) {
+    INFO(c.entry);
+    const auto e = with({"next", "H H * * *", "--entry", c.entry});
+    CHECK(e.status == 2);
+    CHECK(e.err.substr(0, e.err.find('\n')) == c.err);
+  }
+}

@@ -214,6 +214,117 @@ TEST_CASE("DST Antarctica/Troll: 2-hour shifts", "[cron][dst]") {
 
 namespace {
 
+// Every expression in `forms` names the same local date with a different day form; each
+// gives exactly `want` (the first instants after `from`).  The forms are checked one by
+// one so a failure names the form.
+void all_give(const std::vector<const char*>& forms, const char* tz, const char* from, const V& want) {
+  for (const char* form : forms) {
+    INFO(form << " in " << tz << " after " << from);
+    CHECK(next_n(form, tz, from, static_cast<int>(want.size())) == want);
+  }
+}
+
+}  // namespace
+
+// The cron(8) rule applies to the time on the date a day form names, whichever form names
+// it: in a gap, the gap's end (never the next month); in a repeated hour, once, in the
+// first copy.  Each row lists a plain day number next to its L / L-n / W / LW / # / dL
+// twins.
+TEST_CASE("DST day forms: a time in a gap fires when the gap ends, for every day form", "[cron][dst][days]") {
+  // America/Sao_Paulo 1965-01-31 (Sunday, the last day of January): 00:00 -03 -> 01:00 -02.
+  all_give({"30 0 31 1 *", "30 0 L 1 *", "30 0 L-0 1 *", "30 0 * 1 SUNL", "30 0 * 1 0L", "30 0 * 1 SUN#5"},
+           "America/Sao_Paulo", "1965-01-30T12:00:00Z", V{"1965-01-31T01:00:00-02:00"});
+  // The month after is not touched: L fires on Feb 28 as usual, and a year later on Jan 31.
+  CHECK(next_n("30 0 L * *", "America/Sao_Paulo", "1965-01-30T12:00:00Z", 2) ==
+        V{"1965-01-31T01:00:00-02:00", "1965-02-28T00:30:00-02:00"});
+  CHECK(next_n("30 0 L 1 *", "America/Sao_Paulo", "1965-01-30T12:00:00Z", 2) ==
+        V{"1965-01-31T01:00:00-02:00", "1966-01-31T00:30:00-02:00"});
+  // 1965-12-01 (Wednesday, the 1st): 00:00 -03 -> 01:00 -02.
+  all_give({"30 0 1 12 *", "30 0 1W 12 *", "30 0 L-30 12 *", "30 0 * 12 WED#1", "0 0 1 12 *"}, "America/Sao_Paulo",
+           "1965-11-30T12:00:00Z", V{"1965-12-01T01:00:00-02:00"});
+  // 1963-10-23 (Wednesday): 00:00 -03 -> 01:00 -02.
+  all_give({"30 0 23 10 *", "30 0 23W 10 *", "30 0 L-8 10 *", "30 0 * 10 WED#4"}, "America/Sao_Paulo",
+           "1963-10-22T12:00:00Z", V{"1963-10-23T01:00:00-02:00"});
+  // A wildcard time follows real time on that date: 00:00 and 00:30 do not exist.
+  CHECK(next_n("*/30 * L 1 *", "America/Sao_Paulo", "1965-01-31T02:00:00Z", 2) ==
+        V{"1965-01-31T01:00:00-02:00", "1965-01-31T01:30:00-02:00"});
+
+  // Pacific/Apia skipped Friday 2011-12-30 entirely (Thursday 23:59:59 -10, then Saturday
+  // 00:00 +14).  The 30th is L-1, LW (the 31st is a Saturday), 30W, the fifth Friday and
+  // the last Friday: all fire when the day-long gap ends.  L (the 31st) exists.
+  all_give({"0 12 30 12 *", "0 12 L-1 12 *", "0 12 LW 12 *", "0 12 30W 12 *", "0 12 * 12 FRI#5", "0 12 * 12 FRIL"},
+           "Pacific/Apia", "2011-12-28T00:00:00Z", V{"2011-12-31T00:00:00+14:00"});
+  CHECK(next_n("0 12 L 12 *", "Pacific/Apia", "2011-12-28T00:00:00Z", 1) == V{"2011-12-31T12:00:00+14:00"});
+
+  // Europe/London, 2026-03-29 (the last Sunday, L-2): 01:00 GMT -> 02:00 BST.
+  all_give({"30 1 29 3 *", "30 1 L-2 3 *", "30 1 * 3 SUNL", "30 1 * 3 SUN#5"}, "Europe/London",
+           "2026-03-28T12:00:00Z", V{"2026-03-29T02:00:00+01:00"});
+  // 2024-03-31 is both the last Sunday and the last day of March.
+  all_give({"30 1 31 3 *", "30 1 L 3 *", "30 1 * 3 SUNL"}, "Europe/London", "2024-03-30T12:00:00Z",
+           V{"2024-03-31T02:00:00+01:00"});
+
+  // America/New_York: the second Sunday of March 2026, and the first Sunday of April 2006
+  // (the rule before 2007).  02:00 EST -> 03:00 EDT.
+  all_give({"30 2 8 3 *", "30 2 * 3 SUN#2", "30 2 L-23 3 *"}, "America/New_York", "2026-03-07T12:00:00Z",
+           V{"2026-03-08T03:00:00-04:00"});
+  all_give({"30 2 2 4 *", "30 2 * 4 SUN#1", "30 2 * 4 0#1"}, "America/New_York", "2006-04-01T12:00:00Z",
+           V{"2006-04-02T03:00:00-04:00"});
+
+  // Australia/Lord_Howe, 2026-10-04 (the first Sunday, L-27): 02:00 +10:30 -> 02:30 +11.
+  all_give({"15 2 4 10 *", "15 2 * 10 SUN#1", "15 2 L-27 10 *"}, "Australia/Lord_Howe", "2026-10-03T00:00:00Z",
+           V{"2026-10-04T02:30:00+11:00"});
+}
+
+TEST_CASE("DST day forms: a repeated time fires once, in the first copy, for every day form", "[cron][dst][days]") {
+  // America/Sao_Paulo 1966-03-01 00:00 -02 -> 1966-02-28 23:00 -03: 23:00-23:59 on Monday
+  // the 28th (L, LW, 28W, the fourth and last Monday) happen twice.
+  all_give({"30 23 28 2 *", "30 23 L 2 *", "30 23 LW 2 *", "30 23 28W 2 *", "30 23 * 2 MONL", "30 23 * 2 MON#4"},
+           "America/Sao_Paulo", "1966-02-28T12:00:00Z", V{"1966-02-28T23:30:00-02:00"});
+  // Asked from inside the second copy, L goes on to the next February's last day (which
+  // is repeated too: 1967-03-01 00:00 -> 23:00).
+  CHECK(next_n("30 23 L 2 *", "America/Sao_Paulo", "1966-03-01T02:40:00Z", 1) == V{"1967-02-28T23:30:00-02:00"});
+  CHECK(next_n("45 23 L 2 *", "America/Sao_Paulo", "1966-03-01T02:40:00Z", 1) == V{"1967-02-28T23:45:00-02:00"});
+  // A wildcard minute follows real time: both copies.
+  CHECK(next_n("*/30 23 L 2 *", "America/Sao_Paulo", "1966-02-28T12:00:00Z", 4) ==
+        V{"1966-02-28T23:00:00-02:00", "1966-02-28T23:30:00-02:00", "1966-02-28T23:00:00-03:00",
+          "1966-02-28T23:30:00-03:00"});
+  // 1965-03-31 00:00 -02 -> 03-30 23:00 -03: Tuesday the 30th is L-1, 30W, the fifth and
+  // last Tuesday.
+  all_give({"30 23 30 3 *", "30 23 L-1 3 *", "30 23 30W 3 *", "30 23 * 3 TUE#5", "30 23 * 3 TUEL"},
+           "America/Sao_Paulo", "1965-03-30T12:00:00Z", V{"1965-03-30T23:30:00-02:00"});
+  // 1933-04-01 00:00 -02 -> 03-31 23:00 -03: Friday the 31st is L, LW, 31W, the fifth
+  // and last Friday.
+  all_give({"30 23 31 3 *", "30 23 L 3 *", "30 23 LW 3 *", "30 23 31W 3 *", "30 23 * 3 FRIL", "30 23 * 3 FRI#5"},
+           "America/Sao_Paulo", "1933-03-31T12:00:00Z", V{"1933-03-31T23:30:00-02:00"});
+
+  // Europe/London 2026-10-25 (the last Sunday, L-6) and 2021-10-31 (the last Sunday and
+  // the last day): 02:00 BST -> 01:00 GMT.
+  all_give({"30 1 25 10 *", "30 1 L-6 10 *", "30 1 * 10 SUNL", "30 1 * 10 SUN#4"}, "Europe/London",
+           "2026-10-24T12:00:00Z", V{"2026-10-25T01:30:00+01:00"});
+  all_give({"30 1 31 10 *", "30 1 L 10 *", "30 1 * 10 SUNL"}, "Europe/London", "2021-10-30T12:00:00Z",
+           V{"2021-10-31T01:30:00+01:00"});
+  CHECK(next_n("30 1 L 10 *", "Europe/London", "2021-10-31T01:10:00Z", 1) == V{"2022-10-31T01:30:00Z"});
+
+  // America/New_York: the first Sunday of November 2026; the last Sunday of October in
+  // 2006 and in 1999 (then also the last day).  02:00 EDT -> 01:00 EST.
+  all_give({"30 1 1 11 *", "30 1 * 11 SUN#1"}, "America/New_York", "2026-10-31T12:00:00Z",
+           V{"2026-11-01T01:30:00-04:00"});
+  // From the second copy the first Sunday moves on a year (to another first copy), and
+  // 1W, a Sunday 1st moved to Monday, is not in the repeated hour at all.
+  CHECK(next_n("30 1 * 11 SUN#1", "America/New_York", "2026-11-01T06:10:00Z", 1) == V{"2027-11-07T01:30:00-04:00"});
+  CHECK(next_n("30 1 1W 11 *", "America/New_York", "2026-10-31T12:00:00Z", 1) == V{"2026-11-02T01:30:00-05:00"});
+  all_give({"30 1 29 10 *", "30 1 * 10 SUNL", "30 1 L-2 10 *"}, "America/New_York", "2006-10-28T12:00:00Z",
+           V{"2006-10-29T01:30:00-04:00"});
+  all_give({"30 1 31 10 *", "30 1 L 10 *", "30 1 * 10 SUNL"}, "America/New_York", "1999-10-30T12:00:00Z",
+           V{"1999-10-31T01:30:00-04:00"});
+
+  // Australia/Lord_Howe 2026-04-05 (the first Sunday, L-25): 02:00 +11 -> 01:30 +10:30.
+  all_give({"45 1 5 4 *", "45 1 * 4 SUN#1", "45 1 L-25 4 *"}, "Australia/Lord_Howe", "2026-04-04T00:00:00Z",
+           V{"2026-04-05T01:45:00+11:00"});
+}
+
+namespace {
+
 // The cron(8) rule evaluated minute by minute in UTC, with offsets straight from
 // date/tz.h (not from Zone).  REQUIRES: a 5-field expression (minute resolution).
 std::optional<int64_t> dst_oracle_next(const cron_oracle::Expr& e, const date::time_zone* tz, int64_t after_ms,
@@ -240,6 +351,26 @@ std::optional<int64_t> dst_oracle_next(const cron_oracle::Expr& e, const date::t
     }
   }
   return std::nullopt;
+}
+
+// One of `zones` at random and one of its transitions in [from_s, to_s), with the
+// date/tz.h zone the oracle reads.
+struct NearTransition {
+  const char* name;
+  Zone zone;
+  const date::time_zone* tz;
+  caesium::schedule::ZoneTransition transition;
+};
+
+NearTransition random_transition(Rng& rng, const std::vector<const char*>& zones, int64_t from_s, int64_t to_s) {
+  const char* name = zones[rng.below(zones.size())];
+  const auto zone = Zone::find(name).value();
+  std::vector<caesium::schedule::ZoneTransition> candidates;
+  for (const auto& t : zone.transitions()) {
+    if (t.utc_s >= from_s && t.utc_s < to_s) candidates.push_back(t);
+  }
+  REQUIRE_FALSE(candidates.empty());
+  return {name, zone, date::locate_zone(name), candidates[rng.below(candidates.size())]};
 }
 
 // A simple expression biased towards the small hours where transitions happen.
@@ -280,19 +411,13 @@ TEST_CASE("DST rule agrees with a minute-by-minute UTC oracle around real transi
   const uint64_t seed = seed_or(4242);
   INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
   Rng rng(seed);
-  const char* zones[] = {"America/New_York", "Europe/London", "Australia/Lord_Howe", "America/Sao_Paulo",
-                         "Antarctica/Troll", "Pacific/Chatham", "Asia/Tehran"};
+  const std::vector<const char*> zones = {"America/New_York", "Europe/London",    "Australia/Lord_Howe",
+                                         "America/Sao_Paulo", "Antarctica/Troll", "Pacific/Chatham",
+                                         "Asia/Tehran"};
   for (int r = 0; r < 300; ++r) {
-    const char* name = zones[rng.below(std::size(zones))];
-    const auto zone = Zone::find(name).value();
-    const date::time_zone* tz = date::locate_zone(name);
     // A transition between 2000 and 2036 (date's own data ends in 2037).
-    std::vector<int64_t> candidates;
-    for (const auto& t : zone.transitions()) {
-      if (t.utc_s >= 946'684'800 && t.utc_s < 2'082'758'400) candidates.push_back(t.utc_s);
-    }
-    REQUIRE_FALSE(candidates.empty());
-    const int64_t t = candidates[rng.below(candidates.size())];
+    const auto [name, zone, tz, transition] = random_transition(rng, zones, 946'684'800, 2'082'758'400);
+    const int64_t t = transition.utc_s;
     const auto oe = random_dst_expr(rng);
     const auto expr = CronExpr::parse(oe.text).value();
     int64_t after_ms = (t - rng.between(0, 30 * 3600)) * 1000 + rng.between(-1, 1000);
@@ -304,6 +429,106 @@ TEST_CASE("DST rule agrees with a minute-by-minute UTC oracle around real transi
       REQUIRE(want.has_value());  // every expression fires at least daily
       REQUIRE(got.has_value());
       CHECK(format_rfc3339_utc(*got) == format_rfc3339_utc(*want));
+      after_ms = *got;
+    }
+  }
+}
+
+namespace {
+
+// A day form that names the local date `c`, chosen at random among those that do (plain
+// day, L / L-n, nW, LW, d#n, dL), written into `e` as text and as oracle sets.  The other
+// day field is '*', so the form alone decides the day.
+std::pair<std::string, std::string> random_day_form(Rng& rng, const cron_oracle::Civil& c, cron_oracle::Expr& e) {
+  using cron_oracle::weekday;
+  const int dim = cron_oracle::days_in_month(c.y, c.m);
+  const int wd = weekday(c.y, c.m, c.d);
+  int last_weekday = dim;
+  while (weekday(c.y, c.m, last_weekday) == 0 || weekday(c.y, c.m, last_weekday) == 6) --last_weekday;
+  std::vector<int> kinds = {0, 1, 4};
+  if (wd >= 1 && wd <= 5) kinds.push_back(2);
+  if (c.d == last_weekday) kinds.push_back(3);
+  if (c.d + 7 > dim) kinds.push_back(5);
+  const int kind = kinds[rng.below(kinds.size())];
+  for (int d = 1; d <= 31; ++d) e.dom.insert(d);
+  for (int w = 0; w < 7; ++w) e.dow.insert(w);
+  for (int m = 1; m <= 12; ++m) e.month.insert(m);
+  e.dom_star = e.dow_star = true;
+  if (kind <= 3) {
+    e.dom.clear();
+    e.dom_star = false;
+    if (kind == 0) e.dom.insert(c.d);
+    if (kind == 1) e.last_minus.insert(dim - c.d);
+    if (kind == 2) e.nearest.insert(c.d);
+    if (kind == 3) e.last_weekday = true;
+    const std::string text = kind == 0 ? std::to_string(c.d) : kind == 1 ? "L-" + std::to_string(dim - c.d)
+                           : kind == 2 ? std::to_string(c.d) + "W" : "LW";
+    return {text, "*"};
+  }
+  e.dow.clear();
+  e.dow_star = false;
+  if (kind == 4) e.nth.insert({wd, (c.d - 1) / 7 + 1});
+  if (kind == 5) e.last_of.insert(wd);
+  return {"*", std::to_string(wd) + (kind == 4 ? "#" + std::to_string((c.d - 1) / 7 + 1) : "L")};
+}
+
+// Minute and hour fields aimed at the local hour `h` where a transition happens: a fixed
+// time (h, h and h+1, h-1 and h) or a wildcard ('*' hour, or a '*/20' minute).
+void random_time_fields(Rng& rng, int h, cron_oracle::Expr& e, std::string& min_text, std::string& hour_text) {
+  const int kind = static_cast<int>(rng.below(5));
+  const int minute = std::array<int, 4>{0, 15, 30, 59}[rng.below(4)];
+  min_text = std::to_string(minute);
+  e.min = {minute};
+  if (kind == 4) {
+    min_text = "*/20";
+    e.min = {0, 20, 40};
+  }
+  const int lo = kind == 2 ? std::max(h - 1, 0) : h;
+  const int hi = kind == 1 ? std::min(h + 1, 23) : h;
+  hour_text = std::to_string(lo) + (hi > lo ? "-" + std::to_string(hi) : "");
+  e.hour.clear();
+  for (int v = lo; v <= hi; ++v) e.hour.insert(v);
+  if (kind == 3) {
+    hour_text = "*";
+    for (int v = 0; v < 24; ++v) e.hour.insert(v);
+  }
+  e.wildcard = kind >= 3;
+}
+
+}  // namespace
+
+TEST_CASE("DST day forms agree with the minute-by-minute oracle on transition dates", "[cron][dst][days][oracle]") {
+  const uint64_t seed = seed_or(3510);
+  INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
+  Rng rng(seed);
+  const std::vector<const char*> zones = {"America/Sao_Paulo",   "Europe/London",    "America/New_York", "Pacific/Apia",
+                                         "Australia/Lord_Howe", "Antarctica/Troll", "Asia/Tehran"};
+  for (int r = 0; r < 400; ++r) {
+    // 1930-2036: date's own data ends in 2037; Sao Paulo's midnight changes are older.
+    const auto [name, zone, tz, t] = random_transition(rng, zones, -1'262'304'000, 2'082'758'400);
+    // The local date and hour of the first skipped or repeated minute.
+    const int64_t first_local = t.utc_s + std::min(t.offset_before_s, t.offset_after_s);
+    const cron_oracle::Civil c = cron_oracle::civil_from_local(first_local);
+    cron_oracle::Expr oe;
+    const auto [dom_text, dow_text] = random_day_form(rng, c, oe);
+    std::string min_text, hour_text;
+    random_time_fields(rng, c.hh, oe, min_text, hour_text);
+    oe.text = min_text + " " + hour_text + " " + dom_text + " * " + dow_text;
+    const auto expr = CronExpr::parse(oe.text).value();
+    // From up to a day before the date's local midnight, then on from each answer.
+    int64_t after_ms = (first_local - (c.hh * 3600 + c.mm * 60) - t.offset_before_s - rng.between(0, 86400)) * 1000;
+    INFO("\"" << oe.text << "\" in " << name << " near " << format_rfc3339_utc(t.utc_s * 1000));
+    for (int step = 0; step < 4; ++step) {
+      INFO("after " << format_rfc3339_utc(after_ms));
+      const auto got = expr.next_after(after_ms, zone);
+      REQUIRE(got.has_value());
+      const auto want = dst_oracle_next(oe, tz, after_ms, 3 * 86400);
+      if (want) {
+        CHECK(format_rfc3339_utc(*got) == format_rfc3339_utc(*want));
+      } else {
+        CHECK(*got > after_ms + int64_t{3} * 86400 * 1000);  // the oracle looked 3 days ahead
+        break;
+      }
       after_ms = *got;
     }
   }

@@ -812,3 +812,45 @@ TEST_CASE("node: a peer whose clock runs ahead of the skew bound is warned about
   // The replay window still refuses what is too far off; nothing here was refused.
   CHECK(n.counters().replays == 0);
 }
+
+TEST_CASE("api controls: pause and resume write the entry, answered once durable; 404 without entry") {
+  Fixture f;
+  const std::string pause = kEntryPath + "/pause";
+  const std::string resume = kEntryPath + "/resume";
+  CHECK(f.run("POST", pause).response.status == 404);
+  CHECK(f.run("GET", pause).response.status == 405);
+  CHECK(*f.run("GET", pause).response.header("Allow") == "POST");
+  f.write("PUT", kEntryPath, R"({"cron": "* * * * *", "handler": "tick"})");
+  const json before = body_of(f.run("GET", kEntryPath).response);
+  CHECK(before["paused"] == false);
+  CHECK_FALSE(before["next"].is_null());
+  CHECK_FALSE(before.contains("resumed"));
+
+  ServerResponse paused = f.write("POST", pause);
+  REQUIRE(paused.status == 200);
+  json p = body_of(paused);
+  CHECK(p["paused"] == true);
+  CHECK(p["next"].is_null());              // a paused entry schedules nothing
+  CHECK(p["created"] == before["created"]);  // the same entry, not a new one
+  CHECK(body_of(f.run("GET", kEntryPath).response)["paused"] == true);
+
+  // A body other than none or {} is refused (a typo'd control should not pass silently).
+  ApiAction with_body = f.run("POST", pause, R"({"paused": false})");
+  CHECK(with_body.response.status == 400);
+  CHECK(body_of(with_body.response)["field"] == "body");
+  CHECK(f.write("POST", pause, "{}").status == 200);
+
+  ServerResponse resumed = f.write("POST", resume);
+  REQUIRE(resumed.status == 200);
+  json r = body_of(resumed);
+  CHECK(r["paused"] == false);
+  CHECK(r["resumed"] == format_rfc3339_utc(f.n.clock().utc_ms));
+  CHECK_FALSE(r["next"].is_null());
+  CHECK(r["created"] == before["created"]);
+
+  // The route needs the write scope, and w is checked as for a PUT.
+  CHECK(f.run("POST", pause, "", false).response.status == 401);
+  CHECK(body_of(f.run("POST", pause + "?w=9").response)["field"] == "w");
+  json status = body_of(f.run("GET", "/v1/status").response);
+  CHECK(std::count(status["features"].begin(), status["features"].end(), "pause") == 1);
+}

@@ -198,7 +198,7 @@ TEST_CASE("chronos routes: off without a volume; token required only when config
   CHECK(h.handle(api_request("POST", "/timers", timer_body(R"({"interval": 5})"), true)).response.status == 200);
 }
 
-TEST_CASE("chronos pop: POST to the timer's URI with the opaque body and X-Sequence-Number") {
+TEST_CASE("chronos pop: POST to the timer's URI with the opaque body, X-Sequence-Number and Chronos's Content-Type") {
   test::TestLoop loop;
   std::vector<ServerRequest> seen;
   int status = 200;
@@ -224,7 +224,9 @@ TEST_CASE("chronos pop: POST to the timer's URI with the opaque body and X-Seque
   CHECK(seen[0].body == "opaque \"data\"");
   REQUIRE(seen[0].header("x-sequence-number") != nullptr);
   CHECK(*seen[0].header("x-sequence-number") == "3");
-  CHECK(seen[0].header("content-type") == nullptr);
+  // As Chronos's own pop: the opaque data is labelled as raw bytes.
+  REQUIRE(seen[0].header("content-type") != nullptr);
+  CHECK(*seen[0].header("content-type") == "application/octet-stream");
   CHECK(*seen[0].header("x-caesium-fire-id") == "f-0001");
   CHECK(results[0].ok);
   CHECK(results[0].id == 42);

@@ -10,6 +10,7 @@
 
 #include "base/toml/toml_reader.h"
 #include "node/daemon/config/config.h"
+#include "schedule/entry_json.h"
 #include "tests/unit/toml_error_lines.h"
 
 using namespace caesium;
@@ -298,6 +299,32 @@ timer = { interval = "20s", repeat_for = "2m" }
                         "/cfg/n1.toml");
   REQUIRE(t.ok());
   CHECK(nlohmann::json::parse(t->entries[0].json)["timer"] == nlohmann::json{{"interval", "20s"}, {"repeat_for", "2m"}});
+}
+
+TEST_CASE("config: a static entry may use H, which hashes its entity and name") {
+  auto c = parse_config(std::string(kMinimal) + R"(
+[[entry]]
+volume = "v"
+entity = "acme"
+name = "report"
+handler = "h"
+cron = "H H(0-5) * * *"
+)",
+                        "/cfg/n1.toml");
+  REQUIRE(c.ok());
+  // The text is kept; the entry built from it (as the runtime does) has acme/report's key.
+  const auto& se = c->entries[0];
+  CHECK(nlohmann::json::parse(se.json)["cron"] == "H H(0-5) * * *");
+  auto entry = caesium::schedule::entry_from_json(nlohmann::json::parse(se.json), se.entity, se.name, 0, "n1");
+  REQUIRE(entry.ok());
+  const auto& cron = std::get<caesium::schedule::CronTiming>(entry->timing);
+  CHECK(cron.expr == caesium::schedule::CronExpr::parse("H H(0-5) * * *", "acme/caesium/schedule/report").value());
+  // A bad H names the file, the line and the entry's cron key.
+  auto bad = parse_config(std::string(kMinimal) + "[[entry]]\nvolume = \"v\"\nentity = \"e\"\nname = \"n\"\n"
+                          "handler = \"h\"\ncron = \"0 0 * * H#2\"\n", "/cfg/n1.toml");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message,
+             Catch::StartsWith("/cfg/n1.toml:12:1: entry[0].cron: day-of-week at column 10: 'H' cannot be combined"));
 }
 
 TEST_CASE("config: errors name the file, the line and the key") {

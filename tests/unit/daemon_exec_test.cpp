@@ -270,6 +270,23 @@ TEST_CASE("exec: a timeout kills the child and its process group") {
   }
 }
 
+TEST_CASE("exec: the entry's timeout, when set, replaces the handler's, and the result says timed_out") {
+  TestLoop loop;
+  node::Invocation inv = sample_invocation();
+  inv.timeout_ms = 1000;  // the entry's: 1 s, under the handler's 60 s
+  const auto r = run_one(loop, sh("sleep 30", 60'000), inv);
+  REQUIRE(r.has_value());
+  CHECK_FALSE(r->ok);
+  CHECK(r->timed_out);
+  CHECK(r->detail.rfind("timed out after 1s", 0) == 0);
+  // A run that ends by itself is not timed out, and a failure is not a time-out.
+  inv.timeout_ms = 60'000;
+  const auto fast = run_one(loop, sh("exit 3", 1000), inv);
+  REQUIRE(fast.has_value());
+  CHECK_FALSE(fast->ok);
+  CHECK_FALSE(fast->timed_out);
+}
+
 TEST_CASE("exec: cancel_all and destruction kill every child, call nothing, leave no zombie") {
   TestLoop loop;
   TempDir dir;

@@ -94,9 +94,10 @@ TEST_CASE("binary decoding rejects every truncation, trailing bytes and bad vers
   }
   CHECK(decode_entry(bytes + "x").error().message ==
         "entry encoding: entry: unexpected bytes after the payload");
-  std::string v2 = bytes;
-  v2[2] = 2;
-  CHECK(decode_entry(v2).error().message == "entry encoding: unsupported version 2 (this node reads version 1)");
+  std::string v3 = bytes;
+  v3[2] = 3;
+  CHECK(decode_entry(v3).error().message ==
+        "entry encoding: unsupported version 3 (this node reads version 2 and older)");
   CHECK(decode_entry("hello").error().message == "entry encoding: not an entry (bad magic)");
   // The entity length (7) written as a two-byte varint decodes to the same entry, but it
   // is not the one encoding of it.

@@ -252,6 +252,8 @@ ApiAction ApiHandler::route_volume(const ServerRequest& req, const std::vector<s
     case RouteId::kEntryHistory: return entry_history(req, volume, seg[4], seg[6]);
     case RouteId::kEntryGet: return entry_get(req, volume, seg[4], seg[6]);
     case RouteId::kEntryPut: return entry_put(req, volume, seg[4], seg[6]);
+    case RouteId::kEntryPause: return entry_pause(req, volume, seg[4], seg[6], true);
+    case RouteId::kEntryResume: return entry_pause(req, volume, seg[4], seg[6], false);
     default: return entry_delete(req, volume, seg[4], seg[6]);
   }
 }

@@ -75,6 +75,9 @@ class ApiBackend {
                                            bool want_acks) = 0;
   virtual Result<node::WriteAck> delete_entry(const std::string& volume, const std::string& entity,
                                               const std::string& name, bool want_acks) = 0;
+  // Pause or resume: the stored entry with `paused` set (node::Node::set_paused).
+  virtual Result<node::WriteAck> set_paused(const std::string& volume, const std::string& entity,
+                                            const std::string& name, bool paused, bool want_acks) = 0;
   virtual Result<node::WriteAck> apply_config(node::ClusterConfig config, bool force) = 0;
   virtual std::optional<schedule::Entry> get_entry(const std::string& volume, const std::string& entity,
                                                    const std::string& name) const = 0;
@@ -166,6 +169,9 @@ class ApiHandler {
                       const std::string& name);
   ApiAction entry_get(const ServerRequest& req, const std::string& volume, const std::string& entity,
                       const std::string& name);
+  // POST .../pause and .../resume: 200 with the entry as it now stands.
+  ApiAction entry_pause(const ServerRequest& req, const std::string& volume, const std::string& entity,
+                        const std::string& name, bool paused);
   ApiAction entry_delete(const ServerRequest& req, const std::string& volume, const std::string& entity,
                          const std::string& name);
   ApiAction entry_list(const ServerRequest& req, const std::string& volume);

@@ -28,6 +28,13 @@ Result<node::WriteAck> NodeApiBackend::delete_entry(const std::string& volume, c
   return ack;
 }
 
+Result<node::WriteAck> NodeApiBackend::set_paused(const std::string& volume, const std::string& entity,
+                                                  const std::string& name, bool paused, bool want_acks) {
+  auto ack = node_.set_paused(volume, entity, name, paused, hooks_.now(), want_acks);
+  wrote();
+  return ack;
+}
+
 Result<node::WriteAck> NodeApiBackend::apply_config(node::ClusterConfig config, bool force) {
   auto ack = node_.apply_config(std::move(config), hooks_.now(), force);
   wrote();

@@ -28,6 +28,8 @@ class NodeApiBackend : public ApiBackend {
   const node::ClusterConfig& cluster_config() const override { return node_.config(); }
   bool is_replica(const std::string& volume) const override { return node_.is_replica(volume); }
   Result<node::WriteAck> put_entry(const std::string& volume, const schedule::Entry& entry, bool want_acks) override;
+  Result<node::WriteAck> set_paused(const std::string& volume, const std::string& entity, const std::string& name,
+                                    bool paused, bool want_acks) override;
   Result<node::WriteAck> delete_entry(const std::string& volume, const std::string& entity, const std::string& name,
                                       bool want_acks) override;
   Result<node::WriteAck> apply_config(node::ClusterConfig config, bool force) override;

@@ -113,6 +113,22 @@ ApiAction ApiHandler::entry_put(const ServerRequest& req, const std::string& vol
   return await_write(*ack, volume, *w, std::move(r));
 }
 
+ApiAction ApiHandler::entry_pause(const ServerRequest& req, const std::string& volume, const std::string& entity,
+                                  const std::string& name, bool paused) {
+  auto w = write_quorum(req, backend_.cluster_config(), volume);
+  if (!w) return respond(error_response(400, w.error().message, w.error().field));
+  if (!req.body.empty() && req.body.find_first_not_of(" \t\r\n") != std::string::npos && req.body != "{}") {
+    return respond(error_response(400, std::string("POST .../") + (paused ? "pause" : "resume") +
+                                           " takes no body (or an empty JSON object)",
+                                  "body"));
+  }
+  auto ack = backend_.set_paused(volume, entity, name, paused, *w > 1);
+  if (!ack) return respond(error_response(404, ack.error().message, ack.error().field));
+  auto entry = backend_.get_entry(volume, entity, name);
+  if (!entry) return respond(error_response(404, "no entry '" + name + "' for entity '" + entity + "'", "name"));
+  return await_write(*ack, volume, *w, json_response(200, entry_json(volume, *entry)));
+}
+
 ApiAction ApiHandler::entry_delete(const ServerRequest& req, const std::string& volume, const std::string& entity,
                                    const std::string& name) {
   auto w = write_quorum(req, backend_.cluster_config(), volume);

@@ -25,10 +25,11 @@ std::string hex64(uint64_t v) {
 // failed one; an owner's verdict (lost, missed, skipped) beats an attempt still shown
 // as running (a lost at-most-once attempt stays "accepted" in its worker record).
 std::string outcome(const node::Node::OccurrenceHistory& h) {
-  bool completed = false, failed = false, running = false, dispatched = false;
+  bool completed = false, failed = false, timed_out = false, running = false, dispatched = false;
   for (const auto& [fire_id, w] : h.workers) {
     completed |= w.state == schedule::WorkerState::kCompleted;
-    failed |= w.state == schedule::WorkerState::kFailed;
+    timed_out |= w.state == schedule::WorkerState::kTimedOut;
+    failed |= schedule::failed(w.state);
     running |= w.state == schedule::WorkerState::kAccepted;
   }
   bool lost = false, missed = false, skipped = false;
@@ -39,6 +40,7 @@ std::string outcome(const node::Node::OccurrenceHistory& h) {
     dispatched |= !o.attempts.empty();
   }
   if (completed) return "completed";
+  if (timed_out) return "timed_out";
   if (failed) return "failed";
   if (lost) return "lost";
   if (missed) return "missed";

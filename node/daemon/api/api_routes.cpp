@@ -43,15 +43,17 @@ const std::vector<RouteSpec>& v1_routes() {
       {RouteId::kEntryPut, "PUT", kEntry, Scope::kWrite},
       {RouteId::kEntryDelete, "DELETE", kEntry, Scope::kWrite},
       {RouteId::kEntryHistory, "GET", "/v1/volumes/{volume}/entities/{entity}/schedule/{name}/history", Scope::kRead},
+      {RouteId::kEntryPause, "POST", "/v1/volumes/{volume}/entities/{entity}/schedule/{name}/pause", Scope::kWrite},
+      {RouteId::kEntryResume, "POST", "/v1/volumes/{volume}/entities/{entity}/schedule/{name}/resume", Scope::kWrite},
   };
   return routes;
 }
 
 const std::vector<std::string>& api_features() {
   // "ui": the dashboard at /ui; "whoami": GET /v1/whoami; "scoped_tokens": 403s by
-  // scope; "upcoming": GET of an entry takes ?upcoming=N.  The operator controls will
-  // add "pause", "resume" and "run_now" here with their routes.
-  static const std::vector<std::string> features = {"scoped_tokens", "ui", "upcoming", "whoami"};
+  // scope; "upcoming": GET of an entry takes ?upcoming=N; "pause": POST .../pause and
+  // .../resume of an entry.
+  static const std::vector<std::string> features = {"pause", "scoped_tokens", "ui", "upcoming", "whoami"};
   return features;
 }
 

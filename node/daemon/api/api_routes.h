@@ -26,6 +26,8 @@ enum class RouteId : uint8_t {
   kEntryPut,
   kEntryDelete,
   kEntryHistory,
+  kEntryPause,
+  kEntryResume,
 };
 
 struct RouteSpec {

@@ -30,7 +30,9 @@ class ChronosExecutor final : public Executor {
     HttpRequest req;
     req.url = cb->uri;
     req.method = "POST";
-    req.content_type.clear();  // Chronos sends the opaque data as it is, untyped
+    // Chronos's own pop (src/http_callback.cpp) labels the opaque data as raw bytes;
+    // clients written against it may check the header, so a drop-in sends the same.
+    req.content_type = "application/octet-stream";
     req.body = std::move(cb->opaque);
     req.headers.emplace_back("X-Sequence-Number", std::to_string(inv.sequence));
     for (auto& h : invocation_headers(inv)) req.headers.push_back(std::move(h));

@@ -1,5 +1,6 @@
 // The executor behind the built-in handler "chronos" (docs/chronos.md): a pop of a
-// Chronos timer is `POST <uri>` with the opaque data as the body and
+// Chronos timer is `POST <uri>` with the opaque data as the body,
+// `Content-Type: application/octet-stream` (as Chronos sends) and
 // `X-Sequence-Number: <n>` (the invocation's 1-based sequence), within Chronos's
 // 2-second callback limit.  The URI and opaque data come from the entry's payload
 // (chronos.h), so every timer has its own callback; that is why this is not an ordinary

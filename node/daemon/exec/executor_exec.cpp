@@ -170,6 +170,7 @@ void Child::finish() {
   node::InvocationResult result;
   result.id = invocation_id;
   result.ok = !timed_out && term_signal == 0 && exit_status == 0;
+  result.timed_out = timed_out;
   result.detail = describe_end() + output_section("stdout", out_tail) +
                   output_section("stderr", err_tail);
   DoneFn d = std::move(done);
@@ -259,7 +260,7 @@ void ExecExecutor::run(const node::Invocation& invocation, DoneFn done) {
   auto* c = new Child;
   c->invocation_id = invocation.id;
   c->program = config_.argv[0];
-  c->timeout_ms = config_.timeout_ms;
+  c->timeout_ms = invocation.timeout_ms > 0 ? invocation.timeout_ms : config_.timeout_ms;  // the entry's first
   c->payload = invocation.payload;
   uv_pipe_init(loop_, &c->in, 0);
   uv_pipe_init(loop_, &c->out, 0);

@@ -3,7 +3,11 @@
 // "First success wins" is what lets a clustered client stay reachable when one of its
 // instances dies: the handler lists every instance, and a refused connection, a
 // timeout or a non-2xx answer moves on to the next URL.  Each request has the whole
-// `timeout_ms`, so the worst case is urls.size() x timeout_ms.
+// `timeout_ms`, so the worst case is urls.size() x timeout_ms — unless the entry sets its
+// own `timeout`: that bounds the whole call, every URL included, and the request in flight
+// when it runs out is aborted (recorded timed_out).
+#include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "base/time.h"
@@ -32,6 +36,8 @@ class HttpExecutor final : public Executor {
     call.body = invocation_json(invocation, node_id_);
     call.headers = invocation_headers(invocation);
     for (const auto& h : config_.headers) call.headers.push_back(h);
+    call.entry_timeout_ms = invocation.timeout_ms;
+    if (call.entry_timeout_ms > 0) call.deadline_ms = steady_ms() + call.entry_timeout_ms;
     try_next(call_id);
   }
 
@@ -52,7 +58,15 @@ class HttpExecutor final : public Executor {
     size_t next_url = 0;
     uint64_t request_id = 0;
     std::vector<std::string> failures;  // one per URL tried, in order
+    int64_t entry_timeout_ms = 0;       // the entry's timeout for the whole call (0: none)
+    int64_t deadline_ms = 0;            // steady_ms() when it runs out
+    int64_t request_timeout_ms = 0;     // of the request in flight
   };
+
+  static int64_t steady_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
 
   // Sends the call to its next URL.  REQUIRES: the call exists and has one left
   // (HandlerSet validates that urls is not empty; an empty list fails at once below).
@@ -63,6 +77,8 @@ class HttpExecutor final : public Executor {
     req.headers = call.headers;
     req.body = call.body;
     req.timeout_ms = config_.timeout_ms;
+    if (call.entry_timeout_ms > 0) req.timeout_ms = std::max<int64_t>(1, call.deadline_ms - steady_ms());
+    call.request_timeout_ms = req.timeout_ms;
     req.max_response_bytes = kResponseSnippetBytes;
     ++call.next_url;
     call.request_id =
@@ -81,18 +97,21 @@ class HttpExecutor final : public Executor {
         why = url + ": HTTP " + std::to_string(r.status);
         if (!r.body.empty()) why += " " + printable_text(r.body);
       } else {
-        why = url + ": " + (r.timed_out ? "timed out after " + format_duration_ms(config_.timeout_ms)
+        why = url + ": " + (r.timed_out ? "timed out after " + format_duration_ms(call.request_timeout_ms)
                                         : printable_text(r.error));
       }
       call.failures.push_back(std::move(why));
-      if (call.next_url < config_.urls.size()) {
+      const bool out_of_time = call.entry_timeout_ms > 0 && steady_ms() >= call.deadline_ms;
+      if (call.next_url < config_.urls.size() && !out_of_time) {
         try_next(call_id);
         return;
       }
+      if (out_of_time) call.failures.push_back("the entry's timeout of " + format_duration_ms(call.entry_timeout_ms) + " ran out");
     }
     node::InvocationResult result;
     result.id = call.invocation_id;
     result.ok = success;
+    result.timed_out = !success && r.timed_out;
     if (success) {
       result.detail = "HTTP " + std::to_string(r.status) + " from " + url;
       if (!call.failures.empty()) result.detail += " (after: " + join(call.failures) + ")";

@@ -177,6 +177,9 @@ void render_node(PromWriter& w, const node::Node& node) {
   counter(w, "caesium_stale_claims_refused_total",
           "Claims this node refused: the claimant's older config gave the volume other replica sets.",
           node.scheduler_counters().stale_claims_refused);
+  counter(w, "caesium_handler_timeouts_total",
+          "Handler runs on this node stopped at their entry's timeout (counted as failed runs too).",
+          node.scheduler_counters().timed_out);
 
   const node::NodeCounters& c = node.counters();
   in_out(w, "caesium_gossip_datagrams_total", "Gossip datagrams (UDP).", c.datagrams_in, c.datagrams_out);

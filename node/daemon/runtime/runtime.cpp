@@ -32,9 +32,11 @@ namespace {
 constexpr int64_t kMaxTimerWaitMs = 1'000;
 
 bool same_definition(schedule::Entry a, schedule::Entry b) {
-  // Who created an entry and when are the server's; they do not make it different.
+  // Who created an entry and when (and when it was last resumed) are the server's; they
+  // do not make it different.
   a.origin = b.origin;
   a.created_utc_ms = b.created_utc_ms;
+  a.resumed_utc_ms = b.resumed_utc_ms;
   return a == b;
 }
 
@@ -243,13 +245,16 @@ void Runtime::create_static_entries() {
                     ": this node is not a replica of the volume; a replica creates it");
       continue;
     }
-    auto entry = schedule::entry_from_json(nlohmann::json::parse(se.json, nullptr, false), se.entity, se.name,
-                                           t.utc_ms, config_.node_id);
+    const nlohmann::json doc = nlohmann::json::parse(se.json, nullptr, false);
+    auto entry = schedule::entry_from_json(doc, se.entity, se.name, t.utc_ms, config_.node_id);
     if (!entry) {  // validated when the config was loaded
       logger_.error("static entry " + se.entity + "/" + se.name + ": " + entry.error().message);
       continue;
     }
     auto existing = node_->get_entry(se.volume, se.entity, se.name);
+    // A pause or resume given through the API outlives a restart: the config decides it
+    // only when it says `paused` itself.
+    if (existing && !(doc.is_object() && doc.contains("paused"))) entry->paused = existing->paused;
     if (existing && same_definition(*existing, *entry)) continue;
     auto ack = node_->put_entry(se.volume, *entry, t);
     if (!ack) {
