@@ -49,8 +49,8 @@ struct Entry {
   int64_t timeout_ms = 0;  // > 0: the handler is stopped after this long (timed_out); 0: the handler's own
   std::optional<int64_t> not_before_utc_ms;  // no occurrence is scheduled before it
   std::optional<int64_t> not_after_utc_ms;   // nor after it
-  // Set by a resume (the server's, like created): the entry schedules nothing before it,
-  // so what fell due while it was paused never runs.
+  // Set by a resume (the server's, like created).  Under misfire = skip the entry schedules
+  // nothing before it: what fell due while it was paused is skipped.
   std::optional<int64_t> resumed_utc_ms;
 
   // Whether any control is set (the entry then needs encoding version 2).
@@ -63,8 +63,7 @@ struct Entry {
 };
 
 // A pause or resume at `now_utc_ms`, as the API writes it: a resume of a paused entry
-// records its instant (resumed_utc_ms), so the occurrences due while it was paused are
-// not scheduled again.
+// records its instant (resumed_utc_ms).
 inline void apply_pause(Entry& e, bool paused, int64_t now_utc_ms) {
   if (e.paused && !paused) e.resumed_utc_ms = now_utc_ms;
   e.paused = paused;

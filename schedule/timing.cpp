@@ -154,8 +154,10 @@ std::optional<int64_t> next_occurrence(const Entry& entry, int64_t after_utc_ms)
   if (entry.not_before_utc_ms && *entry.not_before_utc_ms > kCronMinUtcMs) {
     after_utc_ms = std::max(after_utc_ms, *entry.not_before_utc_ms - 1);
   }
-  // Resumed: nothing from before the resume (what fell due while paused never runs).
-  if (entry.resumed_utc_ms && *entry.resumed_utc_ms > kCronMinUtcMs) {
+  // Resumed, under misfire = skip: nothing from before the resume (what fell due while
+  // it was paused is skipped).  The other policies see those occurrences and judge them
+  // as after an outage (fire_once: the latest; fire_all: all within the window).
+  if (entry.resumed_utc_ms && entry.misfire == MisfirePolicy::skip && *entry.resumed_utc_ms > kCronMinUtcMs) {
     after_utc_ms = std::max(after_utc_ms, *entry.resumed_utc_ms - 1);
   }
   std::optional<int64_t> next;

@@ -196,8 +196,8 @@ class Node final : private schedule::SchedulerHost {
   Result<WriteAck> delete_entry(const std::string& volume, const std::string& entity, const std::string& name,
                                 Clock now, bool want_acks = false);
   // Pauses or resumes an entry: the stored definition with `paused` set, its creation
-  // instant kept; a resume records its instant, and the entry schedules nothing before it
-  // (docs/entries.md, Controls).  A write even when the entry is already so, so that
+  // instant kept; a resume records its instant, and the misfire policy judges what fell
+  // due while it was paused (docs/entries.md, Controls).  A write even when the entry is already so, so that
   // `?w=N` confirms the state.
   Result<WriteAck> set_paused(const std::string& volume, const std::string& entity, const std::string& name,
                               bool paused, Clock now, bool want_acks = false);

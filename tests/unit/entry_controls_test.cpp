@@ -155,8 +155,9 @@ TEST_CASE("next_occurrence: a paused entry has none; the window bounds the other
   CHECK(occurrence_sequence(t, kNow + 60'000) == 3);
 }
 
-TEST_CASE("a resume records its instant: nothing due while paused is scheduled again", "[entry][controls]") {
+TEST_CASE("a resume records its instant; under skip nothing due while paused is scheduled", "[entry][controls]") {
   Entry e = every_minute();
+  e.misfire = MisfirePolicy::skip;
   apply_pause(e, true, kNow + 5 * kMinute);
   CHECK(e.paused);
   CHECK_FALSE(e.resumed_utc_ms.has_value());  // pausing records nothing
@@ -170,6 +171,11 @@ TEST_CASE("a resume records its instant: nothing due while paused is scheduled a
   // first at or after the resume.
   CHECK(next_occurrence(e, kNow + 5 * kMinute) == kNow + 11 * kMinute);
   CHECK(e.created_utc_ms == kNow);  // the creation instant is kept
+  // Under fire_once (and fire_all) the occurrences due while paused are still scheduled:
+  // the scheduler's misfire rules judge them as after an outage.
+  Entry once = e;
+  once.misfire = MisfirePolicy::fire_once;
+  CHECK(next_occurrence(once, kNow + 5 * kMinute) == kNow + 6 * kMinute);
 
   // Resuming an entry that is not paused keeps the instant of the last real resume.
   apply_pause(e, false, kNow + 20 * kMinute);
