@@ -135,6 +135,17 @@ bool Scheduler::decide_from_holder(Occ& o, const Entry& e, Clock now) {
   o.holder.reset();
   o.holder_vouched = false;
   clear_deadline(o, Deadline::kHolderRecheck);
+  if (o.at_most_once) {
+    // At-most-once: the holder showed no progress for claim_give_up (an owner record of
+    // it would have been deferred to above), so o goes to a higher round, as a claim held
+    // up by it does (claim_step).  A round-0 claim instead meets the same holds, ends as a
+    // split vote long before it is old enough to escalate, and defers to the holder again
+    // — for ever, when the holder is a gray process that cannot win either (swarm
+    // --prepare-ahead seed 4892: 30 s of that, then skipped by the misfire policy).
+    mark(Mark::kClaimHolderStalledTakeover);
+    take_over_or_wait(o, e, now);
+    return true;
+  }
   if (quorum_reachable(o.volume, e)) to_claiming(o, e, now);
   else set_deadline(o, Deadline::kQuorumRetry, now.mono_ms + options_.claim_retry_ms);
   return true;

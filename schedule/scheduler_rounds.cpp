@@ -99,9 +99,17 @@ void Scheduler::on_prepare_reply(Occ& o, const std::string& from, const ClaimRep
 // claimants' values can each hold votes, and the promises of one majority cannot tell
 // which (if either) was chosen by another.  Any of them may have been dispatched, so each
 // is resolved (revoked, refused, or known to have run) before a new attempt may go out.
+//
+// So is every attempt another process's owner record names (from the best value's number
+// up): an owner record is durable before each dispatch, so it names whatever that owner
+// may have sent.  The promises
+// alone do not always: across a replica change the promising majority of the new sets
+// need not include anyone who accepted under the old ones (swarm --reconfig seed 3726:
+// granted by n1 and n3 of [n1 n2 n3], run on n3; after [n2 n3] and then [n2 n3 n4], n2
+// and n4 promised a round knowing nothing of it, and n2, holding n1's record but not n3's
+// completion, ran it again).
 void Scheduler::adopt_values(Occ& o, const firing::Preparing& p, Clock now) {
   firing::Owned& own = o.as<firing::Owned>();
-  if (!p.best_set) return;
   auto adopt = [&](const AttemptInfo& info, bool doubt) {
     Attempt a;
     a.info = info;
@@ -122,12 +130,25 @@ void Scheduler::adopt_values(Occ& o, const firing::Preparing& p, Clock now) {
     o.max_attempt = std::max(o.max_attempt, info.attempt);
     own.attempts.push_back(std::move(a));
   };
+  std::set<std::string> adopted;
+  if (p.best_set) adopted.insert(p.best.fire_id);
   for (const auto& [round, info] : p.values) {
-    if (round != p.best_round || info.fire_id == p.best.fire_id) continue;
+    if (round != p.best_round || adopted.count(info.fire_id)) continue;
     mark(Mark::kTakeoverTwoValues);
+    adopted.insert(info.fire_id);
     adopt(info, true);
   }
-  adopt(p.best, false);
+  for (const auto& [node, r] : o.owner_records) {
+    if (r.owner == self_) continue;
+    for (const AttemptInfo& info : r.attempts) {
+      // One numbered below the best promised value was resolved by that value's proposer
+      // before it proposed (O2); attempt numbers only grow along o's rounds.
+      if (p.best_set && info.attempt < p.best.attempt) continue;
+      if (!adopted.insert(info.fire_id).second) continue;
+      adopt(info, true);
+    }
+  }
+  if (p.best_set) adopt(p.best, false);
 }
 
 void Scheduler::send_accepts(Occ& o, Attempt& a, Clock now) {

@@ -120,6 +120,24 @@ std::vector<int64_t> config_times(const World& world, const std::string& volume,
 
 }  // namespace
 
+// A later write may take o away before the liveness rule could require it to have run
+// (docs/firing.md, Deletes and edits): an acknowledged delete stops every run not yet
+// dispatched, however soon after the due time it comes (a master whose clock lags within
+// the skew bound decides that much late, and faults around the group delay it more); an
+// edit governs the occurrences due at or after its version time — the clock of the node
+// that took it, not ground truth — that its definition no longer schedules.  Either,
+// issued before the end of o's liveness window, leaves o's liveness unjudged.
+bool FireChecker::taken_away_by_later_write(const std::vector<Created>& versions, size_t version,
+                                            int64_t scheduled_utc_ms, int64_t fire_utc_ms, int64_t until_ms) {
+  for (size_t later = version + 1; later < versions.size(); ++later) {
+    const Created& w = versions[later];
+    if (w.at_ms >= until_ms) continue;
+    if (w.deleted) return true;
+    if (fire_utc_ms >= w.version.physical_ms && !schedules(w.entry, scheduled_utc_ms)) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> FireChecker::eligible(const World& world, const Created& c, int64_t time_ms) const {
   return eligible_among(world, c, world.replicas_at(c.volume, time_ms));
 }
@@ -386,9 +404,11 @@ void FireChecker::finish(const World& world, Report& report) {
         }
         // AMO liveness: a majority of the eligible replicas up and connected around the due time.
         // (Running twice is amo.duplicate's business; liveness is about running at all.)
+        const int64_t live_to_ms = due_ms + options_.liveness_window_ms;
         if (amo && judged && started == 0 && due_ms - c.at_ms > options_.replication_grace_ms &&
-            c.entry.misfire_window_ms >= options_.detection_bound_ms) {
-          const int64_t from = due_ms - options_.liveness_before_ms, to = due_ms + options_.liveness_window_ms;
+            c.entry.misfire_window_ms >= options_.detection_bound_ms &&
+            !taken_away_by_later_write(versions, version, *next, fire_utc, live_to_ms)) {
+          const int64_t from = due_ms - options_.liveness_before_ms, to = live_to_ms;
           std::vector<uint32_t> healthy;
           for (const auto& r : elig) {
             const int64_t ri = world.index_of(r);

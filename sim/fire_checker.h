@@ -16,7 +16,9 @@
 //                  other) throughout a window around the due time — unless a worker it
 //                  was dispatched to crashed meanwhile: whether that worker had already
 //                  accepted can be unknowable (a wiped disk), and then at-most-once must
-//                  report the occurrence lost rather than run it again
+//                  report the occurrence lost rather than run it again; or unless a
+//                  later write issued within that window took it away (a delete, or an
+//                  edit that governs it by its version time and no longer schedules it)
 //   healthy.once   in a run without faults, an occurrence did not run exactly once
 //   early          an execution started before the due time (allowing the configured
 //                  skew bound only where skewed clocks could make a quorum agree, or a
@@ -115,6 +117,11 @@ class FireChecker final : public Checker {
   std::vector<std::string> eligible_among(const World& world, const Created& c,
                                           const std::vector<std::string>& replicas) const;
   bool entry_lost(const World& world, const Created& c) const;
+  // Whether a version after versions[version], issued before until_ms, takes the
+  // occurrence (scheduled, firing at fire_utc_ms) away: a delete, or an edit that governs
+  // it and no longer schedules it.
+  static bool taken_away_by_later_write(const std::vector<Created>& versions, size_t version,
+                                        int64_t scheduled_utc_ms, int64_t fire_utc_ms, int64_t until_ms);
   bool quiet_between(const World& world, const std::vector<std::string>& replicas, int64_t from_ms,
                      int64_t to_ms) const;
 

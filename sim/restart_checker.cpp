@@ -14,7 +14,8 @@ std::vector<Violation> judge_reruns(const RestartRules& rules) {
     std::set<RestartRules::Occ> reported;
     for (const RestartRules::Run& run : rules.runs) {
       if (run.start_ms < r.at_ms || !r.completed.count(run.occ) || reported.count(run.occ)) continue;
-      const bool by_it = run.decided_by.empty() ? run.node == r.node : run.decided_by == r.node;
+      const bool by_it = run.decided_by.empty() ? run.node == r.node
+                                                : run.decided_by == r.node && run.decided_ms >= r.at_ms;
       if (!by_it || !run.decider_reaches_majority) continue;
       reported.insert(run.occ);
       const auto& [volume, key, scheduled] = run.occ;
@@ -36,7 +37,7 @@ void RestartChecker::on_observation(const World& world, uint32_t node, const Obs
   }
   if (obs.kind == Observation::Kind::kFire && (obs.text == "dispatched" || obs.text == "redispatched")) {
     dispatched_by_[{obs.volume, obs.key, obs.scheduled_utc_ms, obs.attempt, obs.subject}] = {
-        world.spec(node).id, reaches_majority(world, node, obs.volume, obs.key)};
+        world.spec(node).id, world.now_ms(), reaches_majority(world, node, obs.volume, obs.key)};
   }
 }
 
@@ -57,8 +58,9 @@ void RestartChecker::on_execution(const World& world, const Execution& e) {
   run.possible_duplicate = inv.possible_duplicate;
   auto found = dispatched_by_.find({inv.volume, std::get<1>(run.occ), inv.scheduled_utc_ms, inv.attempt, run.node});
   if (found != dispatched_by_.end()) {
-    run.decided_by = found->second.first;
-    run.decider_reaches_majority = found->second.second;
+    run.decided_by = found->second.owner;
+    run.decided_ms = found->second.at_ms;
+    run.decider_reaches_majority = found->second.reaches_majority;
   } else {
     run.decider_reaches_majority = reaches_majority(world, e.node, inv.volume, std::get<1>(run.occ));
   }

@@ -5,8 +5,12 @@
 //                  record was held by a majority of the entry's eligible replicas (ground
 //                  truth: their stores, read when the node restarted) — is run again by
 //                  that node after its restart: an execution started after the restart
-//                  whose attempt the restarted node dispatched (or, when no dispatch was
-//                  reported, that ran on it) while it could reach a majority of the
+//                  whose attempt the restarted node dispatched after the restart (or,
+//                  when no dispatch was reported, that ran on it) — an attempt its
+//                  previous life dispatched, held or slow to start, is no decision from
+//                  stale state (swarm --prepare-ahead seed 1283: a prepared run held for
+//                  two minutes by a worker cut off from the others' clocks) — while it
+//                  could reach a majority of the
 //                  eligible replicas — of each set in force, during a replica change —
 //                  (up, links both ways: ground truth) and had been
 //                  able to for kViewSettleMs — since the last change of links, a node's
@@ -52,6 +56,7 @@ struct RestartRules {
     std::string node, decided_by, fire_id;  // decided_by: the dispatching owner ("" unknown)
     bool possible_duplicate = false;
     bool decider_reaches_majority = true;  // when decided (or, unknown, when it started)
+    int64_t decided_ms = -1;  // when decided_by dispatched it (-1: unknown)
   };
   std::vector<Restart> restarts;
   std::vector<Run> runs;
@@ -75,10 +80,14 @@ class RestartChecker final : public Checker {
   bool reaches_majority(const World& world, uint32_t node, const std::string& volume, const std::string& key) const;
   int64_t last_link_change_ms_ = -kViewSettleMs;  // write_checker.h
 
-  // (occurrence, attempt, worker) -> the owner that last dispatched it, and whether it
-  // reached a majority then
-  std::map<std::tuple<std::string, std::string, int64_t, uint32_t, std::string>, std::pair<std::string, bool>>
-      dispatched_by_;
+  // (occurrence, attempt, worker) -> the owner that last dispatched it, when, and whether
+  // it reached a majority then
+  struct Dispatched {
+    std::string owner;
+    int64_t at_ms = 0;
+    bool reaches_majority = false;
+  };
+  std::map<std::tuple<std::string, std::string, int64_t, uint32_t, std::string>, Dispatched> dispatched_by_;
   RestartRules rules_;
 };
 

@@ -1,5 +1,6 @@
 #include "sim/runner.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -103,6 +104,11 @@ Result<Report> run_scenario(const Scenario& s, const RunOptions& options) {
     auto it = s.handler_slowness.find(s.cluster.nodes[i].id);
     if (it != s.handler_slowness.end()) wo.handler.slowness[i] = it->second;
   }
+  // A generous cap on the whole run, so a livelock in which virtual time still creeps
+  // forward ends too: steady runs take tens of events per node per virtual second,
+  // bursts a few thousand.
+  const uint64_t node_seconds = s.cluster.nodes.size() * static_cast<uint64_t>(s.end_ms() / kMsPerSecond + 1);
+  wo.max_events = std::max<uint64_t>(100'000'000, 20'000 * node_seconds);
   World world(s.cluster, wo, kind->factory);
   if (options.trace) world.set_trace_sink(options.trace);
 

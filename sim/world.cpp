@@ -107,14 +107,63 @@ void World::at(int64_t time_ms, std::function<void()> action) {
 }
 
 void World::run_until(int64_t time_ms) {
+  if (livelocked_) return;
   while (!queue_.empty() && queue_.top().time_ms <= time_ms) {
     Event e = queue_.pop();
     assert(e.time_ms >= now_ms_);
+    if (e.time_ms > now_ms_) {
+      instant_events_ = 0;
+      instant_by_node_.clear();
+      instant_by_kind_.clear();
+    }
     now_ms_ = e.time_ms;
     ++events_;
     dispatch(e);
+    if (check_livelock(e)) return;
   }
   now_ms_ = std::max(now_ms_, time_ms);
+}
+
+bool World::check_livelock(const Event& e) {
+  ++instant_events_;
+  if (instant_events_ > options_.livelock_events_per_instant / 2) {
+    ++instant_by_node_[e.node];
+    ++instant_by_kind_[e.kind];
+  }
+  if (instant_events_ > options_.livelock_events_per_instant) {
+    stop_livelocked(std::to_string(instant_events_) + " events at t=" + format_duration_ms(now_ms_) +
+                    " without virtual time advancing");
+  } else if (queue_.size() > options_.livelock_queue_events) {
+    stop_livelocked("the agenda holds " + std::to_string(queue_.size()) + " events at t=" +
+                    format_duration_ms(now_ms_) + " (" + std::to_string(events_) + " run)");
+  } else if (options_.max_events > 0 && events_ > options_.max_events) {
+    stop_livelocked(std::to_string(events_) + " events at t=" + format_duration_ms(now_ms_) +
+                    ", above the run's cap of " + std::to_string(options_.max_events));
+  }
+  return livelocked_;
+}
+
+void World::stop_livelocked(const std::string& why) {
+  static const char* const kKindNames[] = {"datagram", "stream", "tick", "sync", "invocation", "action", "connect"};
+  std::string detail = "livelock: " + why;
+  if (!instant_by_node_.empty()) {
+    // The busiest nodes and kinds in the second half of the instant: where to look.
+    std::vector<std::pair<uint64_t, uint32_t>> nodes;
+    for (const auto& [node, count] : instant_by_node_) nodes.emplace_back(count, node);
+    std::sort(nodes.rbegin(), nodes.rend());
+    detail += "; latest events by node:";
+    for (size_t i = 0; i < nodes.size() && i < 3; ++i) {
+      const uint32_t node = nodes[i].second;
+      detail += " " + (node < nodes_.size() ? spec(node).id : "?") + "=" + std::to_string(nodes[i].first);
+    }
+    detail += "; by kind:";
+    for (const auto& [kind, count] : instant_by_kind_) {
+      detail += std::string(" ") + kKindNames[static_cast<size_t>(kind)] + "=" + std::to_string(count);
+    }
+  }
+  violate({"livelock", detail, now_ms_, {}});
+  livelocked_ = true;
+  queue_ = EventQueue{};  // frees what piled up; nothing more runs
 }
 
 void World::dispatch(Event& e) {

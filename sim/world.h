@@ -43,11 +43,20 @@
 // Busy loops: a process whose deadline is still <= now after on_tick, more than
 // busy_loop_limit times in a row, is reported ("busy_loop") and then ticked at most once
 // per virtual ms so the run still ends.
+//
+// Livelocks: a run must end.  More than livelock_events_per_instant events at one virtual
+// instant (processes feeding each other messages and ticks that never let time advance),
+// an agenda holding more than livelock_queue_events events, or more than max_events in
+// all, stop the run there: a "livelock" violation names the count, the instant and the
+// busiest nodes and event kinds, and run_until returns at once from then on.  The
+// checkers' end-of-run verdicts are skipped (they would judge a run cut short); what
+// they found while it ran stays.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -92,6 +101,11 @@ struct WorldOptions {
   int64_t max_skew_ms = 5 * kMsPerSecond;
   int64_t leave_grace_ms = 2 * kMsPerSecond;  // a leaving process runs this long, then stops
   uint32_t busy_loop_limit = 1000;
+  // The livelock bounds (see the header).  The busiest scenarios stay orders of magnitude
+  // below each: a burst of 100,000 occurrences is ~10^6 events spread over many ms.
+  uint64_t livelock_events_per_instant = 2'000'000;
+  size_t livelock_queue_events = 20'000'000;
+  uint64_t max_events = 0;  // 0: no cap on the total
   std::shared_ptr<const toml::table> node_options;  // null = empty table
 };
 
@@ -109,8 +123,11 @@ class World {
 
   // Starts every node with an empty disk at the current virtual time.  Call once.
   void start();
-  // Runs every event due at or before time_ms, then sets now to time_ms.
+  // Runs every event due at or before time_ms, then sets now to time_ms — unless the run
+  // is found livelocked (see the header), which stops it where it is.
   void run_until(int64_t time_ms);
+  // The run was stopped as a livelock; nothing more runs.
+  bool livelocked() const { return livelocked_; }
   // Schedules `action` at virtual time_ms (>= now).  For faults and workload.
   void at(int64_t time_ms, std::function<void()> action);
 
@@ -269,6 +286,9 @@ class World {
   };
 
   void dispatch(Event& e);
+  // The livelock bounds, checked after each event; true once the run is stopped.
+  bool check_livelock(const Event& e);
+  void stop_livelocked(const std::string& why);
   void deliver(Event& e);
   void on_tick_event(Event& e);
   void on_sync_done(const Event& e);
@@ -341,6 +361,12 @@ class World {
   std::set<std::pair<uint64_t, std::string>> configs_seen_;  // (epoch, volume) recorded in config_changes_
   int64_t now_ms_ = 0;
   uint64_t events_ = 0;
+  // Events at the current instant, and what they were once they pass half the bound
+  // (counted only then, so a healthy run pays one comparison per event).
+  uint64_t instant_events_ = 0;
+  std::map<uint32_t, uint64_t> instant_by_node_;
+  std::map<EventKind, uint64_t> instant_by_kind_;
+  bool livelocked_ = false;
   uint64_t trace_hash_ = 0;
   uint32_t oversize_reported_ = 0;
   bool started_ = false;

@@ -387,7 +387,11 @@ void World::finish(Report& report) {
   size_t faults = 0;
   for (const FaultRecord& f : fault_log_) faults += f.kind != FaultKind::kSlowEnd ? 1 : 0;
   report.set("sim.faults", static_cast<double>(faults));
-  for (Checker* c : checkers_) c->finish(*this, report);
+  // A run stopped as a livelock did not reach its end: the checkers' end-of-run verdicts
+  // (liveness, convergence) would judge a run cut short, and bury the one that matters.
+  if (!livelocked_) {
+    for (Checker* c : checkers_) c->finish(*this, report);
+  }
   for (const Violation& v : violations_) report.violate(v);
 }
 

@@ -57,6 +57,11 @@ bool changes_links(const FaultRecord& fault) {
          fault.kind == FaultKind::kHeal;
 }
 
+bool schedules(const schedule::Entry& entry, int64_t scheduled_utc_ms) {
+  auto next = schedule::next_occurrence(entry, scheduled_utc_ms - 1);
+  return next && *next == scheduled_utc_ms;
+}
+
 std::optional<schedule::Entry> entry_of_write(const Scenario& scenario, const World& world, uint32_t node,
                                               const Observation& obs) {
   if (obs.text != "put" && !obs.text.empty()) return std::nullopt;
@@ -71,12 +76,6 @@ namespace {
 
 std::string occ_name(const std::string& volume, const std::string& key, int64_t scheduled_utc_ms) {
   return volume + "/" + key + "@" + format_rfc3339_utc(scheduled_utc_ms);
-}
-
-// Whether `entry` schedules an occurrence at exactly `scheduled_utc_ms`.
-bool schedules(const schedule::Entry& entry, int64_t scheduled_utc_ms) {
-  auto next = schedule::next_occurrence(entry, scheduled_utc_ms - 1);
-  return next && *next == scheduled_utc_ms;
 }
 
 // The dispatch that sent `run`'s attempt: to its node with its attempt number, else any

@@ -59,6 +59,9 @@ bool decider_reaches_majority(const World& world, uint32_t node, const schedule:
 // A fault that changes links (partition, cut, one-way, heal).
 bool changes_links(const FaultRecord& fault);
 
+// Whether `entry` schedules an occurrence at exactly `scheduled_utc_ms`.
+bool schedules(const schedule::Entry& entry, int64_t scheduled_utc_ms);
+
 // The entry a workload write (kEntry observation) created, as the taking node did:
 // nullopt for a delete, an unknown write, or fields the node refused too.
 std::optional<schedule::Entry> entry_of_write(const Scenario& scenario, const World& world, uint32_t node,

@@ -68,6 +68,11 @@ struct NodeOptions {
   // A node that sees peer replicas decides only once it has reconciled with a majority (or
   // all it sees) — or, when no session completes, after this long (node_gossip.cpp).
   int64_t reconcile_timeout_ms = 10'000;
+  // Reconciling after a start, with no replica in view left to begin a session with (none
+  // in view, or each one reconciled with already, waiting out the grace): look again this
+  // often.  Never "at once": with a peer that answers in no time a session ends in the
+  // instant it began, and one begun again at once would never let time advance.
+  int64_t reconcile_retry_ms = 250;
   int64_t replay_window_ms = 120'000;   // frames older/newer than this are refused
   int64_t maintenance_interval_ms = 30'000;  // retention sweeps, tombstone purge
   // Records a retention sweep visits (or tombstones it purges) per event-loop turn: a
@@ -316,6 +321,12 @@ class Node final : private schedule::SchedulerHost {
     // Until synced: the replicas this node has completed a session with (as the one who
     // began it) since it started, or since a peer appeared while it decided alone.
     std::set<std::string> synced_with;
+    // Until synced: the replicas a session this node began failed or timed out with (a
+    // link that drops what we send).  They are tried last, and a failure moves on to
+    // another replica at once: waiting out the sync interval for the next session, a
+    // node that first picked such a replica reached reconcile_timeout without having
+    // reconciled with the one that would have answered (swarm seed 6028).
+    std::set<std::string> reconcile_failed_with;
     int64_t reconciling_since_mono_ms = 0;  // reconciling again since (a peer appeared while alone)
     // Copied from a replica that held the volume before this node did: an anti-entropy
     // session with a previous replica completed since the volume was opened (or with any
@@ -492,6 +503,12 @@ class Node final : private schedule::SchedulerHost {
   uint32_t backup_rank(const VolumeSpec& spec) const;
   std::vector<gossip::MasterCandidate> master_candidates(const VolumeSpec& spec) const;
   void start_sync(const std::string& volume, VolumeState& v, const std::string& peer, Clock now);
+  // A replica of the volume in view (previous ones included) that this node, reconciling
+  // after a start, has not completed a session with yet, nor seen one fail with.
+  bool unreconciled_peer(const std::string& volume, const VolumeState& v) const;
+  // A session this node began with `peer` failed or timed out: while reconciling, try
+  // another replica at once.
+  void reconcile_session_failed(const std::string& volume, VolumeState& v, const std::string& peer, Clock now);
   void on_store_change(const std::string& volume, const schedule::Change& change);
   void flush_pushes(Clock now);
   // A burst of prepared runs is due, or was started within burst_horizon_ms.

@@ -212,6 +212,7 @@ void Node::update_synced(VolumeState& vs, const VolumeSpec& spec, Clock now) {
     vs.synced = false;
     vs.synced_alone = false;
     vs.synced_with.clear();
+    vs.reconcile_failed_with.clear();
     vs.reconciling_since_mono_ms = now.mono_ms;
     vs.sync_soon_with = reachable.front();
     vs.next_sync_mono_ms = now.mono_ms;

@@ -288,6 +288,19 @@ void Node::on_store_ack(const std::string& from, const wire::StoreAck& ack) {
 
 // --- anti-entropy -----------------------------------------------------------------------------
 
+namespace {
+
+// Narrows the candidates to `best`, else to `next`, else leaves them.
+void prefer(std::vector<std::string>& peers, std::vector<std::string> best, std::vector<std::string> next) {
+  if (!best.empty()) {
+    peers = std::move(best);
+  } else if (!next.empty()) {
+    peers = std::move(next);
+  }
+}
+
+}  // namespace
+
 void Node::start_syncs(Clock now) {
   for (auto& [name, v] : volumes_) {
     if (now.mono_ms < v.next_sync_mono_ms) continue;
@@ -336,23 +349,22 @@ void Node::start_syncs(Clock now) {
         sources.push_back(p);
         if (!v.filled_from.count(p)) fresh.push_back(p);
       }
-      if (!fresh.empty()) {
-        peers = std::move(fresh);
-      } else if (!sources.empty()) {
-        peers = std::move(sources);
-      }
+      prefer(peers, std::move(fresh), std::move(sources));
     }
     if (!v.synced) {
-      // Reconciling after a start: each session with another replica (sync_complete).
-      std::vector<std::string> fresh;
+      // Reconciling after a start: each session with another replica (update_synced),
+      // those a session failed with last.
+      std::vector<std::string> fresh, untried;
       for (const auto& p : peers) {
-        if (!v.synced_with.count(p)) fresh.push_back(p);
+        if (v.synced_with.count(p)) continue;
+        fresh.push_back(p);
+        if (!v.reconcile_failed_with.count(p)) untried.push_back(p);
       }
-      if (!fresh.empty()) peers = std::move(fresh);
+      prefer(peers, std::move(untried), std::move(fresh));
     }
     if (peers.empty()) {
       // Nobody to reconcile with yet (still joining): an unsynced volume asks again soon.
-      if (!v.synced) v.next_sync_mono_ms = now.mono_ms + 250;
+      if (!v.synced) v.next_sync_mono_ms = now.mono_ms + options_.reconcile_retry_ms;
       continue;
     }
     std::string peer = peers[rng_.below(peers.size())];
@@ -363,6 +375,26 @@ void Node::start_syncs(Clock now) {
     v.sync_soon_with.clear();
     start_sync(name, v, peer, now);
   }
+}
+
+bool Node::unreconciled_peer(const std::string& volume, const VolumeState& v) const {
+  const VolumeSpec* spec = config_.volume(volume);
+  if (spec == nullptr) return false;
+  for (const auto* set : {&spec->replicas, &spec->previous_replicas}) {
+    for (const auto& r : *set) {
+      if (r != options_.id && membership_->reachable(r) && !v.synced_with.count(r) &&
+          !v.reconcile_failed_with.count(r)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void Node::reconcile_session_failed(const std::string& volume, VolumeState& v, const std::string& peer, Clock now) {
+  if (v.synced) return;
+  v.reconcile_failed_with.insert(peer);
+  v.next_sync_mono_ms = now.mono_ms + (unreconciled_peer(volume, v) ? 0 : options_.reconcile_retry_ms);
 }
 
 void Node::start_sync(const std::string& volume, VolumeState& v, const std::string& peer, Clock now) {
@@ -436,8 +468,16 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
       // backoff, and a digest from then may match what this node's disk still holds.
       if (!vit->second.synced && s.sync->role() == gossip::SyncSession::Role::kInitiator) {
         vit->second.synced_with.insert(from);
-        vit->second.next_sync_mono_ms = now.mono_ms;  // the next replica at once
         refresh_masters(now);
+        // The next replica at once — only one not reconciled with yet.  When every one in
+        // view is, the volume waits for the grace (too few in view for a majority) or for
+        // another replica to appear; a session begun again at once with the same peer
+        // adds nothing, and with a peer that answers in no time the two would trade
+        // sessions for ever within one instant (swarm seed 18510).
+        if (!vit->second.synced) {
+          vit->second.next_sync_mono_ms = now.mono_ms + (unreconciled_peer(msg.volume, vit->second)
+                                                              ? 0 : options_.reconcile_retry_ms);
+        }
       }
       const VolumeSpec* spec = config_.volume(msg.volume);
       if (!vit->second.departing && !vit->second.filled && spec != nullptr && fills_from(*spec, from)) {
@@ -458,6 +498,7 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
     }
     if (s.sync->role() == gossip::SyncSession::Role::kInitiator && vit->second.initiator_session == msg.session_id) {
       vit->second.initiator_session = 0;
+      if (!reply || s.sync->failed()) reconcile_session_failed(msg.volume, vit->second, from, now);
     }
     sessions_.erase(it);
     if (handed_over) {
@@ -492,7 +533,10 @@ void Node::expire_sessions(Clock now) {
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     if (now.mono_ms - it->second.last_activity_mono_ms >= options_.sync_session_timeout_ms) {
       auto v = volumes_.find(it->second.volume);
-      if (v != volumes_.end() && v->second.initiator_session == it->first.second) v->second.initiator_session = 0;
+      if (v != volumes_.end() && v->second.initiator_session == it->first.second) {
+        v->second.initiator_session = 0;
+        reconcile_session_failed(it->second.volume, v->second, it->first.first, now);
+      }
       ++counters_.syncs_failed;
       it = sessions_.erase(it);
     } else {

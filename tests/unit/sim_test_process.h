@@ -41,15 +41,19 @@ class TestProcess final : public Process {
   std::vector<std::pair<std::string, uint64_t>> digests;
   // Called on every tick, after it is recorded.
   std::function<void(TestProcess&, Clock)> on_tick_fn;
+  // Called on every datagram or frame, after it is recorded.
+  std::function<void(TestProcess&, const Received&)> on_receive_fn;
   const World* world = nullptr;  // to stamp virtual time on receipts
 
   void start(std::vector<StoredRecord> disk, Clock) override { started_with = std::move(disk); }
   void leave(Clock) override { left = true; }
   void on_datagram(const std::string& from, const std::string& bytes, Clock now) override {
     received.push_back({now, world ? world->now_ms() : 0, Channel::kDatagram, from, bytes});
+    if (on_receive_fn) on_receive_fn(*this, received.back());
   }
   void on_stream(const std::string& from, const std::string& bytes, Clock now) override {
     received.push_back({now, world ? world->now_ms() : 0, Channel::kStream, from, bytes});
+    if (on_receive_fn) on_receive_fn(*this, received.back());
   }
   void on_tick(Clock now) override {
     ticks.push_back(now);

@@ -70,6 +70,94 @@ TEST_CASE("a process that keeps asking for a past deadline is reported as a busy
   CHECK(tw.p(0).ticks.size() < 200);
 }
 
+namespace {
+
+// Every datagram node i receives is answered with `answers` datagrams to the sender.
+void answer_every_datagram(TestWorld& tw, uint32_t i, int answers) {
+  tw.p(i).on_receive_fn = [&tw, answers](TestProcess& p, const Received& r) {
+    for (int k = 0; k < answers; ++k) p.outbox.push_back({Channel::kDatagram, r.from, "pong"});
+  };
+}
+
+std::string only_violation(World& world, const std::string& invariant) {
+  Report r;
+  world.finish(r);
+  REQUIRE(r.violations.size() == 1);
+  CHECK(r.violations[0].invariant == invariant);
+  return r.violations[0].detail;
+}
+
+}  // namespace
+
+TEST_CASE("two processes that answer each other in no time are stopped as a livelock", "[sim]") {
+  WorldOptions o = quiet_options(1, 0);  // zero latency: virtual time never advances
+  o.livelock_events_per_instant = 1000;
+  TestWorld tw(2, o);
+  answer_every_datagram(tw, 0, 1);
+  answer_every_datagram(tw, 1, 1);
+  tw.world->at(50, [&tw] { tw.send(0, 1, Channel::kDatagram, "ping"); });
+  tw.world->run_until(10 * kMsPerSecond);  // must return
+  CHECK(tw.world->livelocked());
+  CHECK(tw.world->now_ms() == 50);  // stopped where it was stuck
+  CHECK(tw.p(0).received.size() + tw.p(1).received.size() <= 1001);
+  const std::string detail = only_violation(*tw.world, "livelock");
+  CHECK(detail.find("livelock: 1001 events at t=50ms without virtual time advancing") == 0);
+  CHECK(detail.find("n1=") != std::string::npos);
+  CHECK(detail.find("n2=") != std::string::npos);
+  CHECK(detail.find("datagram=") != std::string::npos);
+  // Nothing more runs afterwards.
+  const size_t seen = tw.p(1).received.size();
+  tw.world->run_until(20 * kMsPerSecond);
+  CHECK(tw.p(1).received.size() == seen);
+}
+
+namespace {
+
+struct PingPong {
+  bool livelocked = false;
+  int64_t stopped_at_ms = 0;
+  uint64_t events = 0;
+  std::string detail;  // the livelock violation's
+};
+
+// Node 1 pings node 2 once; each answers every datagram `answers` times, 1 ms away.
+PingPong ping_pong(WorldOptions o, int answers, int64_t until_ms) {
+  TestWorld tw(2, std::move(o));
+  answer_every_datagram(tw, 0, answers);
+  answer_every_datagram(tw, 1, answers);
+  tw.send(0, 1, Channel::kDatagram, "ping");
+  tw.world->run_until(until_ms);
+  PingPong out{tw.world->livelocked(), tw.world->now_ms(), tw.world->events_processed(), {}};
+  if (out.livelocked) out.detail = only_violation(*tw.world, "livelock");
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a run whose agenda only grows, or that passes its event cap, is stopped", "[sim]") {
+  SECTION("every message answered twice: the agenda doubles each millisecond") {
+    WorldOptions o = quiet_options(1, 1);
+    o.livelock_queue_events = 5000;
+    const PingPong r = ping_pong(o, 2, kMsPerHour);
+    CHECK(r.livelocked);
+    CHECK(r.stopped_at_ms < 100);
+    CHECK(r.detail.find("livelock: the agenda holds") == 0);
+  }
+  SECTION("a ping-pong that creeps forward one millisecond at a time") {
+    WorldOptions o = quiet_options(1, 1);
+    o.max_events = 3000;
+    const PingPong r = ping_pong(o, 1, kMsPerHour);
+    CHECK(r.livelocked);
+    CHECK(r.events == 3001);
+    CHECK(r.detail.find("above the run's cap of 3000") != std::string::npos);
+  }
+  SECTION("the same ping-pong under the default bounds runs to its end") {
+    const PingPong r = ping_pong(quiet_options(1, 1), 1, 10 * kMsPerSecond);
+    CHECK_FALSE(r.livelocked);
+    CHECK(r.stopped_at_ms == 10 * kMsPerSecond);
+  }
+}
+
 TEST_CASE("a slow node processes inbound messages and ticks late, in order", "[sim]") {
   TestWorld tw(2, quiet_options(1, 5));
   tw.world->set_slow(1, 800, 2000);
