@@ -7,8 +7,11 @@ token) and entries made through the API.  The test logs in through the page and 
 what it shows against what the API answers: members and their state and clock offset,
 every volume's master, the withheld / missed / lost counts, the entry list and its
 search filter, an entry's definition, next occurrences and history timeline; that a
-wrong token is refused, a read-only token sees no controls, and that controls appear
-only for features the API reports (none yet).  It saves a screenshot (--out).
+wrong token is refused; that the admin token's Pause and Resume buttons pause and resume
+an entry (the page and a GET of the entry agree each time, the list marks it paused) and
+that a refused control shows the API's error; that a read-only token sees no controls,
+and that controls appear only for features the API reports.  It saves a screenshot
+(--out).
 
 Exit status 0 passed, 1 failed, 77 skipped (no chromium or chromedriver, outside CI).
 Bounded: every wait has a limit, the whole run has --timeout, and every process it
@@ -415,14 +418,78 @@ def check_entry(b, api):
             check(a["worker"] in row[3], "the timeline row %r does not name the worker %s" % (row[3], a["worker"]))
 
 
-def check_controls(b, scope):
-    check(not b.shown("#controls"), "operator controls show for a %s token" % scope)
-    check(b.find_all("#controls button") == [], "control buttons exist for a %s token" % scope)
-    everything = ["pause", "resume", "run_now"]
-    got = b.js("return caesiumUi.controlsFor(arguments[0], arguments[1]).map(c => c.feature);", everything, scope)
-    check(got == ([] if scope == "read" else everything), "controls for %s with every feature: %r" % (scope, got))
-    got = b.js("return caesiumUi.controlsFor(arguments[0], arguments[1]).map(c => c.feature);", ["pause"], scope)
-    check(got == ([] if scope == "read" else ["pause"]), "controls for %s with pause only: %r" % (scope, got))
+def control_buttons(b):
+    """The actions of the control buttons the page shows, in order."""
+    return b.js("return Array.from(document.querySelectorAll('#controls button'))"
+                ".filter(x => !x.closest('[hidden]')).map(x => x.dataset.control);")
+
+
+def check_controls(b, api, scope):
+    """Which controls a token sees: none for read, the one that applies for write and
+    admin, and only for features /v1/status lists."""
+    features = api.get("/v1/status")["features"]
+    check("pause" in features, "/v1/status does not list the feature pause: %r" % features)
+    if scope == "read":
+        check(not b.shown("#controls"), "operator controls show for a read token")
+        check(b.find_all("#controls button") == [], "control buttons exist for a read token")
+    else:
+        paused = b.js("return caesiumUi.state.entry.paused;")
+        want = ["resume"] if paused else ["pause"]
+        wait_for("the %s button" % want[0], lambda: control_buttons(b) == want)
+    got = b.js("return caesiumUi.controlsFor(arguments[0], arguments[1]).map(c => c.action);", features, scope)
+    check(got == ([] if scope == "read" else ["pause", "resume"]), "controls for %s: %r" % (scope, got))
+    got = b.js("return caesiumUi.controlsFor(arguments[0], arguments[1]).map(c => c.action);", [], scope)
+    check(got == [], "controls for %s with no feature listed: %r" % (scope, got))
+
+
+def page_paused(b, key):
+    """(the entry view's paused state, the list's marker of key), as the page shows them."""
+    return (b.js("return document.getElementById('entry-state').dataset.paused;"),
+            b.rows("#entries", "key", ".paused").get(key))
+
+
+def check_pause_resume(b, api, volume, entity, name):
+    """Pause, then Resume, through the page's buttons; each time the page and the API
+    agree.  A cron entry: paused it has no next occurrence, resumed it has one again."""
+    key = "%s/caesium/schedule/%s" % (entity, name)
+    path = entry_path(volume, entity, name)
+    open_entry(b, key)
+    check(api.get(path)["paused"] is False, "%s is paused before the test pauses it" % key)
+    check(page_paused(b, key) == ("false", ""), "the page shows %r for %s before a pause" % (page_paused(b, key), key))
+    wait_for("the Pause button alone", lambda: control_buttons(b) == ["pause"])
+    b.click("#controls button[data-control=pause]")
+    wait_for("the page to show %s paused" % key,
+             lambda: page_paused(b, key) == ("true", "paused") and control_buttons(b) == ["resume"])
+    entry = api.get(path)
+    check(entry["paused"] is True, "the API says %s paused = %r after Pause" % (key, entry["paused"]))
+    check(entry["next"] is None, "a paused entry has next %r" % entry["next"])
+    shown = json.loads(b.js("return document.getElementById('entry-definition').textContent;"))
+    check(shown["paused"] is True and shown["next"] is None, "the definition shows %r after Pause" % shown)
+    check(b.text("#control-error") == "", "an error shows after Pause: %r" % b.text("#control-error"))
+    b.click("#controls button[data-control=resume]")
+    wait_for("the page to show %s resumed" % key,
+             lambda: page_paused(b, key) == ("false", "") and control_buttons(b) == ["pause"])
+    entry = api.get(path)
+    check(entry["paused"] is False, "the API says %s paused = %r after Resume" % (key, entry["paused"]))
+    check(entry["next"] is not None and entry.get("resumed"), "a resumed entry: next %r, resumed %r" % (
+        entry["next"], entry.get("resumed")))
+    check(("resumed " + entry["resumed"]) in b.text("#entry-state"), "the page shows %r" % b.text("#entry-state"))
+    check(b.rows("#entries", "key", ".next")[key] == entry["next"], "the list's next of %s is not the API's" % key)
+
+
+def check_control_error(b, api, volume, entity, name):
+    """A control the API refuses (the entry was deleted behind the page's back) shows
+    the API's error in the page."""
+    key = "%s/caesium/schedule/%s" % (entity, name)
+    open_entry(b, key)
+    wait_for("the Pause button alone", lambda: control_buttons(b) == ["pause"])
+    status, _ = http("DELETE", api.base + entry_path(volume, entity, name), token=ADMIN)
+    check(status == 204, "DELETE of %s: %s" % (key, status))
+    status, answer = http("POST", api.base + entry_path(volume, entity, name) + "/pause", {}, token=ADMIN)
+    check(status == 404 and answer.get("error"), "pause of a deleted entry: %s %r" % (status, answer))
+    b.click("#controls button[data-control=pause]")
+    wait_for("the API's error in the page", lambda: answer["error"] in b.text("#control-error"))
+    check(b.text("#control-error").startswith("Pause failed: 404"), "the page says %r" % b.text("#control-error"))
 
 
 def run(args, procs, tmp):
@@ -459,9 +526,11 @@ def run(args, procs, tmp):
         check_status(b, api)
         check_entries(b, api)
         check_entry(b, api)
-        check_controls(b, "admin")
+        check_controls(b, api, "admin")
         size = b.screenshot(args.out)
         print("screenshot: %s (%d bytes)" % (args.out, size))
+        check_pause_resume(b, api, "main", "billing", "invoice")
+        check_control_error(b, api, "main", "billing", "reminder")
         # A reload keeps the session's token; logging out forgets it.
         b.go(ui)
         wait_for("the dashboard after a reload", lambda: b.shown("#dashboard") and "(admin)" in b.text("#whoami"))
@@ -471,7 +540,9 @@ def run(args, procs, tmp):
         log_in(b, ui, READER, "token dash (read)")
         check_status(b, api)
         open_entry(b, "acme/caesium/schedule/report")
-        check_controls(b, "read")
+        check_controls(b, api, "read")
+        shown = page_paused(b, "acme/caesium/schedule/report")
+        check(shown[0] == "false", "the read token's page shows report as %r" % (shown,))
     finally:
         b.close()
 

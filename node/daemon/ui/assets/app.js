@@ -6,10 +6,11 @@
 // a bearer token.  What the page shows:
 //   status (every 5 s): this node, counts, members, volumes and their masters;
 //   entries of the chosen volume (up to kMaxEntries), filtered by the search box;
-//   an entry: its definition, next occurrences (?upcoming=N), and its history drawn as
-//   a timeline of occurrences and attempts.
-// Operator controls (pause, resume, run now) appear only for a feature the API lists in
-// /v1/status "features" and a token whose scope allows it (controlsFor below).
+//   an entry: whether it is paused, its definition, next occurrences (?upcoming=N), and
+//   its history drawn as a timeline of occurrences and attempts.
+// Operator controls (Pause, Resume) appear only for a feature the API lists in
+// /v1/status "features" and a token whose scope allows it (controlsFor below), and only
+// the one that applies to the entry as it stands.
 "use strict";
 
 (function () {
@@ -20,11 +21,12 @@
   const kUpcoming = 5;
   const kHistory = 50;
   const kScopeRank = { read: 1, write: 2, admin: 3 };
-  // Controls in the order they are shown; each needs its API feature and a scope.
+  // Controls in the order they are shown.  Each is POST <entry>/<action>; it needs its
+  // API feature (the feature "pause" covers both routes) and a scope, and applies to an
+  // entry in some states only, so that Pause and Resume never show together.
   const kControls = [
-    { feature: "pause", label: "Pause", scope: "write" },
-    { feature: "resume", label: "Resume", scope: "write" },
-    { feature: "run_now", label: "Run now", scope: "write" },
+    { action: "pause", feature: "pause", label: "Pause", scope: "write", applies: (e) => !e.paused },
+    { action: "resume", feature: "pause", label: "Resume", scope: "write", applies: (e) => !!e.paused },
   ];
 
   const state = {
@@ -35,6 +37,8 @@
     entries: [],
     entriesTruncated: false,
     selected: null, // {volume, entity, name}
+    entry: null, // the selected entry as last read (or as a control's answer left it)
+    controlBusy: false, // a control's request is in flight: its buttons are disabled
     timer: null,
   };
 
@@ -68,10 +72,10 @@
     }
   }
 
-  async function api(path, token = state.token) {
+  async function api(path, { token = state.token, method = "GET" } = {}) {
     let response;
     try {
-      response = await fetch(path, { headers: { Authorization: "Bearer " + token }, cache: "no-store" });
+      response = await fetch(path, { method, headers: { Authorization: "Bearer " + token }, cache: "no-store" });
     } catch (e) {
       // fetch refuses header values with control characters before sending anything.
       throw new ApiError(0, e instanceof TypeError && /header/i.test(e.message)
@@ -103,6 +107,10 @@
     state.timer = null;
     state.token = null;
     state.whoami = null;
+    state.selected = null;
+    state.entry = null;
+    renderControls(); // none: the next token may not be allowed them
+    $("entry").hidden = true;
     sessionStorage.removeItem(kTokenKey);
     $("dashboard").hidden = true;
     $("logout").hidden = true;
@@ -114,7 +122,7 @@
   }
 
   async function logIn(token) {
-    const who = await api("/v1/whoami", token);
+    const who = await api("/v1/whoami", { token });
     state.token = token;
     state.whoami = who;
     sessionStorage.setItem(kTokenKey, token);
@@ -248,7 +256,8 @@
   function matches(e, query) {
     if (!query) return true;
     const q = query.toLowerCase();
-    return [e.entity, e.name, e.handler, e.key].some((s) => String(s || "").toLowerCase().includes(q));
+    const fields = [e.entity, e.name, e.handler, e.key, e.paused ? "paused" : ""];
+    return fields.some((s) => String(s || "").toLowerCase().includes(q));
   }
 
   function renderEntries() {
@@ -262,6 +271,9 @@
       tr.tabIndex = 0;
       tr.append(el("td", e.entity, "entity"), el("td", e.name, "name"), el("td", scheduleText(e), "schedule"),
         el("td", e.handler, "handler"), el("td", e.semantics, "semantics"), el("td", e.next || "none", "next"));
+      const mark = el("td", null, "paused");
+      if (e.paused) mark.append(badge("paused", "entry"));
+      tr.append(mark);
       const sel = state.selected;
       if (sel && sel.volume === state.volume && sel.entity === e.entity && sel.name === e.name) {
         tr.classList.add("selected");
@@ -279,6 +291,7 @@
 
   async function openEntry(sel) {
     state.selected = sel;
+    $("control-error").textContent = "";
     const hash = "#/entry/" + [sel.volume, sel.entity, sel.name].map(encodeURIComponent).join("/");
     if (location.hash !== hash) history.replaceState(null, "", hash);
     const entry = await api(entryPath(sel) + "?upcoming=" + kUpcoming);
@@ -288,8 +301,10 @@
     } catch (e) {
       if (!(e instanceof ApiError && e.status === 404)) throw e;
     }
+    state.entry = entry;
     $("entry").hidden = false;
     $("entry-title").textContent = sel.volume + " / " + sel.entity + " / " + sel.name;
+    renderEntryState(entry);
     const definition = Object.assign({}, entry);
     delete definition.upcoming;
     $("entry-definition").textContent = JSON.stringify(definition, null, 2);
@@ -299,6 +314,17 @@
     renderHistory(hist.occurrences || []);
     renderControls();
     renderEntries();
+  }
+
+  // Paused or active, in words; the element's data-paused mirrors the entry's field.
+  function renderEntryState(entry) {
+    const box = $("entry-state");
+    box.dataset.paused = String(!!entry.paused);
+    if (entry.paused) {
+      box.replaceChildren(badge("paused", "entry"), " nothing of it runs until it is resumed");
+    } else {
+      box.replaceChildren(badge("active", "entry"), entry.resumed ? " resumed " + entry.resumed : "");
+    }
   }
 
   function lateMs(attempt, scheduledMs) {
@@ -350,29 +376,51 @@
     }
   }
 
+  // Called on every status refresh too: the buttons are rebuilt only when what they
+  // would be changes, so that a refresh never swaps a button from under a click.
   function renderControls() {
     const box = $("controls");
     const features = (state.status && state.status.features) || [];
-    const allowed = controlsFor(features, state.whoami ? state.whoami.scope : "");
-    box.replaceChildren(...allowed.map((c) => {
+    const entry = state.entry;
+    const allowed = entry ? controlsFor(features, state.whoami ? state.whoami.scope : "") : [];
+    const shown = allowed.filter((c) => c.applies(entry));
+    const signature = shown.map((c) => c.action).join(" ") + (state.controlBusy ? " busy" : "");
+    if (box.dataset.signature === signature) return;
+    box.dataset.signature = signature;
+    box.replaceChildren(...shown.map((c) => {
       const b = el("button", c.label);
       b.type = "button";
-      b.dataset.control = c.feature;
-      // The API lists a control's feature only once it serves the control's route,
-      // POST <entry>/<feature> (docs/api.md); until then no button is ever shown.
-      b.addEventListener("click", () => control(c.feature).catch(onError));
+      b.dataset.control = c.action;
+      b.disabled = state.controlBusy;
+      b.addEventListener("click", () => control(c).catch(onError));
       return b;
     }));
-    box.hidden = allowed.length === 0;
+    box.hidden = shown.length === 0;
   }
 
-  async function control(feature) {
+  // POST <entry>/<action>; a refusal shows under the buttons with the API's own words.
+  // The answer is the entry as it now stands, which the list takes at once; the entry
+  // view is then read again (its next occurrences moved).
+  async function control(c) {
     const sel = state.selected;
-    const response = await fetch(entryPath(sel) + "/" + feature, {
-      method: "POST",
-      headers: { Authorization: "Bearer " + state.token },
-    });
-    if (!response.ok) throw new ApiError(response.status, response.status + ": " + feature + " was refused");
+    $("control-error").textContent = "";
+    state.controlBusy = true;
+    renderControls();
+    let entry;
+    try {
+      entry = await api(entryPath(sel) + "/" + c.action, { method: "POST" });
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) throw e;
+      $("control-error").textContent = c.label + " failed: " + e.message;
+      return;
+    } finally {
+      state.controlBusy = false;
+      renderControls();
+    }
+    if (sel.volume === state.volume) {
+      const i = state.entries.findIndex((e) => e.entity === sel.entity && e.name === sel.name);
+      if (i >= 0) state.entries[i] = entry;
+    }
     await openEntry(sel);
   }
 
