@@ -74,7 +74,7 @@ namespace {
 
 // Every datagram node i receives is answered with `answers` datagrams to the sender.
 void answer_every_datagram(TestWorld& tw, uint32_t i, int answers) {
-  tw.p(i).on_receive_fn = [&tw, answers](TestProcess& p, const Received& r) {
+  tw.p(i).on_receive_fn = [answers](TestProcess& p, const Received& r) {
     for (int k = 0; k < answers; ++k) p.outbox.push_back({Channel::kDatagram, r.from, "pong"});
   };
 }
