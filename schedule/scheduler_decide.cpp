@@ -140,8 +140,8 @@ bool Scheduler::decide_from_holder(Occ& o, const Entry& e, Clock now) {
     // it would have been deferred to above), so o goes to a higher round, as a claim held
     // up by it does (claim_step).  A round-0 claim instead meets the same holds, ends as a
     // split vote long before it is old enough to escalate, and defers to the holder again
-    // — for ever, when the holder is a gray process that cannot win either (swarm
-    // --prepare-ahead seed 4892: 30 s of that, then skipped by the misfire policy).
+    // — for ever, when the holder is a gray process that cannot win either, until the
+    // misfire policy skips o.
     mark(Mark::kClaimHolderStalledTakeover);
     take_over_or_wait(o, e, now);
     return true;

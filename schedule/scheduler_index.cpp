@@ -98,14 +98,16 @@ bool Scheduler::load_definition(Occ& o) {
 void Scheduler::entry_changed(const std::string& volume, const std::string& key, Clock now) {
   const auto id = find_interned(volume, key, SlotIndex::tag(interned_hash(volume, key)));
   if (!id) return;
+  // The record as it stands now, the same for every occurrence of the entry.
+  const std::optional<Version> now_version = host_.entry_version(volume, key);
+  const bool stops = stops_everything(volume, key);
   for (auto it = occs_.lower_bound(OccKey{*id, INT64_MIN}); it != occs_.end() && it->first.entry == *id; ++it) {
     Occ& o = it->second;
     if (o.finished() || o.is<firing::Owned>() || !o.entry) continue;  // an owner finishes what it dispatched
-    const std::optional<Version> now_version = host_.entry_version(volume, key);
     if (now_version.value_or(Version{}) == o.entry_version) continue;
     // An edit governs what falls due after it: o, due before, goes on as decided (a
     // delete or a pause stops everything not dispatched).
-    if (!stops_everything(volume, key) && now_version && o.fire_utc_ms < now_version->physical_ms) continue;
+    if (!stops && now_version && o.fire_utc_ms < now_version->physical_ms) continue;
     mark(Mark::kEntryChanged);
     if (auto* c = std::get_if<firing::Claiming>(&o.phase)) c->superseded = true;
     if (o.is<firing::Preparing>()) to_tracking_from_preparing(o, now);

@@ -102,12 +102,10 @@ void Scheduler::on_prepare_reply(Occ& o, const std::string& from, const ClaimRep
 //
 // So is every attempt another process's owner record names (from the best value's number
 // up): an owner record is durable before each dispatch, so it names whatever that owner
-// may have sent.  The promises
-// alone do not always: across a replica change the promising majority of the new sets
-// need not include anyone who accepted under the old ones (swarm --reconfig seed 3726:
-// granted by n1 and n3 of [n1 n2 n3], run on n3; after [n2 n3] and then [n2 n3 n4], n2
-// and n4 promised a round knowing nothing of it, and n2, holding n1's record but not n3's
-// completion, ran it again).
+// may have sent.  The promises alone do not always: across a replica change the
+// promising majority of the new sets need not include anyone who accepted under the old
+// ones (after [n1 n2 n3] → [n2 n3] → [n2 n3 n4], n2 and n4 may promise a round knowing
+// nothing of an attempt n1 dispatched and n3 ran; tests/sim/regress_reconfig_seed_3726.toml).
 void Scheduler::adopt_values(Occ& o, const firing::Preparing& p, Clock now) {
   firing::Owned& own = o.as<firing::Owned>();
   auto adopt = [&](const AttemptInfo& info, bool doubt) {

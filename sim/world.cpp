@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <iterator>
 #include <utility>
 
 namespace caesium::sim {
@@ -145,6 +146,7 @@ bool World::check_livelock(const Event& e) {
 
 void World::stop_livelocked(const std::string& why) {
   static const char* const kKindNames[] = {"datagram", "stream", "tick", "sync", "invocation", "action", "connect"};
+  static_assert(std::size(kKindNames) == static_cast<size_t>(EventKind::kConnect) + 1, "a name per event kind");
   std::string detail = "livelock: " + why;
   if (!instant_by_node_.empty()) {
     // The busiest nodes and kinds in the second half of the instant: where to look.
@@ -416,11 +418,12 @@ void World::execute(uint32_t node, node::Invocation& invocation) {
   // The entry's timeout stops a run that would last longer, a hung one included.
   const int64_t timeout_ms = ex.invocation.timeout_ms;
   const bool timed_out = timeout_ms > 0 && (hang || duration > static_cast<double>(timeout_ms));
-  if (hang && !timed_out) ex.outcome = Execution::Outcome::kHung;
+  const bool hung = hang && !timed_out;
+  if (hung) ex.outcome = Execution::Outcome::kHung;
   executions_.push_back(std::move(ex));
   const Execution& stored = executions_.back();
   for (Checker* c : checkers_) c->on_execution(*this, stored);
-  if (hang && !timed_out) return;
+  if (hung) return;
   Event e;
   e.kind = EventKind::kInvocationDone;
   e.node = node;

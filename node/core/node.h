@@ -325,7 +325,8 @@ class Node final : private schedule::SchedulerHost {
     // link that drops what we send).  They are tried last, and a failure moves on to
     // another replica at once: waiting out the sync interval for the next session, a
     // node that first picked such a replica reached reconcile_timeout without having
-    // reconciled with the one that would have answered (swarm seed 6028).
+    // reconciled with the one that would have answered
+    // (tests/sim/regress_plain_seed_6028.toml).
     std::set<std::string> reconcile_failed_with;
     int64_t reconciling_since_mono_ms = 0;  // reconciling again since (a peer appeared while alone)
     // Copied from a replica that held the volume before this node did: an anti-entropy

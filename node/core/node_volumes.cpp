@@ -473,7 +473,7 @@ void Node::on_sync(const std::string& from, const gossip::SyncMessage& msg, Cloc
         // view is, the volume waits for the grace (too few in view for a majority) or for
         // another replica to appear; a session begun again at once with the same peer
         // adds nothing, and with a peer that answers in no time the two would trade
-        // sessions for ever within one instant (swarm seed 18510).
+        // sessions for ever within one instant (tests/sim/regress_plain_seed_18510.toml).
         if (!vit->second.synced) {
           vit->second.next_sync_mono_ms = now.mono_ms + (unreconciled_peer(msg.volume, vit->second)
                                                               ? 0 : options_.reconcile_retry_ms);

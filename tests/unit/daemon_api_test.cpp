@@ -838,7 +838,9 @@ TEST_CASE("api controls: pause and resume write the entry, answered once durable
   ApiAction with_body = f.run("POST", pause, R"({"paused": false})");
   CHECK(with_body.response.status == 400);
   CHECK(body_of(with_body.response)["field"] == "body");
+  CHECK(f.run("POST", pause, "{not json").response.status == 400);
   CHECK(f.write("POST", pause, "{}").status == 200);
+  CHECK(f.write("POST", pause, " { }\r\n").status == 200);
 
   ServerResponse resumed = f.write("POST", resume);
   REQUIRE(resumed.status == 200);

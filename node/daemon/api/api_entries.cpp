@@ -117,7 +117,8 @@ ApiAction ApiHandler::entry_pause(const ServerRequest& req, const std::string& v
                                   const std::string& name, bool paused) {
   auto w = write_quorum(req, backend_.cluster_config(), volume);
   if (!w) return respond(error_response(400, w.error().message, w.error().field));
-  if (!req.body.empty() && req.body.find_first_not_of(" \t\r\n") != std::string::npos && req.body != "{}") {
+  const bool blank = req.body.find_first_not_of(" \t\r\n") == std::string::npos;
+  if (!blank && json::parse(req.body, nullptr, false) != json::object()) {
     return respond(error_response(400, std::string("POST .../") + (paused ? "pause" : "resume") +
                                            " takes no body (or an empty JSON object)",
                                   "body"));
