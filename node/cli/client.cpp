@@ -198,7 +198,47 @@ int cmd_rm(Session& s, const ClientArgs& a) {
   return kOk;
 }
 
+// Every entry under --prefix, or under ENTITY with --name-prefix: the pages of the bulk
+// route, followed to the end.
+int cmd_bulk_pause(Session& s, const ClientArgs& a, bool pause) {
+  const auto prefix = a.value("--prefix");
+  const auto name_prefix = a.value("--name-prefix");
+  std::string query = prefix ? "prefix=" + percent_encode(*prefix)
+                             : "entity=" + percent_encode(a.positionals[1]) + "&name_prefix=" + percent_encode(*name_prefix);
+  if (auto w = a.value("--w")) query += "&w=" + percent_encode(*w);
+  json changed = json::array();
+  size_t unchanged = 0;
+  std::string after;
+  json last;
+  do {
+    auto j = s.call("POST", "/v1/volumes/" + percent_encode(a.positionals[0]) + (pause ? "/pause?" : "/resume?") +
+                                query + "&after=" + percent_encode(after),
+                    "");
+    if (!j) return kRemoteError;
+    for (auto& k : (*j)["changed"]) changed.push_back(k);
+    unchanged += (*j)["unchanged"].get<size_t>();
+    last = std::move(*j);
+    after = last["next"].is_string() ? last["next"].get<std::string>() : std::string();
+  } while (!after.empty());
+  last["changed"] = changed;
+  last["unchanged"] = unchanged;
+  std::string text = std::string(pause ? "paused " : "resumed ") + std::to_string(changed.size()) + " entr" +
+                     (changed.size() == 1 ? "y" : "ies") + " in " + a.positionals[0] + " (" +
+                     std::to_string(unchanged) + " already " + (pause ? "paused" : "running") + ")\n";
+  for (const auto& k : changed) text += "  " + k.get<std::string>() + "\n";
+  s.print(last, text);
+  return kOk;
+}
+
 int cmd_pause_or_resume(Session& s, const ClientArgs& a, bool pause) {
+  const bool by_prefix = a.value("--prefix").has_value();
+  const bool by_name_prefix = a.value("--name-prefix").has_value();
+  const size_t want = by_prefix ? 1 : by_name_prefix ? 2 : 3;
+  if ((by_prefix && by_name_prefix) || a.positionals.size() != want) {
+    return s.usage_error("give VOLUME ENTITY NAME (one entry), VOLUME --prefix ENTITY-PREFIX, or VOLUME ENTITY "
+                         "--name-prefix NAME-PREFIX");
+  }
+  if (by_prefix || by_name_prefix) return cmd_bulk_pause(s, a, pause);
   auto j = s.call("POST", with_w(entry_path(a) + (pause ? "/pause" : "/resume"), a), "");
   if (!j) return kRemoteError;
   s.print(*j, std::string(pause ? "paused " : "resumed ") + a.positionals[1] + "/" + a.positionals[2] + " in " +

@@ -134,10 +134,16 @@ void add_client_commands(CLI::App& root, Io& io, int& exit_code) {
   add_positionals(*rm, {"VOLUME", "ENTITY", "NAME"});
   rm->add_option("--w", "answer once N replicas hold the delete")->type_name("N");
 
-  for (const auto& [verb, help] : {std::pair{"pause", "pause an entry: no new occurrence of it runs"},
-                                   std::pair{"resume", "resume a paused entry"}}) {
+  for (const auto& [verb, help] : {std::pair{"pause", "pause an entry, or every entry under a prefix: nothing new of it runs"},
+                                   std::pair{"resume", "resume a paused entry, or every entry under a prefix"}}) {
     CLI::App* c = add_client(root, verb, help, io, exit_code);
-    add_positionals(*c, {"VOLUME", "ENTITY", "NAME"});
+    // VOLUME ENTITY NAME: one entry; VOLUME --prefix P or VOLUME ENTITY --name-prefix N:
+    // every entry under the prefix (client.cpp checks which form was given).
+    c->add_option("VOLUME", "")->required();
+    c->add_option("ENTITY", "");
+    c->add_option("NAME", "");
+    c->add_option("--prefix", "every entry of the entities starting with this")->type_name("ENTITY-PREFIX");
+    c->add_option("--name-prefix", "with ENTITY: every entry of it whose name starts with this")->type_name("NAME-PREFIX");
     c->add_option("--w", "answer once N replicas hold the change")->type_name("N");
   }
 

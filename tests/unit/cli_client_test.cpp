@@ -251,6 +251,36 @@ TEST_CASE("cli: pause and resume post to the entry's controls; put sets the cont
   CHECK(json::parse(f.sent.back().body) == want);
 }
 
+TEST_CASE("cli: pause and resume by prefix follow the bulk route's pages") {
+  FakeApi f;
+  f.env["CAESIUM_API"] = "h:1";
+  f.answers = {answer(200, {{"volume", "v"}, {"paused", true}, {"changed", {"acme/caesium/schedule/a"}},
+                            {"unchanged", 1}, {"next", "acme/caesium/schedule/b"}}),
+               answer(200, {{"volume", "v"}, {"paused", true}, {"changed", {"acme2/caesium/schedule/c"}},
+                            {"unchanged", 0}, {"next", nullptr}})};
+  auto p = f.run("pause", {"v", "--prefix", "acme", "--w=2"});
+  REQUIRE(p.status == 0);
+  REQUIRE(f.sent.size() == 2);
+  CHECK(f.sent[0].method == "POST");
+  CHECK(f.sent[0].path == "/v1/volumes/v/pause?prefix=acme&w=2&after=");
+  CHECK(f.sent[1].path == "/v1/volumes/v/pause?prefix=acme&w=2&after=acme%2Fcaesium%2Fschedule%2Fb");
+  CHECK(p.out == "paused 2 entries in v (1 already paused)\n  acme/caesium/schedule/a\n  acme2/caesium/schedule/c\n");
+
+  f.answers = {answer(200, {{"volume", "v"}, {"paused", false}, {"changed", json::array()}, {"unchanged", 0},
+                            {"next", nullptr}})};
+  auto r = f.run("resume", {"v", "acme", "--name-prefix", "daily "});
+  REQUIRE(r.status == 0);
+  CHECK(f.sent[2].path == "/v1/volumes/v/resume?entity=acme&name_prefix=daily%20&after=");
+  CHECK(r.out == "resumed 0 entries in v (0 already running)\n");
+
+  // The forms that name neither one entry nor a prefix are usage errors; nothing is sent.
+  CHECK(f.run("pause", {"v", "--prefix", "a", "--name-prefix", "b"}).status == 2);
+  CHECK(f.run("pause", {"v", "acme", "--prefix", "a"}).status == 2);
+  CHECK(f.run("pause", {"v", "--name-prefix", "b"}).status == 2);
+  CHECK(f.run("resume", {"v", "acme", "x", "--name-prefix", "b"}).status == 2);
+  CHECK(f.sent.size() == 3);
+}
+
 TEST_CASE("cli: remote errors exit 1 and say what to do") {
   FakeApi f;
   f.env["CAESIUM_API"] = "h:1";

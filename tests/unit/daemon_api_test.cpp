@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "node/daemon/api/api.h"
@@ -855,4 +856,92 @@ TEST_CASE("api controls: pause and resume write the entry, answered once durable
   CHECK(body_of(f.run("POST", pause + "?w=9").response)["field"] == "w");
   json status = body_of(f.run("GET", "/v1/status").response);
   CHECK(std::count(status["features"].begin(), status["features"].end(), "pause") == 1);
+}
+
+TEST_CASE("api controls: bulk pause and resume by entity prefix or by entity and name prefix") {
+  Fixture f;
+  for (const char* who : {"acme", "acme2", "beta"}) {
+    for (const char* name : {"daily-a", "daily-b", "hourly"}) {
+      f.write("PUT", std::string("/v1/volumes/v/entities/") + who + "/schedule/" + name, kEntry);
+    }
+  }
+  auto paused_keys = [&f] {
+    std::set<std::string> out;
+    const json list = body_of(f.run("GET", "/v1/volumes/v/entries").response);  // kept alive for the loop
+    for (const auto& e : list["entries"]) {
+      if (e["paused"] == true) out.insert(e["key"].get<std::string>());
+    }
+    return out;
+  };
+
+  // One entity's entries whose name starts with "daily".
+  ServerResponse one = f.write("POST", "/v1/volumes/v/pause?entity=acme&name_prefix=daily");
+  REQUIRE(one.status == 200);
+  json j = body_of(one);
+  CHECK(j["paused"] == true);
+  CHECK(j["changed"] == json({"acme/caesium/schedule/daily-a", "acme/caesium/schedule/daily-b"}));
+  CHECK(j["unchanged"] == 0);
+  CHECK(j["next"].is_null());
+  CHECK(paused_keys() == std::set<std::string>{"acme/caesium/schedule/daily-a", "acme/caesium/schedule/daily-b"});
+
+  // Every entity starting with "acme" (acme2 too); what is already paused stays as it is.
+  json all = body_of(f.write("POST", "/v1/volumes/v/pause?prefix=acme"));
+  CHECK(all["changed"].size() == 4);
+  CHECK(all["unchanged"] == 2);
+  CHECK(paused_keys().size() == 6);
+  CHECK(body_of(f.run("GET", "/v1/volumes/v/entities/beta/schedule/hourly").response)["paused"] == false);
+
+  // Pages: ?limit= and the cursor, as the list's.
+  json p1 = body_of(f.write("POST", "/v1/volumes/v/resume?prefix=acme&limit=4"));
+  CHECK(p1["paused"] == false);
+  CHECK(p1["changed"].size() == 4);
+  REQUIRE(p1["next"].is_string());
+  json p2 = body_of(f.write("POST", "/v1/volumes/v/resume?prefix=acme&limit=4&after=" +
+                                        percent_encode(p1["next"].get<std::string>())));
+  CHECK(p2["changed"].size() == 2);
+  CHECK(p2["next"].is_null());
+  CHECK(paused_keys().empty());
+  // A resumed entry records when (the misfire policy judges what fell due while paused).
+  CHECK(body_of(f.run("GET", "/v1/volumes/v/entities/acme2/schedule/hourly").response).contains("resumed"));
+
+  // Nothing matched: 200, nothing changed, nothing to wait for.
+  ApiAction none = f.run("POST", "/v1/volumes/v/pause?prefix=zzz");
+  CHECK(none.kind == ApiAction::Kind::kRespond);
+  CHECK(none.response.status == 200);
+  CHECK(body_of(none.response)["changed"].empty());
+
+  // Refusals: neither or both selectors, name_prefix alone, a bad entity, a body, w, scope.
+  auto field_of = [&f](const std::string& target, const std::string& body = {}) {
+    ApiAction a = f.run("POST", target, body);
+    CHECK(a.response.status == 400);
+    return body_of(a.response)["field"].get<std::string>();
+  };
+  CHECK(field_of("/v1/volumes/v/pause") == "prefix");
+  CHECK(field_of("/v1/volumes/v/pause?prfix=acme") == "prefix");  // a typo does not pause the volume
+  CHECK(field_of("/v1/volumes/v/pause?prefix=a&entity=acme") == "entity");
+  CHECK(field_of("/v1/volumes/v/pause?prefix=a&name_prefix=d") == "name_prefix");
+  CHECK(field_of("/v1/volumes/v/pause?entity=a%2Fb") == "entity");
+  CHECK(field_of("/v1/volumes/v/pause?prefix=acme", R"({"x": 1})") == "body");
+  CHECK(field_of("/v1/volumes/v/pause?prefix=acme&w=9") == "w");
+  CHECK(field_of("/v1/volumes/v/pause?prefix=acme&limit=0") == "limit");
+  CHECK(f.run("POST", "/v1/volumes/v/pause?prefix=acme", "", false).response.status == 401);
+  CHECK(f.run("GET", "/v1/volumes/v/pause?prefix=acme").response.status == 405);
+  CHECK(paused_keys().empty());  // none of the refusals changed anything
+  json status = body_of(f.run("GET", "/v1/status").response);
+  CHECK(std::count(status["features"].begin(), status["features"].end(), "bulk_pause") == 1);
+}
+
+TEST_CASE("api controls: a bulk pause with ?w=2 waits until every entry it changed is held by two replicas") {
+  Fixture f;
+  for (const char* name : {"a", "b", "c"}) {
+    f.write("PUT", std::string("/v1/volumes/pair/entities/acme/schedule/") + name, kEntry);
+  }
+  ApiAction a = f.run("POST", "/v1/volumes/pair/pause?entity=acme&w=2");
+  REQUIRE(a.kind == ApiAction::Kind::kAwaitWrite);
+  CHECK(a.wait.replicas == 2);
+  CHECK(a.wait.key == "acme/caesium/schedule/c");
+  REQUIRE(a.wait.also.size() == 2);
+  CHECK(a.wait.also[0].first == "acme/caesium/schedule/a");
+  CHECK(a.wait.also[1].first == "acme/caesium/schedule/b");
+  for (const auto& [key, version] : a.wait.also) CHECK(version.physical_ms > 0);
 }

@@ -238,7 +238,8 @@ ApiAction ApiHandler::route_v1(const ServerRequest& req, const std::vector<std::
 ApiAction ApiHandler::route_volume(const ServerRequest& req, const std::vector<std::string>& seg,
                                    const RouteSpec& route) {
   const std::string& volume = seg[2];
-  const bool entry = route.id != RouteId::kEntryList;
+  const bool entry = route.id != RouteId::kEntryList && route.id != RouteId::kBulkPause &&
+                     route.id != RouteId::kBulkResume;
   if (entry) {
     for (const auto& [value, field] : {std::pair{&seg[4], "entity"}, std::pair{&seg[6], "name"}}) {
       if (Status s = schedule::validate_identifier(*value, field); !s.ok()) {
@@ -254,6 +255,8 @@ ApiAction ApiHandler::route_volume(const ServerRequest& req, const std::vector<s
     case RouteId::kEntryPut: return entry_put(req, volume, seg[4], seg[6]);
     case RouteId::kEntryPause: return entry_pause(req, volume, seg[4], seg[6], true);
     case RouteId::kEntryResume: return entry_pause(req, volume, seg[4], seg[6], false);
+    case RouteId::kBulkPause: return bulk_pause(req, volume, true);
+    case RouteId::kBulkResume: return bulk_pause(req, volume, false);
     default: return entry_delete(req, volume, seg[4], seg[6]);
   }
 }

@@ -106,6 +106,8 @@ struct WriteWait {
   std::string volume;
   std::string key;
   schedule::Version version;
+  // A write of several records (a bulk pause): these must reach `replicas` too.
+  std::vector<std::pair<std::string, schedule::Version>> also;
   size_t replicas = 1;  // w: replicas that must hold the version (this node included)
   // A config change being agreed (node::WriteAck::config_proposal): answer with
   // ApiHandler::config_response(outcome) once it ended, instead of `response`.
@@ -174,6 +176,9 @@ class ApiHandler {
                         const std::string& name, bool paused);
   ApiAction entry_delete(const ServerRequest& req, const std::string& volume, const std::string& entity,
                          const std::string& name);
+  // POST /v1/volumes/{volume}/pause and /resume: every entry under ?prefix= (an entity
+  // prefix) or ?entity=[&name_prefix=], a page of at most ?limit= at a time.
+  ApiAction bulk_pause(const ServerRequest& req, const std::string& volume, bool paused);
   ApiAction entry_list(const ServerRequest& req, const std::string& volume);
   ApiAction entry_history(const ServerRequest& req, const std::string& volume, const std::string& entity,
                           const std::string& name);

@@ -50,6 +50,22 @@ Result<size_t> read_limit(const ServerRequest& req, size_t fallback, size_t max)
 
 constexpr size_t kMaxUpcoming = 100;
 
+// A page of entries read one longer than `limit` (the extra one tells whether there is a
+// next page): cut to `limit`; the cursor of the next page (its ?after=), or null.
+json cut_page(std::vector<schedule::Entry>& entries, size_t limit) {
+  if (entries.size() <= limit) return nullptr;
+  entries.resize(limit);
+  return schedule::entry_key(entries.back());
+}
+
+// A pause or resume takes no body; an empty JSON object is accepted as none.
+Status no_body(const ServerRequest& req, bool paused) {
+  const bool blank = req.body.find_first_not_of(" \t\r\n") == std::string::npos;
+  if (blank || json::parse(req.body, nullptr, false) == json::object()) return {};
+  return Error(std::string("POST .../") + (paused ? "pause" : "resume") + " takes no body (or an empty JSON object)",
+               "body");
+}
+
 }  // namespace
 
 json ApiHandler::entry_json(const std::string& volume, const schedule::Entry& entry) const {
@@ -117,17 +133,69 @@ ApiAction ApiHandler::entry_pause(const ServerRequest& req, const std::string& v
                                   const std::string& name, bool paused) {
   auto w = write_quorum(req, backend_.cluster_config(), volume);
   if (!w) return respond(error_response(400, w.error().message, w.error().field));
-  const bool blank = req.body.find_first_not_of(" \t\r\n") == std::string::npos;
-  if (!blank && json::parse(req.body, nullptr, false) != json::object()) {
-    return respond(error_response(400, std::string("POST .../") + (paused ? "pause" : "resume") +
-                                           " takes no body (or an empty JSON object)",
-                                  "body"));
-  }
+  if (Status b = no_body(req, paused); !b.ok()) return respond(error_response(400, b.error().message, "body"));
   auto ack = backend_.set_paused(volume, entity, name, paused, *w > 1);
   if (!ack) return respond(error_response(404, ack.error().message, ack.error().field));
   auto entry = backend_.get_entry(volume, entity, name);
   if (!entry) return respond(error_response(404, "no entry '" + name + "' for entity '" + entity + "'", "name"));
   return await_write(*ack, volume, *w, json_response(200, entry_json(volume, *entry)));
+}
+
+ApiAction ApiHandler::bulk_pause(const ServerRequest& req, const std::string& volume, bool paused) {
+  auto w = write_quorum(req, backend_.cluster_config(), volume);
+  if (!w) return respond(error_response(400, w.error().message, w.error().field));
+  if (Status b = no_body(req, paused); !b.ok()) return respond(error_response(400, b.error().message, "body"));
+  Status qs;
+  const auto prefix = query_param(req, "prefix", qs);
+  const auto entity = query_param(req, "entity", qs);
+  const auto name_prefix = query_param(req, "name_prefix", qs);
+  const std::string after = query_param(req, "after", qs).value_or("");
+  if (!qs.ok()) return respond(error_response(400, qs.error().message, qs.error().field));
+  // Which entries: every entity starting with `prefix` (as the list's ?prefix=), or the
+  // entries of one entity whose name starts with `name_prefix`.  One of the two must be
+  // named, so that a mistyped parameter does not pause a whole volume.
+  if (prefix.has_value() == entity.has_value()) {
+    return respond(error_response(400, "give either ?prefix=ENTITY-PREFIX or ?entity=ENTITY[&name_prefix=NAME-PREFIX]",
+                                  prefix ? "entity" : "prefix"));
+  }
+  if (name_prefix && !entity) return respond(error_response(400, "name_prefix goes with ?entity=", "name_prefix"));
+  std::string scan = prefix.value_or("");
+  if (entity) {
+    if (Status s = schedule::validate_identifier(*entity, "entity"); !s.ok()) {
+      return respond(error_response(400, s.error().message, s.error().field));
+    }
+    scan = schedule::entry_key(*entity, name_prefix.value_or(""));
+  }
+  auto limit = read_limit(req, options_.default_list_limit, options_.max_list_limit);
+  if (!limit) return respond(error_response(400, limit.error().message, limit.error().field));
+  std::vector<schedule::Entry> entries = backend_.list_entries(volume, scan, after, *limit + 1);
+  json next = cut_page(entries, *limit);
+  // Each entry is its own write; the answer waits until every one of them is held by w
+  // replicas.  An entry already in the asked state is left as it is (no new version).
+  json changed = json::array();
+  size_t unchanged = 0;
+  std::optional<node::WriteAck> last;
+  std::vector<std::pair<std::string, schedule::Version>> also;
+  for (const auto& e : entries) {
+    if (e.paused == paused) {
+      ++unchanged;
+      continue;
+    }
+    auto ack = backend_.set_paused(volume, e.entity, e.name, paused, *w > 1);
+    if (!ack) return respond(error_response(500, ack.error().message, ack.error().field));
+    if (last) also.emplace_back(last->record.key, last->record.version);
+    last = std::move(*ack);
+    changed.push_back(schedule::entry_key(e));
+  }
+  json body = {{"volume", volume},
+               {"paused", paused},
+               {"changed", std::move(changed)},
+               {"unchanged", unchanged},
+               {"next", std::move(next)}};
+  if (!last) return respond(json_response(200, body));
+  ApiAction a = await_write(*last, volume, *w, json_response(200, body));
+  a.wait.also = std::move(also);
+  return a;
 }
 
 ApiAction ApiHandler::entry_delete(const ServerRequest& req, const std::string& volume, const std::string& entity,
@@ -153,13 +221,8 @@ ApiAction ApiHandler::entry_list(const ServerRequest& req, const std::string& vo
   if (!qs.ok()) return respond(error_response(400, qs.error().message, qs.error().field));
   auto limit = read_limit(req, options_.default_list_limit, options_.max_list_limit);
   if (!limit) return respond(error_response(400, limit.error().message, limit.error().field));
-  // One more than asked tells whether there is a next page.
   std::vector<schedule::Entry> entries = backend_.list_entries(volume, prefix, after, *limit + 1);
-  json next = nullptr;
-  if (entries.size() > *limit) {
-    entries.resize(*limit);
-    next = schedule::entry_key(entries.back());
-  }
+  json next = cut_page(entries, *limit);
   json list = json::array();
   for (const auto& e : entries) list.push_back(entry_json(volume, e));
   return respond(json_response(200, {{"volume", volume}, {"entries", std::move(list)}, {"next", std::move(next)}}));

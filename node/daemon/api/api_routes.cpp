@@ -45,6 +45,8 @@ const std::vector<RouteSpec>& v1_routes() {
       {RouteId::kEntryHistory, "GET", "/v1/volumes/{volume}/entities/{entity}/schedule/{name}/history", Scope::kRead},
       {RouteId::kEntryPause, "POST", "/v1/volumes/{volume}/entities/{entity}/schedule/{name}/pause", Scope::kWrite},
       {RouteId::kEntryResume, "POST", "/v1/volumes/{volume}/entities/{entity}/schedule/{name}/resume", Scope::kWrite},
+      {RouteId::kBulkPause, "POST", "/v1/volumes/{volume}/pause", Scope::kWrite},
+      {RouteId::kBulkResume, "POST", "/v1/volumes/{volume}/resume", Scope::kWrite},
   };
   return routes;
 }
@@ -52,8 +54,9 @@ const std::vector<RouteSpec>& v1_routes() {
 const std::vector<std::string>& api_features() {
   // "ui": the dashboard at /ui; "whoami": GET /v1/whoami; "scoped_tokens": 403s by
   // scope; "upcoming": GET of an entry takes ?upcoming=N; "pause": POST .../pause and
-  // .../resume of an entry.
-  static const std::vector<std::string> features = {"pause", "scoped_tokens", "ui", "upcoming", "whoami"};
+  // .../resume of an entry; "bulk_pause": POST /v1/volumes/{volume}/pause and /resume of
+  // every entry under a prefix.
+  static const std::vector<std::string> features = {"bulk_pause", "pause", "scoped_tokens", "ui", "upcoming", "whoami"};
   return features;
 }
 

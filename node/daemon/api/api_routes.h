@@ -28,6 +28,8 @@ enum class RouteId : uint8_t {
   kEntryHistory,
   kEntryPause,
   kEntryResume,
+  kBulkPause,
+  kBulkResume,
 };
 
 struct RouteSpec {

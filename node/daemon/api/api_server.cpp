@@ -137,7 +137,12 @@ void ApiServer::poll_waiters() {
     }
     const bool durable_here = durable >= w.wait.durable_seq;
     size_t acks = 1;
-    if (w.wait.replicas > 1) acks = backend_.replica_acks(w.wait.volume, w.wait.key, w.wait.version);
+    if (w.wait.replicas > 1) {
+      acks = backend_.replica_acks(w.wait.volume, w.wait.key, w.wait.version);
+      for (const auto& [key, version] : w.wait.also) {
+        acks = std::min(acks, backend_.replica_acks(w.wait.volume, key, version));
+      }
+    }
     if (durable_here && acks >= w.wait.replicas) {
       ready.emplace_back(std::move(w.respond), std::move(w.response));
     } else if (now_mono >= w.wait.deadline_mono_ms) {
