@@ -45,6 +45,7 @@ const std::vector<RouteSpec>& v1_routes() {
       {RouteId::kEntryHistory, "GET", "/v1/volumes/{volume}/entities/{entity}/schedule/{name}/history", Scope::kRead},
       {RouteId::kEntryPause, "POST", "/v1/volumes/{volume}/entities/{entity}/schedule/{name}/pause", Scope::kWrite},
       {RouteId::kEntryResume, "POST", "/v1/volumes/{volume}/entities/{entity}/schedule/{name}/resume", Scope::kWrite},
+      {RouteId::kEntryTrigger, "POST", "/v1/volumes/{volume}/entities/{entity}/schedule/{name}/trigger", Scope::kWrite},
   };
   return routes;
 }
@@ -52,8 +53,8 @@ const std::vector<RouteSpec>& v1_routes() {
 const std::vector<std::string>& api_features() {
   // "ui": the dashboard at /ui; "whoami": GET /v1/whoami; "scoped_tokens": 403s by
   // scope; "upcoming": GET of an entry takes ?upcoming=N; "pause": POST .../pause and
-  // .../resume of an entry.
-  static const std::vector<std::string> features = {"pause", "scoped_tokens", "ui", "upcoming", "whoami"};
+  // .../resume of an entry; "trigger": POST .../trigger (run now).
+  static const std::vector<std::string> features = {"pause", "scoped_tokens", "trigger", "ui", "upcoming", "whoami"};
   return features;
 }
 

@@ -28,6 +28,7 @@ enum class RouteId : uint8_t {
   kEntryHistory,
   kEntryPause,
   kEntryResume,
+  kEntryTrigger,
 };
 
 struct RouteSpec {
