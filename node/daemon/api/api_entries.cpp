@@ -50,6 +50,14 @@ Result<size_t> read_limit(const ServerRequest& req, size_t fallback, size_t max)
 
 constexpr size_t kMaxUpcoming = 100;
 
+// The body of a control (pause, resume, trigger): none, or an empty JSON object.  (A
+// discarded parse compares unequal to nothing in nlohmann::json, so it is tested first.)
+bool empty_body(const std::string& body) {
+  if (body.find_first_not_of(" \t\r\n") == std::string::npos) return true;
+  const json parsed = json::parse(body, nullptr, false);
+  return !parsed.is_discarded() && parsed == json::object();
+}
+
 }  // namespace
 
 json ApiHandler::entry_json(const std::string& volume, const schedule::Entry& entry) const {
@@ -121,8 +129,7 @@ ApiAction ApiHandler::entry_pause(const ServerRequest& req, const std::string& v
                                   const std::string& name, bool paused) {
   auto w = write_quorum(req, backend_.cluster_config(), volume);
   if (!w) return respond(error_response(400, w.error().message, w.error().field));
-  const bool blank = req.body.find_first_not_of(" \t\r\n") == std::string::npos;
-  if (!blank && json::parse(req.body, nullptr, false) != json::object()) {
+  if (!empty_body(req.body)) {
     return respond(error_response(400, std::string("POST .../") + (paused ? "pause" : "resume") +
                                            " takes no body (or an empty JSON object)",
                                   "body"));
@@ -138,8 +145,7 @@ ApiAction ApiHandler::entry_trigger(const ServerRequest& req, const std::string&
                                     const std::string& name) {
   auto w = write_quorum(req, backend_.cluster_config(), volume);
   if (!w) return respond(error_response(400, w.error().message, w.error().field));
-  const bool blank = req.body.find_first_not_of(" \t\r\n") == std::string::npos;
-  if (!blank && json::parse(req.body, nullptr, false) != json::object()) {
+  if (!empty_body(req.body)) {
     return respond(error_response(400, "POST .../trigger takes no body (or an empty JSON object)", "body"));
   }
   std::string_view key;

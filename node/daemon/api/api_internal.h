@@ -27,6 +27,6 @@ Result<size_t> parse_count(const std::string& text, const std::string& field, si
 // `entry` (null when deleted) tells manual occurrences (its triggers) apart: "manual": true
 // and "trigger": the trigger's id.
 nlohmann::json history_json(const std::vector<node::Node::OccurrenceHistory>& occurrences,
-                             const schedule::Entry* entry);
+                             const schedule::Entry* entry = nullptr);
 
 }  // namespace caesium::daemon::api_detail
