@@ -370,7 +370,7 @@ ClientTransport curl_transport(const ClientTarget& target, int64_t timeout_ms) {
       r.error = "the API token contains a control character (CR, LF, ...); nothing was sent";
       return r;
     }
-    if (!daemon::is_header_safe(target.idempotency_key)) {
+    if (!target.idempotency_key.empty() && !daemon::is_header_safe(target.idempotency_key)) {
       curl_easy_cleanup(e);
       r.error = "the idempotency key contains a control character (CR, LF, ...); nothing was sent";
       return r;
