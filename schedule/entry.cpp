@@ -1,7 +1,11 @@
 #include "schedule/entry.h"
 
 #include <algorithm>
+#include <cassert>
+#include <cstdio>
 #include <set>
+
+#include "base/hash.h"
 
 #include "base/time.h"
 
@@ -118,6 +122,98 @@ std::optional<EntryKeyView> split_entry_key(std::string_view key) {
   return out;
 }
 
+static Status validate_triggers(const std::vector<Trigger>& triggers) {
+  if (triggers.size() > kMaxTriggers) {
+    return field_error("triggers", "has " + std::to_string(triggers.size()) + " items; at most " +
+                                       std::to_string(kMaxTriggers) + " are kept");
+  }
+  for (size_t i = 0; i < triggers.size(); ++i) {
+    const Trigger& t = triggers[i];
+    const std::string field = "triggers[" + std::to_string(i) + "]";
+    if (t.id.empty() || t.id.size() > kMaxTriggerIdBytes ||
+        !std::all_of(t.id.begin(), t.id.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); })) {
+      return field_error(field + ".id", "must be 1 to 32 lower-case letters and digits");
+    }
+    if (t.at_utc_ms < kCronMinUtcMs || t.at_utc_ms > kCronMaxUtcMs) {
+      return field_error(field + ".at", "must be between years 0001 and 9999");
+    }
+    if (i > 0 && t.at_utc_ms <= triggers[i - 1].at_utc_ms) {
+      return field_error(field + ".at", "must be after the previous trigger's (triggers are kept in due order)");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (triggers[j].id == t.id) return field_error(field + ".id", "duplicate trigger id \"" + t.id + "\"");
+    }
+  }
+  return Status::success();
+}
+
+const Trigger* Entry::trigger_at(int64_t at_utc_ms) const {
+  const auto it = std::lower_bound(triggers.begin(), triggers.end(), at_utc_ms,
+                                   [](const Trigger& t, int64_t at) { return t.at_utc_ms < at; });
+  return it != triggers.end() && it->at_utc_ms == at_utc_ms ? &*it : nullptr;
+}
+
+const Trigger* Entry::trigger_named(std::string_view id) const {
+  const auto it = std::find_if(triggers.begin(), triggers.end(), [&](const Trigger& t) { return t.id == id; });
+  return it != triggers.end() ? &*it : nullptr;
+}
+
+std::string trigger_id(char kind, uint64_t hash) {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%c%016llx", kind, static_cast<unsigned long long>(hash));
+  return std::string(buf, 17);
+}
+
+std::string trigger_id_for_key(std::string_view idempotency_key) {
+  return trigger_id('k', hash64(idempotency_key, 0x1d3e));
+}
+
+Status validate_idempotency_key(std::string_view k) {
+  if (k.empty()) return field_error("Idempotency-Key", "must not be empty");
+  if (k.size() > kMaxIdempotencyKeyBytes) {
+    return field_error("Idempotency-Key", "is " + std::to_string(k.size()) + " bytes; at most " +
+                                              std::to_string(kMaxIdempotencyKeyBytes) + " are allowed");
+  }
+  for (size_t i = 0; i < k.size(); ++i) {
+    const auto c = static_cast<unsigned char>(k[i]);
+    if (c < 0x21 || c > 0x7e) {
+      return field_error("Idempotency-Key", "byte " + std::to_string(i + 1) +
+                                                " is not visible ASCII (use letters, digits and punctuation)");
+    }
+  }
+  return Status::success();
+}
+
+Result<Trigger> add_trigger(Entry& e, std::string id, int64_t floor_utc_ms, int64_t now_utc_ms) {
+  assert(!e.paused);
+  assert(e.trigger_named(id) == nullptr);
+  assert(floor_utc_ms >= now_utc_ms);
+  // Forget what can no longer run and is past the idempotency memory; at the cap, the
+  // oldest that can no longer run (a trigger past its misfire window would be missed by
+  // a replica that finds it now, and one that found it keeps it: an edit does not unschedule
+  // what was due before it).
+  const int64_t memory_ms = std::max(kTriggerMemoryMs, e.misfire_window_ms);
+  std::erase_if(e.triggers, [&](const Trigger& t) { return t.at_utc_ms < now_utc_ms - memory_ms; });
+  if (e.triggers.size() >= kMaxTriggers) {
+    if (e.triggers.front().at_utc_ms >= now_utc_ms - e.misfire_window_ms) {
+      return field_error("triggers", "the entry has " + std::to_string(kMaxTriggers) +
+                                         " triggers that may still run; wait for them (or for their misfire window)");
+    }
+    e.triggers.erase(e.triggers.begin());
+  }
+  // The first free millisecond: not an instant of the timing (an occurrence is named by its
+  // instant) nor of another trigger.  Cron instants are whole seconds and timer pops are
+  // apart by their interval, so this takes a few steps at most.
+  int64_t at = std::max(floor_utc_ms, e.triggers.empty() ? floor_utc_ms : e.triggers.back().at_utc_ms + 1);
+  for (;;) {
+    const std::optional<int64_t> scheduled = next_scheduled_occurrence(e, at - 1);
+    if (!scheduled || *scheduled != at) break;
+    ++at;
+  }
+  e.triggers.push_back(Trigger{std::move(id), at});
+  return e.triggers.back();
+}
+
 Status validate(const Entry& e) {
   if (Status s = validate_identifier(e.entity, "entity"); !s.ok()) return s;
   if (Status s = validate_identifier(e.name, "name"); !s.ok()) return s;
@@ -155,6 +251,7 @@ Status validate(const Entry& e) {
   if (e.not_before_utc_ms && e.not_after_utc_ms && *e.not_after_utc_ms < *e.not_before_utc_ms) {
     return field_error("not_after", "is before not_before (" + format_rfc3339_utc(*e.not_before_utc_ms) + ")");
   }
+  if (Status s = validate_triggers(e.triggers); !s.ok()) return s;
   if (e.payload.size() > kMaxPayloadBytes) {
     return field_error("payload", "is " + std::to_string(e.payload.size()) + " bytes; at most 65536 are allowed");
   }

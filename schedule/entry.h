@@ -27,6 +27,23 @@ inline constexpr std::string_view kTagPrefix = "tag:";
 enum class Semantics : uint8_t { at_least_once = 0, at_most_once = 1 };
 enum class MisfirePolicy : uint8_t { skip = 0, fire_once = 1, fire_all = 2 };
 
+// A manual occurrence ("run now", docs/entries.md Controls): due at `at_utc_ms`, an
+// instant none of the entry's scheduled occurrences has, at or after the time of the write
+// that added it (so an edit rule governs it like any occurrence).  `id` names it: derived
+// from the request's Idempotency-Key, or made up by the node that wrote it.
+struct Trigger {
+  std::string id;  // [a-z0-9], 1..kMaxTriggerIdBytes
+  int64_t at_utc_ms = 0;
+  friend bool operator==(const Trigger&, const Trigger&) = default;
+};
+// An entry keeps at most this many triggers (the oldest go first, once they can no longer
+// run: Entry::add_trigger).
+inline constexpr size_t kMaxTriggers = 16;
+inline constexpr size_t kMaxTriggerIdBytes = 32;
+// A trigger is remembered (for its Idempotency-Key) at least this long after its due time,
+// or its misfire window when that is longer, unless kMaxTriggers newer ones push it out.
+inline constexpr int64_t kTriggerMemoryMs = 10 * 60 * 1000;
+
 struct Entry {
   std::string entity;
   std::string name;
@@ -52,12 +69,18 @@ struct Entry {
   // Set by a resume (the server's, like created).  Under misfire = skip the entry schedules
   // nothing before it: what fell due while it was paused is skipped.
   std::optional<int64_t> resumed_utc_ms;
+  // Manual occurrences, by due time, strictly increasing (the server's, like created: a
+  // trigger request adds one; a PUT keeps them).
+  std::vector<Trigger> triggers;
 
   // Whether any control is set (the entry then needs encoding version 2).
   bool has_controls() const {
     return paused || timeout_ms != 0 || not_before_utc_ms.has_value() || not_after_utc_ms.has_value() ||
-           resumed_utc_ms.has_value();
+           resumed_utc_ms.has_value() || !triggers.empty();
   }
+  // The trigger due at `at_utc_ms`, or null.
+  const Trigger* trigger_at(int64_t at_utc_ms) const;
+  const Trigger* trigger_named(std::string_view id) const;
 
   friend bool operator==(const Entry&, const Entry&) = default;
 };
@@ -68,6 +91,24 @@ inline void apply_pause(Entry& e, bool paused, int64_t now_utc_ms) {
   if (e.paused && !paused) e.resumed_utc_ms = now_utc_ms;
   e.paused = paused;
 }
+
+// Adds a manual occurrence named `id`, written at `now_utc_ms` by a write whose version
+// will not be later than `floor_utc_ms` (>= now_utc_ms): it is due at the first
+// millisecond from floor_utc_ms on that no scheduled occurrence or other trigger has.
+// Triggers that can no longer run (further past due than their misfire window) and are
+// older than kTriggerMemoryMs are dropped; at kMaxTriggers, the oldest that can no
+// longer run goes.  Returns the trigger, or an error (field "triggers") when kMaxTriggers
+// triggers may all still run.
+// REQUIRES: !e.paused, no trigger named `id`.
+Result<Trigger> add_trigger(Entry& e, std::string id, int64_t floor_utc_ms, int64_t now_utc_ms);
+
+// Trigger ids: `kind` ('k' from an Idempotency-Key, 't' made up) and 16 hex digits.
+std::string trigger_id(char kind, uint64_t hash);
+// The id of the trigger an Idempotency-Key names.  REQUIRES: validate_idempotency_key.
+std::string trigger_id_for_key(std::string_view idempotency_key);
+inline constexpr size_t kMaxIdempotencyKeyBytes = 200;
+// An Idempotency-Key is 1..200 bytes of visible ASCII (0x21..0x7e); the message says why not.
+Status validate_idempotency_key(std::string_view idempotency_key);
 
 // "<entity>/caesium/schedule/<name>".  REQUIRES nothing: it concatenates; validate()
 // is what guarantees the parts are identifiers.

@@ -7,6 +7,12 @@
 namespace caesium::schedule {
 namespace {
 
+// Version 2's controls flags: 1 paused, 2 not_before, 4 not_after, 8 resumed,
+// 64 triggers.
+constexpr uint8_t kFlagTriggers = 64;
+constexpr uint8_t kKnownControlFlags = 1 | 2 | 4 | 8 | kFlagTriggers;
+
+
 // ByteReader's failures stick but do not say where; this wrapper remembers the first
 // field whose read failed (or that held a bad value) so the error can name it.
 class Reader {
@@ -80,11 +86,18 @@ std::string encode_entry(const Entry& e) {
   w.str(e.payload);
   if (e.has_controls()) {
     w.u8(static_cast<uint8_t>((e.paused ? 1 : 0) | (e.not_before_utc_ms ? 2 : 0) | (e.not_after_utc_ms ? 4 : 0) |
-                              (e.resumed_utc_ms ? 8 : 0)));
+                              (e.resumed_utc_ms ? 8 : 0) | (e.triggers.empty() ? 0 : kFlagTriggers)));
     w.svarint(e.timeout_ms);
     if (e.not_before_utc_ms) w.svarint(*e.not_before_utc_ms);
     if (e.not_after_utc_ms) w.svarint(*e.not_after_utc_ms);
     if (e.resumed_utc_ms) w.svarint(*e.resumed_utc_ms);
+    if (!e.triggers.empty()) {
+      w.varint(e.triggers.size());
+      for (const Trigger& t : e.triggers) {
+        w.str(t.id);
+        w.svarint(t.at_utc_ms);
+      }
+    }
   }
   return w.take();
 }
@@ -118,12 +131,22 @@ uint8_t read_timing(Reader& r, Entry& e, std::string& cron_text, std::string& tz
 // Version 2's controls; an entry with none set must have been written as version 1.
 void read_controls(Reader& r, Entry& e) {
   const uint8_t flags = r.u8("controls");
-  if (flags > 15) r.fail("controls", "unknown flag bits");
+  if ((flags & ~kKnownControlFlags) != 0) r.fail("controls", "unknown flag bits");
   e.paused = (flags & 1) != 0;
   e.timeout_ms = r.svarint("timeout");
   if ((flags & 2) != 0) e.not_before_utc_ms = r.svarint("not_before");
   if ((flags & 4) != 0) e.not_after_utc_ms = r.svarint("not_after");
   if ((flags & 8) != 0) e.resumed_utc_ms = r.svarint("resumed");
+  if ((flags & kFlagTriggers) != 0) {
+    const uint64_t n = r.varint("triggers");
+    if (n == 0 || n > kMaxTriggers) r.fail("triggers", "bad count " + std::to_string(n));
+    for (uint64_t i = 0; i < n && r.ok(); ++i) {
+      Trigger t;
+      t.id = r.str("triggers.id", kMaxTriggerIdBytes);
+      t.at_utc_ms = r.svarint("triggers.at");
+      e.triggers.push_back(std::move(t));
+    }
+  }
   if (r.ok() && !e.has_controls()) r.fail("controls", "version 2 without any control (version 1 is its form)");
 }
 

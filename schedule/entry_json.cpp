@@ -248,7 +248,7 @@ Result<Entry> entry_from_json(const json& j, std::string entity, std::string nam
     else if (field == "entity") st = check_same(v, field, entity);
     else if (field == "name") st = check_same(v, field, name);
     else if (field == "key") st = check_same(v, field, key);
-    else if (field == "created" || field == "origin" || field == "resumed") continue;  // the server's: accepted so a GET body can be PUT back
+    else if (field == "created" || field == "origin" || field == "resumed" || field == "triggers") continue;  // the server's: accepted so a GET body can be PUT back
     else st = entry_field_from_json(field, v, e, has_payload);
     if (!st.ok()) return st.error();
   }
@@ -302,6 +302,11 @@ json entry_to_json(const Entry& e) {
   j["not_before"] = e.not_before_utc_ms ? json(format_rfc3339_utc(*e.not_before_utc_ms)) : json(nullptr);
   j["not_after"] = e.not_after_utc_ms ? json(format_rfc3339_utc(*e.not_after_utc_ms)) : json(nullptr);
   if (e.resumed_utc_ms) j["resumed"] = format_rfc3339_utc(*e.resumed_utc_ms);
+  if (!e.triggers.empty()) {
+    json list = json::array();
+    for (const Trigger& t : e.triggers) list.push_back({{"id", t.id}, {"at", format_rfc3339_utc(t.at_utc_ms)}});
+    j["triggers"] = std::move(list);
+  }
   if (is_valid_utf8(e.payload)) {
     j["payload"] = e.payload;
   } else {

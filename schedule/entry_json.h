@@ -11,7 +11,8 @@
 // fields are errors naming the field.  entry_to_json also writes the read-only fields
 // "entity", "name", "key", "created" and "origin"; entry_from_json accepts them back (so
 // GET-then-PUT works): "entity", "name" and "key" must agree with the request, "created"
-// and "origin" are ignored because the server owns them.
+// and "origin" are ignored because the server owns them.  So are "resumed" and
+// "triggers" (the manual occurrences, [{"id", "at"}], written only by a trigger request).
 #pragma once
 
 #include <string>

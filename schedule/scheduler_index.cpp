@@ -190,6 +190,20 @@ void Scheduler::upsert_entry(const std::string& volume, const std::string& key, 
       rec.cursor_utc_ms = std::max(entry.created_utc_ms - 1, std::min(rec.cursor_utc_ms, now.utc_ms) -
                                                                  options_.terminal_linger_ms / 2);
     }
+    // A trigger ("run now") is due when it is written, and this replica may have
+    // enumerated past that instant already (ahead by prepare_ahead, or by a clock ahead of
+    // the writer's): go back to the first trigger it does not track.  Only to one due less
+    // than half the linger time ago by this clock: one it tracked then is still tracked
+    // (so an untracked one is new here), and what lies between is found again as the same
+    // occurrences.  A trigger that reaches a replica later than that is decided by the
+    // replicas it reached in time (the writer first), or judged by the misfire policy.
+    const int64_t bound = now.utc_ms - options_.terminal_linger_ms / 2;
+    for (const Trigger& t : entry.triggers) {
+      if (t.at_utc_ms > rec.cursor_utc_ms) break;  // in due order: the rest are ahead of the cursor
+      if (t.at_utc_ms <= bound || find_occ(volume, OccurrenceId{key, t.at_utc_ms}) != nullptr) continue;
+      rec.cursor_utc_ms = t.at_utc_ms - 1;
+      break;
+    }
   }
   entries_[slot].created_utc_ms = entry.created_utc_ms;
   arm_entry(slot, entry);

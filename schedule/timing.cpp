@@ -149,6 +149,22 @@ int64_t jitter_offset_ms(std::string_view entry_key, int64_t scheduled_utc_ms, i
 
 std::optional<int64_t> next_occurrence(const Entry& entry, int64_t after_utc_ms) {
   if (entry.paused) return std::nullopt;
+  std::optional<int64_t> next = next_scheduled_occurrence(entry, after_utc_ms);
+  if (entry.triggers.empty()) return next;
+  // Manual occurrences join the timing's (docs/entries.md, Controls).  They ignore the
+  // active window (an operator asked for them), but not a resume under misfire = skip:
+  // what fell due before it, triggers included, is skipped.
+  if (entry.resumed_utc_ms && entry.misfire == MisfirePolicy::skip && *entry.resumed_utc_ms > kCronMinUtcMs) {
+    after_utc_ms = std::max(after_utc_ms, *entry.resumed_utc_ms - 1);
+  }
+  const auto t = std::upper_bound(entry.triggers.begin(), entry.triggers.end(), after_utc_ms,
+                                  [](int64_t after, const Trigger& tr) { return after < tr.at_utc_ms; });
+  if (t != entry.triggers.end() && (!next || t->at_utc_ms < *next)) return t->at_utc_ms;
+  return next;
+}
+
+std::optional<int64_t> next_scheduled_occurrence(const Entry& entry, int64_t after_utc_ms) {
+  if (entry.paused) return std::nullopt;
   // not_before: the search starts just before it (the entry's own cadence is kept: a
   // timer's interval still counts from its creation).
   if (entry.not_before_utc_ms && *entry.not_before_utc_ms > kCronMinUtcMs) {
@@ -174,6 +190,8 @@ std::optional<int64_t> next_occurrence(const Entry& entry, int64_t after_utc_ms)
 
 int64_t fire_time(const Entry& entry, int64_t scheduled_utc_ms) {
   if (entry.jitter_ms <= 0) return scheduled_utc_ms;  // most entries: no key to build and hash
+  // A manual occurrence runs when asked: no jitter.
+  if (!entry.triggers.empty() && entry.trigger_at(scheduled_utc_ms) != nullptr) return scheduled_utc_ms;
   return scheduled_utc_ms + jitter_offset_ms(entry_key(entry), scheduled_utc_ms, entry.jitter_ms);
 }
 

@@ -93,9 +93,16 @@ struct Entry;
 // `after_utc_ms`, or nullopt when there is none (a paused entry, a finished timer, a cron
 // expression with no occurrence within 400 years, or none within not_before..not_after
 // inclusive).  Cron instants are whole seconds.
+//
+// Manual occurrences (Entry::triggers, "run now") are occurrences too: next_occurrence
+// yields the timing's occurrences and the triggers' instants in one increasing sequence
+// (a trigger is never at a scheduled instant), so every rule that applies to an
+// occurrence — claims, overlap, misfire, pause, edits, history — applies to them.
+// next_scheduled_occurrence is the timing's alone.
 std::optional<int64_t> next_occurrence(const Entry& entry, int64_t after_utc_ms);
+std::optional<int64_t> next_scheduled_occurrence(const Entry& entry, int64_t after_utc_ms);
 // The instant the occurrence scheduled at `scheduled_utc_ms` should fire: scheduled plus
-// the deterministic jitter offset.
+// the deterministic jitter offset (none for a trigger).
 int64_t fire_time(const Entry& entry, int64_t scheduled_utc_ms);
 // Timers: timer_sequence().  Cron entries: 0 (a cron occurrence is named by its
 // scheduled instant; there is no meaningful count from creation).

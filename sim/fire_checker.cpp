@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/time.h"
+#include "schedule/entry_codec.h"
 #include "schedule/entry_json.h"
 #include "schedule/occurrence.h"
 #include "schedule/timing.h"
@@ -61,7 +62,18 @@ void FireChecker::on_observation(const World& world, uint32_t node, const Observ
     auto& versions = created_[{c.volume, c.key}];
     const auto at = std::upper_bound(versions.begin(), versions.end(), c.version,
                                      [](const schedule::Version& v, const Created& x) { return v < x.version; });
-    if (obs.text == "pause" || obs.text == "resume") {
+    if (obs.text == "trigger" || obs.text == "trigger-repeat") {
+      // Run now: one Idempotency-Key (or made-up id) names one manual occurrence, however
+      // often the trigger is retried.  A retry that found its trigger wrote nothing.
+      // Keyed by the request's Idempotency-Key (the workload's, not the node's id for it),
+      // so a node that ignored the key would be caught.
+      const std::string name = w->idempotency_key.empty() ? "id " + obs.subject : "key " + w->idempotency_key;
+      trigger_instants_[{c.volume, c.key, name}].insert(obs.scheduled_utc_ms);
+      if (obs.text == "trigger-repeat") return;
+      auto entry = schedule::decode_entry(obs.detail);
+      if (!entry) return;
+      c.entry = std::move(*entry);
+    } else if (obs.text == "pause" || obs.text == "resume") {
       // The node's stored definition (the version before, in that order), paused or not,
       // its creation instant kept.
       if (at == versions.begin() || std::prev(at)->deleted) return;  // the node refused it too
@@ -206,6 +218,19 @@ void FireChecker::finish(const World& world, Report& report) {
   const int64_t epoch = scenario_.world.epoch_utc_ms;
   const bool fault_free = faults_.empty() && scenario_.world.network.loss == 0 && scenario_.world.network.corrupt == 0;
   const auto& execs = world.executions();
+
+  size_t triggers = 0;
+  for (const auto& [id, instants] : trigger_instants_) {
+    ++triggers;
+    if (instants.size() < 2) continue;
+    const auto& [volume, key, trigger] = id;
+    report.violate({"trigger.key", volume + "/" + key + " trigger " + trigger + " was answered with " +
+                                       std::to_string(instants.size()) + " different occurrences (first " +
+                                       format_rfc3339_utc(*instants.begin()) + ", last " +
+                                       format_rfc3339_utc(*instants.rbegin()) + ")",
+                    end_ms, {}});
+  }
+  report.set("triggers", static_cast<double>(triggers));
 
   struct Tally {
     uint64_t due = 0, once = 0, duplicates = 0, withheld = 0, missed = 0, lost = 0, executions = 0;

@@ -28,6 +28,11 @@
 //                  healthy bound
 //   entry.lost     an entry whose write was acknowledged is held by no replica of the
 //                  volume's final replica sets at the end, with all of them up
+//   trigger.key    one trigger id (from an Idempotency-Key) was answered with two
+//                  different manual occurrences: a retried trigger would run twice.
+//                  (Each manual occurrence is an occurrence like any other: the rules
+//                  above hold for it, so a trigger of an at-most-once entry runs at most
+//                  once, and one of an at-least-once entry runs when they say.)
 //   misfire.skip_late  an occurrence of a misfire = "skip" entry was first dispatched
 //                  later than misfire_threshold after its due time (plus the skew
 //                  bound where clocks were skewed, plus Options::misfire_slack_ms for the
@@ -46,6 +51,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -127,6 +133,8 @@ class FireChecker final : public Checker {
 
   const Scenario& scenario_;
   Options options_;
+  // Run now: the due instants each trigger id (volume, key, id) was answered with.
+  std::map<std::tuple<std::string, std::string, std::string>, std::set<int64_t>> trigger_instants_;
   std::map<std::string, size_t> workload_by_key_;  // volume + '\n' + key -> workload index
   // Every version of every entry the workload wrote, in issue order.
   std::map<std::pair<std::string, std::string>, std::vector<Created>> created_;

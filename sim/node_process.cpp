@@ -251,7 +251,16 @@ class NodeProcess final : public Process {
   void write_entry(const EntryWrite& w, Clock now) override {
     const std::string what = "workload " + std::string(w.remove ? "delete of " : "entry ") + w.entity + "/" + w.name;
     Result<node::WriteAck> ack = Error("not started", "node");
-    if (w.remove) {
+    std::optional<node::Node::TriggerAck> triggered;
+    if (w.trigger) {
+      auto t = node_->trigger_entry(w.volume, w.entity, w.name, w.idempotency_key, now, w.want_acks > 1);
+      if (t) {
+        triggered = *t;
+        ack = std::move(t->ack);
+      } else {
+        ack = t.error();
+      }
+    } else if (w.remove) {
       ack = node_->delete_entry(w.volume, w.entity, w.name, now, w.want_acks > 1);
     } else if (w.pause) {
       ack = node_->set_paused(w.volume, w.entity, w.name, *w.pause, now, w.want_acks > 1);
@@ -281,6 +290,14 @@ class NodeProcess final : public Process {
     o.version = ack->record.version;
     if (w.remove) o.text = "delete";
     if (w.pause) o.text = *w.pause ? "pause" : "resume";
+    if (triggered) {
+      // The definition written (or, for a retry that found its trigger, held): the
+      // checkers read the manual occurrence from it.
+      o.text = triggered->existing ? "trigger-repeat" : "trigger";
+      o.subject = triggered->trigger.id;
+      o.scheduled_utc_ms = triggered->trigger.at_utc_ms;
+      o.detail = ack->record.value.value_or("");
+    }
     observations_.push_back(std::move(o));
     if (w.id != 0) pending_writes_.push_back({w.id, w.volume, ack->record.key, ack->record.version, ack->durable_seq, w.want_acks});
     drain();

@@ -66,6 +66,8 @@ struct EntryWrite {
   uint64_t id = 0;      // the World's write id; the process names it in kEntry / kWriteAcked
   bool remove = false;  // a delete (json unused)
   std::optional<bool> pause;  // a pause (true) or resume (false) of the stored entry (json unused)
+  bool trigger = false;       // run now: a manual occurrence (json unused)
+  std::string idempotency_key;  // the trigger's Idempotency-Key ("" = none)
   std::string volume, entity, name, json;
   uint32_t want_acks = 1;  // replicas holding it durably, this node included
 };

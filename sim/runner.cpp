@@ -129,10 +129,12 @@ Result<Report> run_scenario(const Scenario& s, const RunOptions& options) {
     EntryWrite write;
     write.remove = e.remove;
     write.pause = e.pause;
+    write.trigger = e.trigger;
+    write.idempotency_key = e.idempotency_key;
     write.volume = e.volume;
     write.entity = e.entity;
     write.name = e.name;
-    if (!e.remove && !e.pause) write.json = e.fields.dump();
+    if (!e.remove && !e.pause && !e.trigger) write.json = e.fields.dump();
     write.want_acks = e.want_acks;
     world.at(e.at_ms, [&world, &e, i, via, write] { world.write_entry(via, i, write, e.want_majority); });
   }

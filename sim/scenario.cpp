@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/toml/toml_reader.h"
+#include "schedule/entry.h"
 
 namespace caesium::sim {
 
@@ -154,13 +155,22 @@ void read_burst(const toml::table& t, const std::string& section, const std::str
   }
 }
 
-// `op` ("put" | "delete" | "pause" | "resume") and `w` (an integer >= 1 or "majority") of a
+// `op` ("put" | "delete" | "pause" | "resume" | "trigger", with an optional `key`) and `w` (an integer >= 1 or "majority") of a
 // workload entry.
 void read_write_options(TomlReader& e, WorkloadEntry& we) {
   if (auto op = e.string("op")) {
     if (*op == "delete") we.remove = true;
     else if (*op == "pause" || *op == "resume") we.pause = *op == "pause";
-    else if (*op != "put") e.fail("op", "must be \"put\", \"delete\", \"pause\" or \"resume\", not \"" + *op + "\"");
+    else if (*op == "trigger") we.trigger = true;
+    else if (*op != "put") {
+      e.fail("op", "must be \"put\", \"delete\", \"pause\", \"resume\" or \"trigger\", not \"" + *op + "\"");
+    }
+  }
+  if (we.trigger) {
+    if (auto key = e.string("key")) {
+      if (Status st = schedule::validate_idempotency_key(*key); !st.ok()) e.fail("key", st.error().message);
+      we.idempotency_key = *key;
+    }
   }
   if (const toml::node* w = e.raw("w")) {
     if (const auto* text = w->as_string()) {
@@ -197,11 +207,12 @@ void read_workload(TomlReader& top, Scenario& s) {
       for (const auto& [k, v] : t) {
         const std::string key(k.str());
         if (key == "at" || key == "via" || key == "volume" || key == "entity" || key == "name" || key == "op" ||
-            key == "w") {
+            key == "w" || (we.trigger && key == "key")) {
           continue;
         }
         if (we.remove) e.fail_at(v, key, "a delete (op = \"delete\") takes no entry fields");
         if (we.pause) e.fail_at(v, key, "a pause or resume takes no entry fields");
+        if (we.trigger) e.fail_at(v, key, "a trigger takes no entry fields (only key, its Idempotency-Key)");
         we.fields[key] = to_json(v);
         (void)e.raw(key);
       }

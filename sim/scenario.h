@@ -49,6 +49,8 @@ struct WorkloadEntry {
   nlohmann::json fields = nlohmann::json::object();  // the entry itself, as for the HTTP API
   bool remove = false;        // op = "delete" (no fields); a put of an existing entry is an edit
   std::optional<bool> pause;  // op = "pause" (true) / "resume" (false): the stored entry, paused or not (no fields)
+  bool trigger = false;       // op = "trigger": run now (POST .../trigger; no fields)
+  std::string idempotency_key;  // op = "trigger", key = "...": its Idempotency-Key ("" = none)
   uint32_t want_acks = 1;     // w = N: wait for N replicas' durable acknowledgements (?w=N)
   bool want_majority = false; // w = "majority": a majority of the volume's replicas
   std::string where;          // "file:line" for messages

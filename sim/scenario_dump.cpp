@@ -177,6 +177,8 @@ std::string dump_scenario(const Scenario& s, const std::vector<FaultSpec>& fault
            "\nentity = " + quote(w.entity) + "\nname = " + quote(w.name) + "\n";
     if (w.remove) out += "op = \"delete\"\n";
     if (w.pause) out += *w.pause ? "op = \"pause\"\n" : "op = \"resume\"\n";
+    if (w.trigger) out += "op = \"trigger\"\n";
+    if (!w.idempotency_key.empty()) out += "key = " + quote(w.idempotency_key) + "\n";
     if (w.want_majority) out += "w = \"majority\"\n";
     else if (w.want_acks > 1) out += "w = " + std::to_string(w.want_acks) + "\n";
     for (const auto& [k, v] : w.fields.items()) out += k + " = " + toml_value(v) + "\n";

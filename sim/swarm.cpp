@@ -188,12 +188,64 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
   }
   if (o.issue33_kinds) add_issue33_faults(seed, s);
   if (o.reconfig) s.swarm_kinds.insert("config");
+  if (o.triggers && o.process == "node") {
+    add_trigger_workload(seed, s);
+    s.swarm_kinds.insert("triggers");
+  }
   if (o.prepare_ahead_ms > 0) {
     auto options = std::make_shared<toml::table>(*s.node_options);
     options->insert_or_assign("prepare_ahead", std::to_string(o.prepare_ahead_ms) + "ms");
     s.node_options = std::move(options);
   }
   return s;
+}
+
+// Entries "t/run<i>" of both semantics, created through one replica, then triggered
+// through it at random (a trigger of an entry goes through the node that wrote it: a
+// trigger is a read-modify-write of the entry, and two through different nodes at once
+// keep only one, as for any two edits).  A keyed trigger is retried once or twice with
+// its key, w = majority, so a retry sees the first (trigger.key).
+void add_trigger_workload(uint64_t seed, Scenario& s) {
+  if (s.cluster.volumes.empty()) return;
+  Rng rng(seed ^ 0x7219E5ULL);
+  const int64_t entries = rng.between(1, 3);
+  const int64_t end_ms = std::max<int64_t>(s.duration_ms, kMsPerMinute);
+  for (int64_t i = 0; i < entries; ++i) {
+    WorkloadEntry w;
+    const auto& v = s.cluster.volumes[rng.below(s.cluster.volumes.size())];
+    w.volume = v.name;
+    w.via = v.replicas[rng.below(v.replicas.size())];
+    w.entity = "t";
+    w.name = "run" + std::to_string(i);
+    w.at_ms = rng.between(5, 20) * kMsPerSecond;
+    nlohmann::json f;
+    f["handler"] = "noop";
+    f["semantics"] = rng.chance(0.5) ? "at_most_once" : "at_least_once";
+    if (rng.chance(0.5)) f["cron"] = "*/" + std::to_string(rng.between(10, 40)) + " * * * * *";
+    else f["timer"] = {{"after", "5s"}};  // one pop, then only what is triggered
+    f["misfire_window"] = "30m";
+    w.fields = std::move(f);
+    const WorkloadEntry created = w;
+    s.workload.push_back(std::move(w));
+    const int64_t triggers = rng.between(1, 6);
+    for (int64_t k = 0; k < triggers; ++k) {
+      WorkloadEntry t = created;
+      t.fields = nlohmann::json::object();
+      t.trigger = true;
+      t.at_ms = rng.between(created.at_ms / kMsPerSecond + 5, end_ms / kMsPerSecond) * kMsPerSecond + rng.between(0, 999);
+      const bool keyed = rng.chance(0.6);
+      if (keyed) {
+        t.idempotency_key = "seed" + std::to_string(seed) + "-" + std::to_string(i) + "-" + std::to_string(k);
+        t.want_majority = true;
+      }
+      s.workload.push_back(t);
+      const int64_t retries = keyed ? rng.between(0, 2) : 0;
+      for (int64_t r = 0; r < retries; ++r) {
+        t.at_ms += rng.between(1, 30) * kMsPerSecond;
+        s.workload.push_back(t);
+      }
+    }
+  }
 }
 
 std::string swarm_replay_command(uint64_t seed, const SwarmOptions& o) {
@@ -204,6 +256,7 @@ std::string swarm_replay_command(uint64_t seed, const SwarmOptions& o) {
   if (o.reconfig) cmd += " --reconfig";
   if (o.prepare_ahead_ms > 0) cmd += " --prepare-ahead " + format_duration_ms(o.prepare_ahead_ms);
   if (!o.issue33_kinds) cmd += " --classic-faults";
+  if (o.triggers) cmd += " --triggers";
   return cmd;
 }
 

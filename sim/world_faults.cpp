@@ -165,7 +165,12 @@ void World::write_entry(uint32_t node, size_t workload_index, EntryWrite write, 
   if (want_majority) write.want_acks = static_cast<uint32_t>(replicas_at(write.volume, now_ms_).size() / 2 + 1);
   rec.want_acks = std::max<uint32_t>(1, write.want_acks);
   write.id = rec.id;
-  const std::string what = std::string(write.remove ? "delete " : !write.pause ? "put " : *write.pause ? "pause " : "resume ") + write.volume + "/" + write.entity + "/" +
+  const std::string what = std::string(write.remove    ? "delete "
+                                       : write.trigger ? "trigger "
+                                       : !write.pause  ? "put "
+                                       : *write.pause  ? "pause "
+                                                       : "resume ") +
+                           (write.idempotency_key.empty() ? "" : "key=" + write.idempotency_key + " ") + write.volume + "/" + write.entity + "/" +
                            write.name + (rec.want_acks > 1 ? " w=" + std::to_string(rec.want_acks) : "");
   if (!n.up) {
     ++puts_dropped_;

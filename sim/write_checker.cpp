@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/time.h"
+#include "schedule/entry_codec.h"
 #include "schedule/entry_json.h"
 #include "schedule/occurrence.h"
 #include "schedule/timing.h"
@@ -64,6 +65,12 @@ bool schedules(const schedule::Entry& entry, int64_t scheduled_utc_ms) {
 
 std::optional<schedule::Entry> entry_of_write(const Scenario& scenario, const World& world, uint32_t node,
                                               const Observation& obs) {
+  if (obs.text == "trigger") {
+    // Run now: the definition the node wrote, with the new manual occurrence.
+    auto entry = schedule::decode_entry(obs.detail);
+    if (!entry) return std::nullopt;
+    return std::move(*entry);
+  }
   if (obs.text != "put" && !obs.text.empty()) return std::nullopt;
   if (obs.write_id < 1 || obs.write_id > world.writes().size()) return std::nullopt;
   const WorkloadEntry& w = scenario.workload[world.writes()[obs.write_id - 1].workload];

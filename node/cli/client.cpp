@@ -247,6 +247,18 @@ int cmd_pause_or_resume(Session& s, const ClientArgs& a, bool pause) {
 }
 
 int cmd_pause(Session& s, const ClientArgs& a) { return cmd_pause_or_resume(s, a, true); }
+
+// Run now: the answer names the manual occurrence; `caesium history` shows it, "manual".
+int cmd_trigger(Session& s, const ClientArgs& a) {
+  auto j = s.call("POST", with_w(entry_path(a) + "/trigger", a), "");
+  if (!j) return kRemoteError;
+  const std::string id = j->value("id", std::string());
+  const std::string scheduled = j->value("scheduled", std::string());
+  s.print(*j, std::string(j->value("repeat", false) ? "already triggered " : "triggered ") + a.positionals[1] + "/" +
+                  a.positionals[2] + " in " + a.positionals[0] + ": occurrence " + scheduled + " (trigger " + id +
+                  ")\n");
+  return kOk;
+}
 int cmd_resume(Session& s, const ClientArgs& a) { return cmd_pause_or_resume(s, a, false); }
 
 int cmd_ls(Session& s, const ClientArgs& a) {
@@ -305,7 +317,7 @@ using CommandFn = int (*)(Session&, const ClientArgs&);
 const std::map<std::string, CommandFn>& command_table() {
   static const std::map<std::string, CommandFn> table = {
       {"put", cmd_put},         {"get", cmd_get},       {"rm", cmd_rm},
-      {"pause", cmd_pause},     {"resume", cmd_resume},
+      {"pause", cmd_pause},     {"resume", cmd_resume},     {"trigger", cmd_trigger},
       {"history", cmd_history}, {"ls", cmd_ls},         {"status", cmd_status},
       {"config", cmd_config_get}, {"config get", cmd_config_get}, {"config apply", cmd_config_apply}};
   return table;
@@ -398,8 +410,16 @@ ClientTransport curl_transport(const ClientTarget& target, int64_t timeout_ms) {
       r.error = "the API token contains a control character (CR, LF, ...); nothing was sent";
       return r;
     }
+    if (!target.idempotency_key.empty() && !daemon::is_header_safe(target.idempotency_key)) {
+      curl_easy_cleanup(e);
+      r.error = "the idempotency key contains a control character (CR, LF, ...); nothing was sent";
+      return r;
+    }
     curl_slist* headers = nullptr;
     if (!target.token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + target.token).c_str());
+    if (!target.idempotency_key.empty()) {
+      headers = curl_slist_append(headers, ("Idempotency-Key: " + target.idempotency_key).c_str());
+    }
     if (!target.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, target.ca_file.c_str());
     if (!target.cert_file.empty()) curl_easy_setopt(e, CURLOPT_SSLCERT, target.cert_file.c_str());
     if (!target.key_file.empty()) curl_easy_setopt(e, CURLOPT_SSLKEY, target.key_file.c_str());
@@ -449,6 +469,12 @@ int run_client_command(const std::string& command, const ClientArgs& args, std::
                     args.value("--ca-file"), args.value("--cert-file"),  args.value("--key-file")};
   auto target = resolve_client_target(flags, env);
   if (!target) return usage_error(target.error().message);
+  if (auto key = args.value("--idempotency-key")) {
+    if (Status st = schedule::validate_idempotency_key(*key); !st.ok()) {
+      return usage_error("--idempotency-key: " + st.error().message);
+    }
+    target->idempotency_key = *key;
+  }
   Session s{*target, connect(*target, timeout_ms), out, err, args.has("--json"), usage_error};
   return it->second(s, args);
 }

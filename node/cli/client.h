@@ -40,6 +40,9 @@ struct ClientTarget {
   std::string ca_file;   // "" = the system's CAs (https only)
   std::string cert_file; // client certificate, "" = none
   std::string key_file;
+  // Sent as an Idempotency-Key header with every request of the command ("" = none):
+  // caesium trigger --idempotency-key.
+  std::string idempotency_key;
 };
 
 struct ClientFlags {

@@ -147,6 +147,12 @@ void add_client_commands(CLI::App& root, Io& io, int& exit_code) {
     c->add_option("--w", "answer once N replicas hold the change")->type_name("N");
   }
 
+  CLI::App* trigger = add_client(root, "trigger", "run an entry now: one manual occurrence, claimed as any", io,
+                                 exit_code);
+  add_positionals(*trigger, {"VOLUME", "ENTITY", "NAME"});
+  trigger->add_option("--w", "answer once N replicas hold the trigger")->type_name("N");
+  trigger->add_option("--idempotency-key", "a retry with the same key runs nothing more")->type_name("KEY");
+
   CLI::App* history = add_client(root, "history", "an entry's recent occurrences", io, exit_code);
   add_positionals(*history, {"VOLUME", "ENTITY", "NAME"});
   history->add_option("--limit", "how many occurrences")->type_name("N");

@@ -130,7 +130,8 @@ std::string render_history(const json& h) {
     for (const auto& a : array_at(o, "attempts")) {
       attempts += (attempts.empty() ? "" : ", ") + field(a, "worker") + "#" + field(a, "attempt") + ":" + field(a, "state");
     }
-    rows.push_back({field(o, "scheduled"), field(o, "outcome"), owners.empty() ? "-" : owners,
+    const bool manual = o.is_object() && o.value("manual", false);  // run now (caesium trigger)
+    rows.push_back({field(o, "scheduled") + (manual ? " (manual)" : ""), field(o, "outcome"), owners.empty() ? "-" : owners,
                     attempts.empty() ? "-" : attempts, field(o, "runs"), field(o, "duplicates")});
   }
   if (rows.empty()) return "no occurrences recorded yet\n";

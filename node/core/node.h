@@ -206,6 +206,21 @@ class Node final : private schedule::SchedulerHost {
   // `?w=N` confirms the state.
   Result<WriteAck> set_paused(const std::string& volume, const std::string& entity, const std::string& name,
                               bool paused, Clock now, bool want_acks = false);
+  // Runs an entry now ("run now", docs/entries.md Controls): writes the entry again with a
+  // manual occurrence added (schedule::add_trigger), due at the write's time, which then
+  // goes through the ordinary claim path like any occurrence.  `idempotency_key` (empty:
+  // none; the caller has checked it, see trigger_id_for_key) names the trigger: when the
+  // entry still holds a trigger of that name, nothing is written and the ack is the
+  // current record (`existing`).  Errors by field: "volume" (not a replica), "name" (no
+  // such entry), "paused" (a paused entry runs nothing), "triggers" (kMaxTriggers
+  // triggers may still run).
+  struct TriggerAck {
+    WriteAck ack;
+    schedule::Trigger trigger;
+    bool existing = false;
+  };
+  Result<TriggerAck> trigger_entry(const std::string& volume, const std::string& entity, const std::string& name,
+                                   std::string_view idempotency_key, Clock now, bool want_acks = false);
   // Replicas known to hold `version` (or newer) of `key` durably, this node included
   // (the caller waits for this node's own durability through durable_seq()).
   size_t replica_acks(const std::string& volume, const std::string& key, const schedule::Version& version) const;
@@ -531,6 +546,7 @@ class Node final : private schedule::SchedulerHost {
 
   NodeOptions options_;
   Rng rng_;
+  uint64_t triggers_made_ = 0;  // names triggers made without an Idempotency-Key
   uint64_t boot_id_ = 0;
   uint64_t incarnation_ = 0;
   bool started_ = false;

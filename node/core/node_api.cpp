@@ -1,6 +1,9 @@
 // Node core, part 4: the local API — entries and their occurrence history.  Writes
 // return the storage sequence that must be durable before the caller acknowledges.
 #include <algorithm>
+#include <cassert>
+
+#include "base/hash.h"
 
 #include "node/core/node.h"
 
@@ -50,6 +53,47 @@ Result<WriteAck> Node::set_paused(const std::string& volume, const std::string& 
   if (!entry) return Error("no entry '" + name + "' for entity '" + entity + "'", "name");
   schedule::apply_pause(*entry, paused, now.utc_ms);
   return put_entry(volume, *entry, now, want_acks);
+}
+
+Result<Node::TriggerAck> Node::trigger_entry(const std::string& volume, const std::string& entity,
+                                             const std::string& name, std::string_view idempotency_key, Clock now,
+                                             bool want_acks) {
+  last_ = now;
+  auto it = volumes_.find(volume);
+  if (it == volumes_.end() || it->second.departing) {
+    return Error("this node does not replicate volume '" + volume + "'", "volume");
+  }
+  std::optional<schedule::Entry> entry = get_entry(volume, entity, name);
+  if (!entry) return Error("no entry '" + name + "' for entity '" + entity + "'", "name");
+  const std::string key = schedule::entry_key(entity, name);
+  // The id: from the Idempotency-Key, so a retry finds its trigger, or unique to this
+  // process and instant.
+  const std::string id =
+      !idempotency_key.empty()
+          ? schedule::trigger_id_for_key(idempotency_key)
+          : schedule::trigger_id('t', hash_combine(hash_combine(hash64(options_.id), boot_id_),
+                                                   hash_combine(static_cast<uint64_t>(now.utc_ms), ++triggers_made_)));
+  if (const schedule::Trigger* t = entry->trigger_named(id)) {
+    // A retry: the same answer, and nothing written.  The caller still waits for the
+    // record that holds it to be as durable as asked.
+    const auto held = it->second.store->find(key);
+    assert(held.has_value());
+    return TriggerAck{WriteAck{held->to_record(), write_barrier()}, *t, true};
+  }
+  if (entry->paused) return Error("entry '" + name + "' of entity '" + entity + "' is paused; resume it first", "paused");
+  // Due no earlier than the version this write will get (the later of the clock, the
+  // store's clock and the version held for the key, + 1 ms for a logical overflow), so
+  // the trigger is an occurrence that falls due after the write that adds it: the edit
+  // rule governs it like any other (docs/firing.md, Run now).
+  const auto held = it->second.store->find(key);
+  int64_t floor_ms = std::max(now.utc_ms, it->second.store->clock().last().physical_ms);
+  if (held) floor_ms = std::max(floor_ms, held->physical_ms);
+  auto trigger = schedule::add_trigger(*entry, id, floor_ms + 1, now.utc_ms);
+  if (!trigger) return trigger.error();
+  auto ack = put_entry(volume, *entry, now, want_acks);
+  if (!ack) return ack.error();
+  assert(ack->record.version.physical_ms <= trigger->at_utc_ms);
+  return TriggerAck{std::move(*ack), std::move(*trigger), false};
 }
 
 std::optional<schedule::Entry> Node::get_entry(const std::string& volume, const std::string& entity,

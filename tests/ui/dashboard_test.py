@@ -8,7 +8,8 @@ what it shows against what the API answers: members and their state and clock of
 every volume's master, the withheld / missed / lost counts, the entry list and its
 search filter, an entry's definition, next occurrences and history timeline; that a
 wrong token is refused; that the admin token's Pause and Resume buttons pause and resume
-an entry (the page and a GET of the entry agree each time, the list marks it paused) and
+an entry (the page and a GET of the entry agree each time, the list marks it paused), that
+its Run now button triggers it (the API lists the trigger, the page's definition too) and
 that a refused control shows the API's error; that a read-only token sees no controls,
 and that controls appear only for features the API reports.  It saves a screenshot
 (--out).
@@ -429,15 +430,16 @@ def check_controls(b, api, scope):
     admin, and only for features /v1/status lists."""
     features = api.get("/v1/status")["features"]
     check("pause" in features, "/v1/status does not list the feature pause: %r" % features)
+    check("trigger" in features, "/v1/status does not list the feature trigger: %r" % features)
     if scope == "read":
         check(not b.shown("#controls"), "operator controls show for a read token")
         check(b.find_all("#controls button") == [], "control buttons exist for a read token")
     else:
         paused = b.js("return caesiumUi.state.entry.paused;")
-        want = ["resume"] if paused else ["pause"]
+        want = ["resume"] if paused else ["pause", "trigger"]
         wait_for("the %s button" % want[0], lambda: control_buttons(b) == want)
     got = b.js("return caesiumUi.controlsFor(arguments[0], arguments[1]).map(c => c.action);", features, scope)
-    check(got == ([] if scope == "read" else ["pause", "resume"]), "controls for %s: %r" % (scope, got))
+    check(got == ([] if scope == "read" else ["pause", "resume", "trigger"]), "controls for %s: %r" % (scope, got))
     got = b.js("return caesiumUi.controlsFor(arguments[0], arguments[1]).map(c => c.action);", [], scope)
     check(got == [], "controls for %s with no feature listed: %r" % (scope, got))
 
@@ -456,7 +458,7 @@ def check_pause_resume(b, api, volume, entity, name):
     open_entry(b, key)
     check(api.get(path)["paused"] is False, "%s is paused before the test pauses it" % key)
     check(page_paused(b, key) == ("false", ""), "the page shows %r for %s before a pause" % (page_paused(b, key), key))
-    wait_for("the Pause button alone", lambda: control_buttons(b) == ["pause"])
+    wait_for("the Pause and Run now buttons", lambda: control_buttons(b) == ["pause", "trigger"])
     b.click("#controls button[data-control=pause]")
     wait_for("the page to show %s paused" % key,
              lambda: page_paused(b, key) == ("true", "paused") and control_buttons(b) == ["resume"])
@@ -468,13 +470,20 @@ def check_pause_resume(b, api, volume, entity, name):
     check(b.text("#control-error") == "", "an error shows after Pause: %r" % b.text("#control-error"))
     b.click("#controls button[data-control=resume]")
     wait_for("the page to show %s resumed" % key,
-             lambda: page_paused(b, key) == ("false", "") and control_buttons(b) == ["pause"])
+             lambda: page_paused(b, key) == ("false", "") and control_buttons(b) == ["pause", "trigger"])
     entry = api.get(path)
     check(entry["paused"] is False, "the API says %s paused = %r after Resume" % (key, entry["paused"]))
     check(entry["next"] is not None and entry.get("resumed"), "a resumed entry: next %r, resumed %r" % (
         entry["next"], entry.get("resumed")))
     check(("resumed " + entry["resumed"]) in b.text("#entry-state"), "the page shows %r" % b.text("#entry-state"))
     check(b.rows("#entries", "key", ".next")[key] == entry["next"], "the list's next of %s is not the API's" % key)
+    # Run now: the entry gains a trigger, in the API and in the page's definition.
+    b.click("#controls button[data-control=trigger]")
+    wait_for("the API to list the trigger of %s" % key, lambda: len(api.get(path).get("triggers", [])) == 1)
+    trigger = api.get(path)["triggers"][0]
+    wait_for("the page's definition to show the trigger", lambda: json.loads(
+        b.js("return document.getElementById('entry-definition').textContent;")).get("triggers") == [trigger])
+    check(b.text("#control-error") == "", "an error shows after Run now: %r" % b.text("#control-error"))
 
 
 def check_control_error(b, api, volume, entity, name):
@@ -482,7 +491,7 @@ def check_control_error(b, api, volume, entity, name):
     the API's error in the page."""
     key = "%s/caesium/schedule/%s" % (entity, name)
     open_entry(b, key)
-    wait_for("the Pause button alone", lambda: control_buttons(b) == ["pause"])
+    wait_for("the Pause and Run now buttons", lambda: control_buttons(b) == ["pause", "trigger"])
     status, _ = http("DELETE", api.base + entry_path(volume, entity, name), token=ADMIN)
     check(status == 204, "DELETE of %s: %s" % (key, status))
     status, answer = http("POST", api.base + entry_path(volume, entity, name) + "/pause", {}, token=ADMIN)

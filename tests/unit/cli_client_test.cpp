@@ -389,3 +389,41 @@ TEST_CASE("cli rendering: tables, timings and odd input") {
   CHECK(render_status(json::array()).find("MEMBER") != std::string::npos);  // never throws on odd shapes
   CHECK(render_entry(json{{"payload_base64", "AAE="}}).find("(binary, base64) AAE=") != std::string::npos);
 }
+
+TEST_CASE("cli: trigger posts to the entry's trigger route with the idempotency key") {
+  FakeApi f;
+  f.env["CAESIUM_API"] = "h:1";
+  const json answer_body = {{"id", "k0123456789abcdef"},
+                            {"scheduled", "2026-03-20T10:04:31.207Z"},
+                            {"scheduled_ms", 1774001071207},
+                            {"repeat", false},
+                            {"entry", kEntry}};
+  f.answers = {answer(200, answer_body)};
+  auto t = f.run("trigger", {"v", "acme", "report", "--w=2", "--idempotency-key", "deploy-4711"});
+  REQUIRE(t.status == 0);
+  REQUIRE(f.sent.size() == 1);
+  CHECK(f.sent[0].method == "POST");
+  CHECK(f.sent[0].path == "/v1/volumes/v/entities/acme/schedule/report/trigger?w=2");
+  CHECK(f.sent[0].body.empty());
+  CHECK(f.target.idempotency_key == "deploy-4711");
+  CHECK(t.out == "triggered acme/report in v: occurrence 2026-03-20T10:04:31.207Z (trigger k0123456789abcdef)\n");
+
+  json repeat = answer_body;
+  repeat["repeat"] = true;
+  f.answers = {answer(200, repeat)};
+  auto r = f.run("trigger", {"v", "acme", "report"});
+  REQUIRE(r.status == 0);
+  CHECK(f.target.idempotency_key.empty());
+  CHECK(r.out.find("already triggered acme/report") == 0);
+
+  // A key the API would refuse is refused before anything is sent.
+  const size_t sent = f.sent.size();
+  auto bad = f.run("trigger", {"v", "acme", "report", "--idempotency-key", std::string(201, 'k')});
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("--idempotency-key") != std::string::npos);
+  CHECK(f.sent.size() == sent);
+  f.answers = {answer(409, {{"error", "entry 'report' of entity 'acme' is paused; resume it first"}, {"field", "paused"}})};
+  auto paused = f.run("trigger", {"v", "acme", "report"});
+  CHECK(paused.status == 1);
+  CHECK(paused.err.find("is paused") != std::string::npos);
+}

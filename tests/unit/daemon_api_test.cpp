@@ -945,3 +945,91 @@ TEST_CASE("api controls: a bulk pause with ?w=2 waits until every entry it chang
   CHECK(a.wait.also[1].first == "acme/caesium/schedule/b");
   for (const auto& [key, version] : a.wait.also) CHECK(version.physical_ms > 0);
 }
+
+TEST_CASE("api controls: trigger runs now, once per Idempotency-Key; 404, 409 and bad keys refused") {
+  Fixture f;
+  const std::string trigger = kEntryPath + "/trigger";
+  CHECK(f.run("POST", trigger).response.status == 404);
+  CHECK(*f.run("GET", trigger).response.header("Allow") == "POST");
+  f.write("PUT", kEntryPath, R"({"cron": "0 0 1 1 *", "handler": "tick"})");
+  const int64_t now = f.n.clock().utc_ms;
+
+  auto keyed = [&](const std::string& key) {
+    ServerRequest r = api_request("POST", trigger);
+    r.headers.emplace_back("idempotency-key", key);
+    return r;
+  };
+  ApiAction first = f.h.handle(keyed("deploy-4711"));
+  REQUIRE(first.kind == ApiAction::Kind::kAwaitWrite);
+  f.n.settle();
+  REQUIRE(first.response.status == 200);
+  const json t = body_of(first.response);
+  CHECK(t["id"] == schedule::trigger_id_for_key("deploy-4711"));
+  CHECK(t["repeat"] == false);
+  const int64_t at = t["scheduled_ms"].get<int64_t>();
+  CHECK(at > now);  // at or after the write's version: the edit rule governs it
+  CHECK(at <= now + 2);
+  CHECK(t["scheduled"] == format_rfc3339_utc(at));
+  CHECK(t["entry"]["triggers"].size() == 1);
+  CHECK(t["entry"]["next"] == format_rfc3339_utc(at));  // the manual occurrence is next
+
+  // The same key again: the same answer, and nothing written (the same record version).
+  f.n.advance(1'000);
+  ApiAction again = f.h.handle(keyed("deploy-4711"));
+  f.n.settle();
+  const json t2 = body_of(again.response);
+  CHECK(again.response.status == 200);
+  CHECK(t2["id"] == t["id"]);
+  CHECK(t2["scheduled_ms"] == at);
+  CHECK(t2["repeat"] == true);
+  CHECK(again.wait.version == first.wait.version);
+  CHECK(t2["entry"]["triggers"].size() == 1);
+  // Another key, or none: another trigger, later.
+  ApiAction other = f.h.handle(keyed("deploy-4712"));
+  f.n.settle();
+  CHECK(body_of(other.response)["id"] != t["id"]);
+  ServerResponse plain = f.write("POST", trigger);
+  REQUIRE(plain.status == 200);
+  CHECK(body_of(plain)["id"].get<std::string>()[0] == 't');
+  CHECK(body_of(plain)["entry"]["triggers"].size() == 3);
+  CHECK(f.h.counters().triggers == 3);
+  CHECK(f.h.counters().trigger_repeats == 1);
+
+  // The history marks the manual occurrence once it is recorded.
+  f.n.advance(5'000);
+  json h = body_of(f.run("GET", kEntryPath + "/history").response);
+  bool found = false;
+  for (const auto& o : h["occurrences"]) {
+    if (o["scheduled_ms"] == at) {
+      found = true;
+      CHECK(o["manual"] == true);
+      CHECK(o["trigger"] == t["id"]);
+    }
+  }
+  CHECK(found);
+
+  // A PUT keeps the triggers (and ignores those it carries).
+  json edited = body_of(f.run("GET", kEntryPath).response);
+  edited["triggers"] = json::array();
+  REQUIRE(f.write("PUT", kEntryPath, edited.dump()).status == 200);
+  CHECK(body_of(f.run("GET", kEntryPath).response)["triggers"].size() == 3);
+  ApiAction after_put = f.h.handle(keyed("deploy-4711"));
+  CHECK(body_of(after_put.response)["repeat"] == true);
+
+  // Bad keys: control characters, too long, empty.
+  for (const std::string& bad : {std::string("a\x01"), std::string(201, 'k'), std::string(), std::string("a b")}) {
+    ApiAction r = f.h.handle(keyed(bad));
+    CHECK(r.response.status == 400);
+    CHECK(body_of(r.response)["field"] == "Idempotency-Key");
+  }
+  CHECK(f.run("POST", trigger, R"({"at": "now"})").response.status == 400);
+  CHECK(f.run("POST", trigger, "", false).response.status == 401);
+
+  // A paused entry runs nothing: 409.
+  REQUIRE(f.write("POST", kEntryPath + "/pause").status == 200);
+  ApiAction paused = f.h.handle(keyed("deploy-9999"));
+  CHECK(paused.response.status == 409);
+  CHECK(body_of(paused.response)["field"] == "paused");
+  json status = body_of(f.run("GET", "/v1/status").response);
+  CHECK(std::count(status["features"].begin(), status["features"].end(), "trigger") == 1);
+}

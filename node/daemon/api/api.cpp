@@ -257,6 +257,7 @@ ApiAction ApiHandler::route_volume(const ServerRequest& req, const std::vector<s
     case RouteId::kEntryResume: return entry_pause(req, volume, seg[4], seg[6], false);
     case RouteId::kBulkPause: return bulk_pause(req, volume, true);
     case RouteId::kBulkResume: return bulk_pause(req, volume, false);
+    case RouteId::kEntryTrigger: return entry_trigger(req, volume, seg[4], seg[6]);
     default: return entry_delete(req, volume, seg[4], seg[6]);
   }
 }
@@ -294,6 +295,8 @@ std::optional<ApiAction> ApiHandler::locate(const ServerRequest& req, const std:
 std::vector<std::pair<std::string, std::string>> ApiHandler::forward_headers(const ServerRequest& req) const {
   std::vector<std::pair<std::string, std::string>> h;
   if (const std::string* auth = req.header("authorization")) h.emplace_back("Authorization", *auth);
+  // A retried trigger must reach the replica with its key (POST .../trigger).
+  if (const std::string* key = req.header("idempotency-key")) h.emplace_back("Idempotency-Key", *key);
   h.emplace_back("X-Caesium-Forwarded", backend_.node_id());
   return h;
 }

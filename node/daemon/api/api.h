@@ -78,6 +78,10 @@ class ApiBackend {
   // Pause or resume: the stored entry with `paused` set (node::Node::set_paused).
   virtual Result<node::WriteAck> set_paused(const std::string& volume, const std::string& entity,
                                             const std::string& name, bool paused, bool want_acks) = 0;
+  // Run now: a manual occurrence (node::Node::trigger_entry).
+  virtual Result<node::Node::TriggerAck> trigger_entry(const std::string& volume, const std::string& entity,
+                                                       const std::string& name, std::string_view idempotency_key,
+                                                       bool want_acks) = 0;
   virtual Result<node::WriteAck> apply_config(node::ClusterConfig config, bool force) = 0;
   virtual std::optional<schedule::Entry> get_entry(const std::string& volume, const std::string& entity,
                                                    const std::string& name) const = 0;
@@ -132,6 +136,8 @@ struct ApiCounters {
   uint64_t forward_failures = 0;  // ...for which no target answered
   uint64_t write_timeouts = 0;    // kAwaitWrite that ran out of time
   uint64_t chronos_requests = 0;
+  uint64_t triggers = 0;          // POST .../trigger that added a manual occurrence
+  uint64_t trigger_repeats = 0;   // ...that found its Idempotency-Key's trigger (nothing written)
 };
 
 class ApiHandler {
@@ -174,6 +180,9 @@ class ApiHandler {
   // POST .../pause and .../resume: 200 with the entry as it now stands.
   ApiAction entry_pause(const ServerRequest& req, const std::string& volume, const std::string& entity,
                         const std::string& name, bool paused);
+  // POST .../trigger: 200 with the manual occurrence (its id and due time) and the entry.
+  ApiAction entry_trigger(const ServerRequest& req, const std::string& volume, const std::string& entity,
+                          const std::string& name);
   ApiAction entry_delete(const ServerRequest& req, const std::string& volume, const std::string& entity,
                          const std::string& name);
   // POST /v1/volumes/{volume}/pause and /resume: every entry under ?prefix= (an entity

@@ -35,6 +35,14 @@ Result<node::WriteAck> NodeApiBackend::set_paused(const std::string& volume, con
   return ack;
 }
 
+Result<node::Node::TriggerAck> NodeApiBackend::trigger_entry(const std::string& volume, const std::string& entity,
+                                                             const std::string& name,
+                                                             std::string_view idempotency_key, bool want_acks) {
+  auto ack = node_.trigger_entry(volume, entity, name, idempotency_key, hooks_.now(), want_acks);
+  wrote();
+  return ack;
+}
+
 Result<node::WriteAck> NodeApiBackend::apply_config(node::ClusterConfig config, bool force) {
   auto ack = node_.apply_config(std::move(config), hooks_.now(), force);
   wrote();

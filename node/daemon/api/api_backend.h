@@ -30,6 +30,9 @@ class NodeApiBackend : public ApiBackend {
   Result<node::WriteAck> put_entry(const std::string& volume, const schedule::Entry& entry, bool want_acks) override;
   Result<node::WriteAck> set_paused(const std::string& volume, const std::string& entity, const std::string& name,
                                     bool paused, bool want_acks) override;
+  Result<node::Node::TriggerAck> trigger_entry(const std::string& volume, const std::string& entity,
+                                               const std::string& name, std::string_view idempotency_key,
+                                               bool want_acks) override;
   Result<node::WriteAck> delete_entry(const std::string& volume, const std::string& entity, const std::string& name,
                                       bool want_acks) override;
   Result<node::WriteAck> apply_config(node::ClusterConfig config, bool force) override;

@@ -58,12 +58,13 @@ json cut_page(std::vector<schedule::Entry>& entries, size_t limit) {
   return schedule::entry_key(entries.back());
 }
 
-// A pause or resume takes no body; an empty JSON object is accepted as none.
-Status no_body(const ServerRequest& req, bool paused) {
-  const bool blank = req.body.find_first_not_of(" \t\r\n") == std::string::npos;
-  if (blank || json::parse(req.body, nullptr, false) == json::object()) return {};
-  return Error(std::string("POST .../") + (paused ? "pause" : "resume") + " takes no body (or an empty JSON object)",
-               "body");
+// The body of a control (pause, resume, trigger): none, or an empty JSON object.  (A
+// discarded parse compares unequal to nothing in nlohmann::json, so it is tested first.)
+Status no_body(const ServerRequest& req, const std::string& verb) {
+  if (req.body.find_first_not_of(" \t\r\n") == std::string::npos) return {};
+  const json parsed = json::parse(req.body, nullptr, false);
+  if (!parsed.is_discarded() && parsed == json::object()) return {};
+  return Error("POST .../" + verb + " takes no body (or an empty JSON object)", "body");
 }
 
 }  // namespace
@@ -121,7 +122,11 @@ ApiAction ApiHandler::entry_put(const ServerRequest& req, const std::string& vol
   const Clock now = backend_.now();
   auto entry = schedule::entry_from_json(body, entity, name, now.utc_ms, backend_.node_id());
   if (!entry) return respond(error_response(400, entry.error().message, entry.error().field));
-  const bool existed = backend_.get_entry(volume, entity, name).has_value();
+  const std::optional<schedule::Entry> existing = backend_.get_entry(volume, entity, name);
+  const bool existed = existing.has_value();
+  // The manual occurrences are the server's (a PUT's `triggers` is ignored): an edit keeps
+  // them, so a retried trigger still finds its Idempotency-Key.
+  if (existing) entry->triggers = existing->triggers;
   auto ack = backend_.put_entry(volume, *entry, *w > 1);
   if (!ack) return respond(error_response(400, ack.error().message, ack.error().field));
   ServerResponse r = json_response(existed ? 200 : 201, entry_json(volume, *entry));
@@ -133,7 +138,9 @@ ApiAction ApiHandler::entry_pause(const ServerRequest& req, const std::string& v
                                   const std::string& name, bool paused) {
   auto w = write_quorum(req, backend_.cluster_config(), volume);
   if (!w) return respond(error_response(400, w.error().message, w.error().field));
-  if (Status b = no_body(req, paused); !b.ok()) return respond(error_response(400, b.error().message, "body"));
+  if (Status b = no_body(req, paused ? "pause" : "resume"); !b.ok()) {
+    return respond(error_response(400, b.error().message, "body"));
+  }
   auto ack = backend_.set_paused(volume, entity, name, paused, *w > 1);
   if (!ack) return respond(error_response(404, ack.error().message, ack.error().field));
   auto entry = backend_.get_entry(volume, entity, name);
@@ -144,7 +151,9 @@ ApiAction ApiHandler::entry_pause(const ServerRequest& req, const std::string& v
 ApiAction ApiHandler::bulk_pause(const ServerRequest& req, const std::string& volume, bool paused) {
   auto w = write_quorum(req, backend_.cluster_config(), volume);
   if (!w) return respond(error_response(400, w.error().message, w.error().field));
-  if (Status b = no_body(req, paused); !b.ok()) return respond(error_response(400, b.error().message, "body"));
+  if (Status b = no_body(req, paused ? "pause" : "resume"); !b.ok()) {
+    return respond(error_response(400, b.error().message, "body"));
+  }
   Status qs;
   const auto prefix = query_param(req, "prefix", qs);
   const auto entity = query_param(req, "entity", qs);
@@ -198,6 +207,35 @@ ApiAction ApiHandler::bulk_pause(const ServerRequest& req, const std::string& vo
   return a;
 }
 
+ApiAction ApiHandler::entry_trigger(const ServerRequest& req, const std::string& volume, const std::string& entity,
+                                    const std::string& name) {
+  auto w = write_quorum(req, backend_.cluster_config(), volume);
+  if (!w) return respond(error_response(400, w.error().message, w.error().field));
+  if (Status b = no_body(req, "trigger"); !b.ok()) return respond(error_response(400, b.error().message, "body"));
+  std::string_view key;
+  if (const std::string* k = req.header("idempotency-key")) {
+    if (Status s = schedule::validate_idempotency_key(*k); !s.ok()) {
+      return respond(error_response(400, s.error().message, s.error().field));
+    }
+    key = *k;
+  }
+  auto ack = backend_.trigger_entry(volume, entity, name, key, *w > 1);
+  if (!ack) {
+    const std::string& field = ack.error().field;
+    const int status = field == "paused" ? 409 : field == "triggers" ? 429 : field == "name" ? 404 : 400;
+    return respond(error_response(status, ack.error().message, field));
+  }
+  auto entry = backend_.get_entry(volume, entity, name);
+  if (!entry) return respond(error_response(404, "no entry '" + name + "' for entity '" + entity + "'", "name"));
+  ++(ack->existing ? counters_.trigger_repeats : counters_.triggers);
+  json j = {{"id", ack->trigger.id},
+            {"scheduled", format_rfc3339_utc(ack->trigger.at_utc_ms)},
+            {"scheduled_ms", ack->trigger.at_utc_ms},
+            {"repeat", ack->existing},
+            {"entry", entry_json(volume, *entry)}};
+  return await_write(ack->ack, volume, *w, json_response(200, j));
+}
+
 ApiAction ApiHandler::entry_delete(const ServerRequest& req, const std::string& volume, const std::string& entity,
                                    const std::string& name) {
   auto w = write_quorum(req, backend_.cluster_config(), volume);
@@ -233,7 +271,8 @@ ApiAction ApiHandler::entry_history(const ServerRequest& req, const std::string&
   auto limit = read_limit(req, options_.default_history_limit, options_.max_history_limit);
   if (!limit) return respond(error_response(400, limit.error().message, limit.error().field));
   auto occurrences = backend_.history(volume, entity, name, *limit);
-  if (occurrences.empty() && !backend_.get_entry(volume, entity, name)) {
+  const std::optional<schedule::Entry> entry = backend_.get_entry(volume, entity, name);
+  if (occurrences.empty() && !entry) {
     return respond(error_response(404, "no entry '" + name + "' for entity '" + entity + "' in volume '" + volume +
                                            "' and no occurrence history for it",
                                   "name"));
@@ -241,7 +280,7 @@ ApiAction ApiHandler::entry_history(const ServerRequest& req, const std::string&
   return respond(json_response(200, {{"volume", volume},
                                      {"entity", entity},
                                      {"name", name},
-                                     {"occurrences", history_json(occurrences)}}));
+                                     {"occurrences", history_json(occurrences, entry ? &*entry : nullptr)}}));
 }
 
 ApiAction ApiHandler::config_put(const ServerRequest& req) {

@@ -53,7 +53,7 @@ std::string outcome(const node::Node::OccurrenceHistory& h) {
 
 }  // namespace
 
-json history_json(const std::vector<node::Node::OccurrenceHistory>& occurrences) {
+json history_json(const std::vector<node::Node::OccurrenceHistory>& occurrences, const schedule::Entry* entry) {
   json out = json::array();
   for (const auto& h : occurrences) {
     json owners = json::array();
@@ -96,6 +96,11 @@ json history_json(const std::vector<node::Node::OccurrenceHistory>& occurrences)
                    {"attempts", std::move(attempts)},
                    {"runs", runs},
                    {"duplicates", runs > 1 ? runs - 1 : 0}});
+    // A manual occurrence ("run now") is one of the entry's triggers.  One that the entry
+    // no longer keeps (kMaxTriggers, or older than it remembers) shows as scheduled.
+    const schedule::Trigger* t = entry != nullptr ? entry->trigger_at(h.occ.scheduled_utc_ms) : nullptr;
+    out.back()["manual"] = t != nullptr;
+    if (t != nullptr) out.back()["trigger"] = t->id;
   }
   return out;
 }

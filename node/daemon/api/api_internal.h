@@ -24,6 +24,9 @@ std::optional<std::string> query_param(const ServerRequest& req, std::string_vie
 Result<size_t> parse_count(const std::string& text, const std::string& field, size_t min, size_t max);
 
 // The occurrence history of one entry as JSON (docs/api.md "History"), most recent first.
-nlohmann::json history_json(const std::vector<node::Node::OccurrenceHistory>& occurrences);
+// `entry` (null when deleted) tells manual occurrences (its triggers) apart: "manual": true
+// and "trigger": the trigger's id.
+nlohmann::json history_json(const std::vector<node::Node::OccurrenceHistory>& occurrences,
+                             const schedule::Entry* entry = nullptr);
 
 }  // namespace caesium::daemon::api_detail

@@ -47,6 +47,7 @@ const std::vector<RouteSpec>& v1_routes() {
       {RouteId::kEntryResume, "POST", "/v1/volumes/{volume}/entities/{entity}/schedule/{name}/resume", Scope::kWrite},
       {RouteId::kBulkPause, "POST", "/v1/volumes/{volume}/pause", Scope::kWrite},
       {RouteId::kBulkResume, "POST", "/v1/volumes/{volume}/resume", Scope::kWrite},
+      {RouteId::kEntryTrigger, "POST", "/v1/volumes/{volume}/entities/{entity}/schedule/{name}/trigger", Scope::kWrite},
   };
   return routes;
 }
@@ -55,8 +56,9 @@ const std::vector<std::string>& api_features() {
   // "ui": the dashboard at /ui; "whoami": GET /v1/whoami; "scoped_tokens": 403s by
   // scope; "upcoming": GET of an entry takes ?upcoming=N; "pause": POST .../pause and
   // .../resume of an entry; "bulk_pause": POST /v1/volumes/{volume}/pause and /resume of
-  // every entry under a prefix.
-  static const std::vector<std::string> features = {"bulk_pause", "pause", "scoped_tokens", "ui", "upcoming", "whoami"};
+  // every entry under a prefix; "trigger": POST .../trigger (run now).
+  static const std::vector<std::string> features = {"bulk_pause", "pause", "scoped_tokens", "trigger",
+                                                    "ui",         "upcoming", "whoami"};
   return features;
 }
 

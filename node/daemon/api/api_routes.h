@@ -30,6 +30,7 @@ enum class RouteId : uint8_t {
   kEntryResume,
   kBulkPause,
   kBulkResume,
+  kEntryTrigger,
 };
 
 struct RouteSpec {

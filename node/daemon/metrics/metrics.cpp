@@ -268,6 +268,10 @@ void render_api(PromWriter& w, const ApiCounters& a) {
   counter(w, "caesium_api_forwarded_total", "API requests forwarded to a replica of their volume.", a.forwarded);
   counter(w, "caesium_api_forward_failures_total", "Forwarded requests no replica answered.", a.forward_failures);
   counter(w, "caesium_api_write_timeouts_total", "Writes not confirmed (durable, or on w replicas) in time.", a.write_timeouts);
+  counter(w, "caesium_triggers_total", "Manual occurrences added (POST .../trigger, run now).", a.triggers);
+  counter(w, "caesium_trigger_repeats_total",
+          "Triggers retried with an Idempotency-Key whose trigger the entry still held (nothing written).",
+          a.trigger_repeats);
   counter(w, "caesium_api_chronos_requests_total", "Requests to the Chronos /timers API.", a.chronos_requests);
 }
 

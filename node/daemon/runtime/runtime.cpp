@@ -255,6 +255,7 @@ void Runtime::create_static_entries() {
     // A pause or resume given through the API outlives a restart: the config decides it
     // only when it says `paused` itself.
     if (existing && !(doc.is_object() && doc.contains("paused"))) entry->paused = existing->paused;
+    if (existing) entry->triggers = existing->triggers;  // the server's, as for a PUT
     if (existing && same_definition(*existing, *entry)) continue;
     auto ack = node_->put_entry(se.volume, *entry, t);
     if (!ack) {

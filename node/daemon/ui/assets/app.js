@@ -8,9 +8,9 @@
 //   entries of the chosen volume (up to kMaxEntries), filtered by the search box;
 //   an entry: whether it is paused, its definition, next occurrences (?upcoming=N), and
 //   its history drawn as a timeline of occurrences and attempts.
-// Operator controls (Pause, Resume) appear only for a feature the API lists in
+// Operator controls (Pause, Resume, Run now) appear only for a feature the API lists in
 // /v1/status "features" and a token whose scope allows it (controlsFor below), and only
-// the one that applies to the entry as it stands.
+// those that apply to the entry as it stands (Run now: not while paused).
 "use strict";
 
 (function () {
@@ -27,6 +27,7 @@
   const kControls = [
     { action: "pause", feature: "pause", label: "Pause", scope: "write", applies: (e) => !e.paused },
     { action: "resume", feature: "pause", label: "Resume", scope: "write", applies: (e) => !!e.paused },
+    { action: "trigger", feature: "trigger", label: "Run now", scope: "write", applies: (e) => !e.paused },
   ];
 
   const state = {
@@ -399,8 +400,9 @@
   }
 
   // POST <entry>/<action>; a refusal shows under the buttons with the API's own words.
-  // The answer is the entry as it now stands, which the list takes at once; the entry
-  // view is then read again (its next occurrences moved).
+  // The answer is the entry as it now stands (a trigger's answer holds it as "entry"),
+  // which the list takes at once; the entry view is then read again (its next
+  // occurrences moved).
   async function control(c) {
     const sel = state.selected;
     $("control-error").textContent = "";
@@ -408,7 +410,8 @@
     renderControls();
     let entry;
     try {
-      entry = await api(entryPath(sel) + "/" + c.action, { method: "POST" });
+      const answer = await api(entryPath(sel) + "/" + c.action, { method: "POST" });
+      entry = c.action === "trigger" ? answer.entry : answer;
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) throw e;
       $("control-error").textContent = c.label + " failed: " + e.message;
