@@ -41,6 +41,10 @@ class Reader {
 // stop a hostile length from allocating much before that.
 constexpr size_t kMaxExprBytes = 1024;
 constexpr size_t kMaxZoneBytes = 64;
+// Version 2's controls byte: paused 1, not_before 2, not_after 4, resumed 8, overlap 16
+// (a u8 policy follows, never allow).  32 and 64 are reserved for retries and triggers.
+constexpr uint8_t kOverlapFlag = 16;
+constexpr uint8_t kKnownControlFlags = 1 | 2 | 4 | 8 | kOverlapFlag;
 
 }  // namespace
 
@@ -80,11 +84,12 @@ std::string encode_entry(const Entry& e) {
   w.str(e.payload);
   if (e.has_controls()) {
     w.u8(static_cast<uint8_t>((e.paused ? 1 : 0) | (e.not_before_utc_ms ? 2 : 0) | (e.not_after_utc_ms ? 4 : 0) |
-                              (e.resumed_utc_ms ? 8 : 0)));
+                              (e.resumed_utc_ms ? 8 : 0) | (e.overlap != OverlapPolicy::allow ? kOverlapFlag : 0)));
     w.svarint(e.timeout_ms);
     if (e.not_before_utc_ms) w.svarint(*e.not_before_utc_ms);
     if (e.not_after_utc_ms) w.svarint(*e.not_after_utc_ms);
     if (e.resumed_utc_ms) w.svarint(*e.resumed_utc_ms);
+    if (e.overlap != OverlapPolicy::allow) w.u8(static_cast<uint8_t>(e.overlap));
   }
   return w.take();
 }
@@ -118,12 +123,18 @@ uint8_t read_timing(Reader& r, Entry& e, std::string& cron_text, std::string& tz
 // Version 2's controls; an entry with none set must have been written as version 1.
 void read_controls(Reader& r, Entry& e) {
   const uint8_t flags = r.u8("controls");
-  if (flags > 15) r.fail("controls", "unknown flag bits");
+  if ((flags & ~kKnownControlFlags) != 0) r.fail("controls", "unknown flag bits");
   e.paused = (flags & 1) != 0;
   e.timeout_ms = r.svarint("timeout");
   if ((flags & 2) != 0) e.not_before_utc_ms = r.svarint("not_before");
   if ((flags & 4) != 0) e.not_after_utc_ms = r.svarint("not_after");
   if ((flags & 8) != 0) e.resumed_utc_ms = r.svarint("resumed");
+  if ((flags & kOverlapFlag) != 0) {
+    const uint8_t overlap = r.u8("overlap");
+    // allow is written as the flag's absence, so one entry keeps one encoding.
+    if (overlap < 1 || overlap > 2) r.fail("overlap", "unknown policy " + std::to_string(overlap));
+    e.overlap = static_cast<OverlapPolicy>(overlap);
+  }
   if (r.ok() && !e.has_controls()) r.fail("controls", "version 2 without any control (version 1 is its form)");
 }
 

@@ -13,6 +13,11 @@
 //   u8 flags (bit 0 prefer_origin; other bits must be 0), str origin
 //   svarint created, accept_timeout, complete_time, misfire_window
 //   u8 misfire, str payload
+// Version 2 ("CE" 0x02) appends the controls:
+//   u8 flags (1 paused, 2 not_before, 4 not_after, 8 resumed, 16 overlap; 32 and 64 are
+//   reserved for retries and triggers, every other bit must be 0), svarint timeout,
+//   then svarint not_before, not_after, resumed and u8 overlap (1 forbid, 2 replace),
+//   each only when its flag is set.
 // Nothing may follow, and varints must be minimal: each entry has exactly one
 // encoding.  A newer version is rejected with a message naming it, so an old node never
 // misreads a new entry.

@@ -49,9 +49,14 @@ void Scheduler::claim_step(Occ& o, Clock now) {
   }
   if (claim_resolved_by_owner(o, e, now)) return;
   if (claim_resolved_by_holder(o, e, now)) return;
+  if (overlap_stops(o, e, now)) return;
   if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
     release_grants(o);
-    to_finished(o, Outcome::kMissed, "no quorum granted the claim within the misfire window", now);
+    if (o.overlap_refused) {
+      to_finished(o, Outcome::kSkippedOverlap, "replicas refused it for overlap until its misfire window closed", now);
+    } else {
+      to_finished(o, Outcome::kMissed, "no quorum granted the claim within the misfire window", now);
+    }
     return;
   }
   if (claim_resolved_by_split(o, e, now)) return;
@@ -287,6 +292,7 @@ void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
     c.kind = ClaimKind::kClaim;
     c.worker = cl.attempt.worker;
     c.attempt = cl.attempt;
+    c.forbid_overlap = forbids_overlap(e);
     b = &cl.ballot;
     if (cl.thrifty) targets = thrifty_claim_targets(o, e);
     cl.thrifty = !targets.empty();
@@ -366,6 +372,12 @@ void Scheduler::on_round0_reply(Occ& o, const std::string& from, const ClaimRepl
       break;
     case ClaimOutcome::kNotDue:
       // The replica's clock is behind ours: ask again when it says o is due.
+      ask_again_later(c.ballot, from, r, now);
+      break;
+    case ClaimOutcome::kOverlap:
+      // Another run of the entry may be going on there.  Ask again: it may have ended
+      // with the news on its way; claim_step skips o once this node sees that run.
+      o.overlap_refused = true;
       ask_again_later(c.ballot, from, r, now);
       break;
     case ClaimOutcome::kStale:

@@ -187,6 +187,7 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
     kind->swarm_workload(rng, s);
   }
   if (o.issue33_kinds) add_issue33_faults(seed, s);
+  if (o.overlap) add_overlap_workload(seed, s);
   if (o.reconfig) s.swarm_kinds.insert("config");
   if (o.prepare_ahead_ms > 0) {
     auto options = std::make_shared<toml::table>(*s.node_options);
@@ -204,6 +205,7 @@ std::string swarm_replay_command(uint64_t seed, const SwarmOptions& o) {
   if (o.reconfig) cmd += " --reconfig";
   if (o.prepare_ahead_ms > 0) cmd += " --prepare-ahead " + format_duration_ms(o.prepare_ahead_ms);
   if (!o.issue33_kinds) cmd += " --classic-faults";
+  if (o.overlap) cmd += " --overlap";
   return cmd;
 }
 

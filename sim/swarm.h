@@ -33,7 +33,14 @@ struct SwarmOptions {
   // restart_backoff, churn), drawn from a stream of their own; --classic-faults turns
   // them off.
   bool issue33_kinds = true;
+  // Also entries with overlap = "forbid" whose handler runs longer than their period
+  // (add_overlap_workload, a stream of its own, so every seed's other choices stay what
+  // they are without it): the overlap.forbid rule then has runs to judge.
+  bool overlap = false;
 };
+
+// SwarmOptions::overlap: adds the forbid entries and their long handler to a derived scenario.
+void add_overlap_workload(uint64_t seed, Scenario& s);
 
 // SwarmOptions::issue33_kinds: adds those faults and writes to a derived scenario.
 void add_issue33_faults(uint64_t seed, Scenario& s);
@@ -42,7 +49,7 @@ void add_issue33_faults(uint64_t seed, Scenario& s);
 Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& options);
 
 // "caesium sim --swarm --seeds 17..17 [--nodes N] [--duration D] [--process K] [--reconfig]
-//  [--prepare-ahead D] [--classic-faults]"
+//  [--prepare-ahead D] [--classic-faults] [--overlap]"
 std::string swarm_replay_command(uint64_t seed, const SwarmOptions& options);
 
 // A short description of what the seed chose, for the per-seed line of the report.

@@ -11,15 +11,6 @@ namespace {
 
 constexpr int64_t kF = kBaseUtc + kStartT + 10'000;  // a fire time 10 s after the cluster starts
 
-std::vector<ClaimReply> replies(const Cluster& c, const std::string& from, const std::string& to,
-                                const OccurrenceId& occ) {
-  std::vector<ClaimReply> out;
-  for (const auto& p : c.sent(from, to, is<ClaimReply>())) {
-    if (p.as<ClaimReply>()->occ == occ) out.push_back(*p.as<ClaimReply>());
-  }
-  return out;
-}
-
 bool any_outcome(const std::vector<ClaimReply>& rs, ClaimOutcome outcome) {
   return std::any_of(rs.begin(), rs.end(), [&](const ClaimReply& r) { return r.outcome == outcome; });
 }
