@@ -374,12 +374,18 @@ void Scheduler::on_round0_reply(Occ& o, const std::string& from, const ClaimRepl
       // The replica's clock is behind ours: ask again when it says o is due.
       ask_again_later(c.ballot, from, r, now);
       break;
-    case ClaimOutcome::kOverlap:
+    case ClaimOutcome::kOverlap: {
       // Another run of the entry may be going on there.  Ask again: it may have ended
-      // with the news on its way; claim_step skips o once this node sees that run.
+      // with the news on its way; claim_step skips o once this node sees that run.  The
+      // run may also last for hours (or be a lost one that blocks the entry until its
+      // vote expires), and every later occurrence is asking too: back off, doubling from
+      // claim_retry up to 32 times it.
       o.overlap_refused = true;
-      ask_again_later(c.ballot, from, r, now);
+      o.overlap_refusals = std::min<uint32_t>(o.overlap_refusals + 1, 5);
+      c.ballot.answered.erase(from);
+      c.ballot.not_due_until_mono[from] = now.mono_ms + (options_.claim_retry_ms << o.overlap_refusals);
       break;
+    }
     case ClaimOutcome::kStale:
       // Our config is older than the replica's and gave the volume other replica sets:
       // nothing it granted us before counts, and we ask again once the newer config

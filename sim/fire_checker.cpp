@@ -320,7 +320,8 @@ void FireChecker::finish(const World& world, Report& report) {
         // the deciders knew) still running is not owed a run; overlap.forbid checks the
         // runs themselves.
         const bool overlap_skipped =
-            started == 0 && d.skipped_overlap && c.entry.overlap == schedule::OverlapPolicy::forbid;
+            started == 0 && c.entry.overlap == schedule::OverlapPolicy::forbid &&
+            (d.skipped_overlap || (amo && overlap_blocked(world, k, due_ms)));
 
         if (first_start >= 0) {
           const int64_t late = first_start - due_ms;
@@ -521,6 +522,30 @@ void FireChecker::finish(const World& world, Report& report) {
     report.set("fire.messages_per_occurrence", messages / occurrences);
     report.set("fire.stream_messages_per_occurrence", static_cast<double>(world.stream_stats().sent) / occurrences);
   }
+}
+
+// An at-most-once forbid occurrence due (virtual due_ms) while another occurrence of its
+// entry may have been running as far as the replicas could know: one of its runs had not
+// ended by then (+ a margin for the news), or an attempt of it was dispatched or granted
+// and never ran to an end (a worker cut off or crashed: at-most-once cannot tell whether
+// it runs, and keeps the entry blocked — docs/firing.md, Overlap).  Such an occurrence is
+// not owed a run.
+bool FireChecker::overlap_blocked(const World& world, const OccKey& k, int64_t due_ms) const {
+  constexpr int64_t kNewsMarginMs = 5'000;
+  const auto& execs = world.executions();
+  const int64_t epoch = scenario_.world.epoch_utc_ms;
+  for (auto it = decisions_.lower_bound(OccKey{k.volume, k.key, INT64_MIN});
+       it != decisions_.end() && it->first.volume == k.volume && it->first.key == k.key; ++it) {
+    if (it->first.scheduled_utc_ms == k.scheduled_utc_ms || it->first.scheduled_utc_ms - epoch > due_ms) continue;
+    if (it->second.workers.empty()) continue;  // never granted or dispatched anywhere
+    // When its last run ended; never, when none ran or one did not end (crashed, hung).
+    int64_t ended_ms = -1;
+    auto runs = executions_.find(it->first);
+    if (runs == executions_.end()) return true;
+    for (size_t idx : runs->second) ended_ms = execs[idx].done_ms < 0 ? kNever : std::max(ended_ms, execs[idx].done_ms);
+    if (ended_ms == kNever || ended_ms + kNewsMarginMs > due_ms) return true;
+  }
+  return false;
 }
 
 // overlap.forbid: no two runs of one at-most-once forbid entry at once, on the real

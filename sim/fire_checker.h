@@ -125,6 +125,7 @@ class FireChecker final : public Checker {
   static bool taken_away_by_later_write(const std::vector<Created>& versions, size_t version,
                                         int64_t scheduled_utc_ms, int64_t fire_utc_ms, int64_t until_ms);
   void check_overlap(const World& world, Report& report) const;
+  bool overlap_blocked(const World& world, const OccKey& k, int64_t due_ms) const;
   bool quiet_between(const World& world, const std::vector<std::string>& replicas, int64_t from_ms,
                      int64_t to_ms) const;
 
