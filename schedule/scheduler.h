@@ -500,8 +500,8 @@ class Scheduler {
   // grace and the reaping, with room to spare.
   static constexpr int64_t kOverlapKillGraceMs = 30'000;
   // Whether this replica knows the attempt `vote` accepted (of occurrence `occ`) ended or
-  // never ran: a worker record that finished, refused or revoked it, or an owner record
-  // that decided the occurrence missed or skipped.
+  // never ran: a worker record that finished, refused or revoked it, or the proposing
+  // process's own owner record deciding the occurrence missed or skipped (not another's).
   bool vote_ended(const std::string& volume, const OccurrenceId& occ, const Vote& vote);
   // Deciding side: o was due while another occurrence of its entry was running, as this
   // node knows from worker records; finishes o skipped_overlap (releasing a claim's grants)

@@ -24,16 +24,19 @@ bool Scheduler::vote_ended(const std::string& volume, const OccurrenceId& occ, c
   auto worker_says_ended = [](const WorkerRecord& w) {
     return finished(w.state) || w.state == WorkerState::kRefused || w.state == WorkerState::kRevoked;
   };
-  auto owner_says_never_ran = [](const OwnerRecord& r) {
-    return r.outcome == OwnerOutcome::kMissed || r.outcome == OwnerOutcome::kSkipped ||
-           r.outcome == OwnerOutcome::kSkippedOverlap;
+  // Only the verdict of the process that proposed the accepted attempt says that attempt
+  // never ran: another process's "missed" or "skipped" is about what it knew (a replica
+  // that skipped o itself may be asked to accept another claimant's attempt of o).
+  auto owner_says_never_ran = [&vote](const OwnerRecord& r) {
+    return r.owner == vote.accepted_by &&
+           (r.outcome == OwnerOutcome::kMissed || r.outcome == OwnerOutcome::kSkipped ||
+            r.outcome == OwnerOutcome::kSkippedOverlap);
   };
   if (const Occ* o = find_occ(volume, occ)) {
     auto w = o->worker_records.find(vote.accepted.fire_id);
     if (w != o->worker_records.end() && worker_says_ended(w->second)) return true;
-    for (const auto& [node, r] : o->owner_records) {
-      if (owner_says_never_ran(r)) return true;
-    }
+    auto r = o->owner_records.find(vote.accepted_by.node);
+    if (r != o->owner_records.end() && owner_says_never_ran(r->second)) return true;
   }
   // A forgotten occurrence (finished here long ago, or never tracked): its records may
   // still be in the store, under keys the vote names exactly.
