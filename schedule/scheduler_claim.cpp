@@ -50,6 +50,16 @@ void Scheduler::claim_step(Occ& o, Clock now) {
   if (claim_resolved_by_owner(o, e, now)) return;
   if (claim_resolved_by_holder(o, e, now)) return;
   if (overlap_stops(o, e, now)) return;
+  if (o.overlap_refused && now.utc_ms - o.fire_utc_ms > options_.misfire_threshold_ms) {
+    // Refused for overlap past the misfire threshold: the run that blocked it either still
+    // goes on or ended so long ago that its news should have arrived.  Run now, o would
+    // start minutes late, queued behind it with the occurrences due after it (swarm
+    // --overlap seed 1): one blocking run, one outcome for what fell due during it.
+    mark(Mark::kOverlapSkipped);
+    release_grants(o);
+    to_finished(o, Outcome::kSkippedOverlap, "replicas refused it for overlap beyond the misfire threshold", now);
+    return;
+  }
   if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
     release_grants(o);
     if (o.overlap_refused) {

@@ -329,7 +329,11 @@ void FireChecker::finish(const World& world, Report& report) {
           lateness_all.push_back(late);
           const bool quiet = quiet_between(world, elig, std::max<int64_t>(0, due_ms - options_.liveness_before_ms), first_start);
           (quiet ? lateness_healthy : lateness_faulty).push_back(late);
-          if (quiet && judged && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms) {
+          // A forbid occurrence may wait for the news that the run before it ended.
+          const bool waited_for_overlap = c.entry.overlap == schedule::OverlapPolicy::forbid && amo &&
+                                          overlap_blocked(world, k, due_ms);
+          if (quiet && judged && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms &&
+              !waited_for_overlap) {
             report.violate({"lateness.healthy", name + " ran " + std::to_string(late) + " ms late with no fault around it",
                             first_start, {}});
           }
