@@ -8,6 +8,8 @@
 //   the round is held by another          held, naming the holder and its accepted value
 //   due before this replica's amnesia horizon   abstain (it may have voted in a past life)
 //   not due by this replica's clock       not due, with the delay
+//   overlap = forbid (at-most-once): another occurrence of the entry accepted here may be
+//   running                               overlap (a wiped replica: abstain)
 #include <algorithm>
 #include <cassert>
 
