@@ -244,6 +244,13 @@ Status validate(const Entry& e) {
     return field_error("misfire", "must be skip, fire_once or fire_all");
   }
   if (Status s = duration_field("timeout", e.timeout_ms, true); !s.ok()) return s;
+  if (e.overlap == OverlapPolicy::replace) {
+    // The value is reserved (its encoding too); cancelling a running run is not built yet.
+    return field_error("overlap", "\"replace\" is not supported yet; use \"allow\" or \"forbid\"");
+  }
+  if (e.overlap != OverlapPolicy::allow && e.overlap != OverlapPolicy::forbid) {
+    return field_error("overlap", "must be allow or forbid");
+  }
   for (const auto& [field, at] : {std::pair{"not_before", e.not_before_utc_ms}, std::pair{"not_after", e.not_after_utc_ms},
                                   std::pair{"resumed", e.resumed_utc_ms}}) {
     if (at && (*at < kCronMinUtcMs || *at > kCronMaxUtcMs)) return field_error(field, "must be between years 0001 and 9999");
@@ -269,6 +276,15 @@ std::string_view to_string(MisfirePolicy p) {
     case MisfirePolicy::fire_once: break;
   }
   return "fire_once";
+}
+
+std::string_view to_string(OverlapPolicy p) {
+  switch (p) {
+    case OverlapPolicy::forbid: return "forbid";
+    case OverlapPolicy::replace: return "replace";
+    case OverlapPolicy::allow: break;
+  }
+  return "allow";
 }
 
 }  // namespace caesium::schedule

@@ -26,6 +26,9 @@ inline constexpr std::string_view kTagPrefix = "tag:";
 
 enum class Semantics : uint8_t { at_least_once = 0, at_most_once = 1 };
 enum class MisfirePolicy : uint8_t { skip = 0, fire_once = 1, fire_all = 2 };
+// What an occurrence due while the entry's previous run is still running does
+// (docs/entries.md, "Controls"; docs/firing.md, "Overlap").
+enum class OverlapPolicy : uint8_t { allow = 0, forbid = 1, replace = 2 };
 
 // A manual occurrence ("run now", docs/entries.md Controls): due at `at_utc_ms`, an
 // instant none of the entry's scheduled occurrences has, at or after the time of the write
@@ -72,11 +75,12 @@ struct Entry {
   // Manual occurrences, by due time, strictly increasing (the server's, like created: a
   // trigger request adds one; a PUT keeps them).
   std::vector<Trigger> triggers;
+  OverlapPolicy overlap = OverlapPolicy::allow;  // allow: occurrences run regardless of one another
 
   // Whether any control is set (the entry then needs encoding version 2).
   bool has_controls() const {
     return paused || timeout_ms != 0 || not_before_utc_ms.has_value() || not_after_utc_ms.has_value() ||
-           resumed_utc_ms.has_value() || !triggers.empty();
+           resumed_utc_ms.has_value() || overlap != OverlapPolicy::allow || !triggers.empty();
   }
   // The trigger due at `at_utc_ms`, or null.
   const Trigger* trigger_at(int64_t at_utc_ms) const;
@@ -84,6 +88,12 @@ struct Entry {
 
   friend bool operator==(const Entry&, const Entry&) = default;
 };
+
+// At-most-once with overlap = forbid: the votes refuse a second concurrent run
+// (docs/firing.md, "Overlap").  At-least-once forbid is best effort, decided locally.
+inline bool forbids_overlap(const Entry& e) {
+  return e.semantics == Semantics::at_most_once && e.overlap == OverlapPolicy::forbid;
+}
 
 // A pause or resume at `now_utc_ms`, as the API writes it: a resume of a paused entry
 // records its instant (resumed_utc_ms).
@@ -144,5 +154,6 @@ Status validate(const Entry& entry);
 
 std::string_view to_string(Semantics s);
 std::string_view to_string(MisfirePolicy p);
+std::string_view to_string(OverlapPolicy p);
 
 }  // namespace caesium::schedule

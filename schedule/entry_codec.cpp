@@ -7,12 +7,6 @@
 namespace caesium::schedule {
 namespace {
 
-// Version 2's controls flags: 1 paused, 2 not_before, 4 not_after, 8 resumed,
-// 64 triggers.
-constexpr uint8_t kFlagTriggers = 64;
-constexpr uint8_t kKnownControlFlags = 1 | 2 | 4 | 8 | kFlagTriggers;
-
-
 // ByteReader's failures stick but do not say where; this wrapper remembers the first
 // field whose read failed (or that held a bad value) so the error can name it.
 class Reader {
@@ -47,6 +41,11 @@ class Reader {
 // stop a hostile length from allocating much before that.
 constexpr size_t kMaxExprBytes = 1024;
 constexpr size_t kMaxZoneBytes = 64;
+// Version 2's controls byte: paused 1, not_before 2, not_after 4, resumed 8, overlap 16
+// (a u8 policy follows, never allow), triggers 64.  32 is reserved for retries.
+constexpr uint8_t kOverlapFlag = 16;
+constexpr uint8_t kFlagTriggers = 64;
+constexpr uint8_t kKnownControlFlags = 1 | 2 | 4 | 8 | kOverlapFlag | kFlagTriggers;
 
 }  // namespace
 
@@ -86,11 +85,13 @@ std::string encode_entry(const Entry& e) {
   w.str(e.payload);
   if (e.has_controls()) {
     w.u8(static_cast<uint8_t>((e.paused ? 1 : 0) | (e.not_before_utc_ms ? 2 : 0) | (e.not_after_utc_ms ? 4 : 0) |
-                              (e.resumed_utc_ms ? 8 : 0) | (e.triggers.empty() ? 0 : kFlagTriggers)));
+                              (e.resumed_utc_ms ? 8 : 0) | (e.overlap != OverlapPolicy::allow ? kOverlapFlag : 0) |
+                              (e.triggers.empty() ? 0 : kFlagTriggers)));
     w.svarint(e.timeout_ms);
     if (e.not_before_utc_ms) w.svarint(*e.not_before_utc_ms);
     if (e.not_after_utc_ms) w.svarint(*e.not_after_utc_ms);
     if (e.resumed_utc_ms) w.svarint(*e.resumed_utc_ms);
+    if (e.overlap != OverlapPolicy::allow) w.u8(static_cast<uint8_t>(e.overlap));
     if (!e.triggers.empty()) {
       w.varint(e.triggers.size());
       for (const Trigger& t : e.triggers) {
@@ -137,6 +138,12 @@ void read_controls(Reader& r, Entry& e) {
   if ((flags & 2) != 0) e.not_before_utc_ms = r.svarint("not_before");
   if ((flags & 4) != 0) e.not_after_utc_ms = r.svarint("not_after");
   if ((flags & 8) != 0) e.resumed_utc_ms = r.svarint("resumed");
+  if ((flags & kOverlapFlag) != 0) {
+    const uint8_t overlap = r.u8("overlap");
+    // allow is written as the flag's absence, so one entry keeps one encoding.
+    if (overlap < 1 || overlap > 2) r.fail("overlap", "unknown policy " + std::to_string(overlap));
+    e.overlap = static_cast<OverlapPolicy>(overlap);
+  }
   if ((flags & kFlagTriggers) != 0) {
     const uint64_t n = r.varint("triggers");
     if (n == 0 || n > kMaxTriggers) r.fail("triggers", "bad count " + std::to_string(n));

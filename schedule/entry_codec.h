@@ -13,10 +13,11 @@
 //   u8 flags (bit 0 prefer_origin; other bits must be 0), str origin
 //   svarint created, accept_timeout, complete_time, misfire_window
 //   u8 misfire, str payload
-// Version 2 appends the controls:
-//   u8 flags (1 paused, 2 not_before, 4 not_after, 8 resumed, 64 triggers; other bits
-//   are refused), svarint timeout, then, when flagged: svarint not_before, not_after,
-//   resumed; varint n (1..16), n x (str id, svarint at) triggers.
+// Version 2 ("CE" 0x02) appends the controls:
+//   u8 flags (1 paused, 2 not_before, 4 not_after, 8 resumed, 16 overlap, 64 triggers;
+//   32 is reserved for retries, every other bit must be 0), svarint timeout, then, each
+//   only when its flag is set: svarint not_before, not_after, resumed; u8 overlap
+//   (1 forbid, 2 replace); varint n (1..16), n x (str id, svarint at) triggers.
 // Nothing may follow, and varints must be minimal: each entry has exactly one
 // encoding.  A newer version is rejected with a message naming it, so an old node never
 // misreads a new entry.

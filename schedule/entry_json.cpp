@@ -108,6 +108,8 @@ constexpr std::array<std::pair<const char*, Semantics>, 2> kSemantics = {
     {{"at_least_once", Semantics::at_least_once}, {"at_most_once", Semantics::at_most_once}}};
 constexpr std::array<std::pair<const char*, MisfirePolicy>, 3> kMisfire = {
     {{"skip", MisfirePolicy::skip}, {"fire_once", MisfirePolicy::fire_once}, {"fire_all", MisfirePolicy::fire_all}}};
+constexpr std::array<std::pair<const char*, OverlapPolicy>, 3> kOverlap = {
+    {{"allow", OverlapPolicy::allow}, {"forbid", OverlapPolicy::forbid}, {"replace", OverlapPolicy::replace}}};
 
 // Read-only fields must agree with the request when present.
 Status check_same(const json& v, const std::string& field, const std::string& expected) {
@@ -145,6 +147,10 @@ Status entry_field_from_json(const std::string& field, const json& v, Entry& e, 
     auto m = get_enum(v, field, kMisfire);
     if (!m.ok()) return m.error();
     e.misfire = *m;
+  } else if (field == "overlap") {
+    auto o = get_enum(v, field, kOverlap);
+    if (!o.ok()) return o.error();
+    e.overlap = *o;
   } else if (field == "bind") {
     if (!v.is_array()) return field_error(field, "expected an array of node ids and \"tag:<t>\" selectors");
     for (size_t i = 0; i < v.size(); ++i) {
@@ -190,7 +196,7 @@ Status entry_field_from_json(const std::string& field, const json& v, Entry& e, 
     return field_error(field.empty() ? "\"\"" : field,
                        "unknown field; expected cron, tz, jitter, timer, handler, semantics, bind, "
                        "prefer_origin, accept_timeout, complete_time, misfire_window, misfire, "
-                       "paused, timeout, not_before, not_after, payload or payload_base64");
+                       "paused, timeout, not_before, not_after, overlap, payload or payload_base64");
   }
   return Status::success();
 }
@@ -299,6 +305,7 @@ json entry_to_json(const Entry& e) {
   j["misfire"] = std::string(to_string(e.misfire));
   j["paused"] = e.paused;
   j["timeout"] = format_duration_ms(e.timeout_ms);
+  j["overlap"] = std::string(to_string(e.overlap));
   j["not_before"] = e.not_before_utc_ms ? json(format_rfc3339_utc(*e.not_before_utc_ms)) : json(nullptr);
   j["not_after"] = e.not_after_utc_ms ? json(format_rfc3339_utc(*e.not_after_utc_ms)) : json(nullptr);
   if (e.resumed_utc_ms) j["resumed"] = format_rfc3339_utc(*e.resumed_utc_ms);

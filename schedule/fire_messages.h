@@ -84,6 +84,10 @@ struct Claim {
   // asking; replies echo it, and a claimant counts only answers to its current lease,
   // which it dispatches within SchedulerOptions::claim_lease_ms of.
   uint64_t lease = 0;
+  // The entry is at-most-once with overlap = forbid (kClaim, kAccept): a replica refuses
+  // (kOverlap) while it holds an accepted vote of another occurrence of the entry that it
+  // does not know ended (docs/firing.md, Overlap).
+  bool forbid_overlap = false;
   bool operator==(const Claim&) const = default;
 };
 
@@ -94,6 +98,9 @@ enum class ClaimOutcome : uint8_t {
   kAbstain = 3,     // this replica cannot vote on o (amnesia horizon, not a replica, unknown entry)
   kStale = 4,       // the claim names replica sets of an older config epoch; retry after `retry_after_ms`
   kSuperseded = 5,  // this replica holds a newer version of the entry (edited or deleted)
+  // overlap = forbid, at-most-once: this replica holds an accepted vote of another
+  // occurrence of the entry that it does not know ended; retry after `retry_after_ms`.
+  kOverlap = 6,
 };
 
 struct ClaimReply {

@@ -164,7 +164,7 @@ struct Owned {
   std::vector<Attempt> attempts;
 };
 
-enum class Outcome : uint8_t { kDone, kMissed, kLost, kSkipped };
+enum class Outcome : uint8_t { kDone, kMissed, kLost, kSkipped, kSkippedOverlap };
 const char* to_string(Outcome o);
 
 struct Finished {
@@ -232,6 +232,8 @@ struct Occ {
   uint32_t max_attempt = 0;         // the highest attempt number seen or created
   uint32_t claim_rounds = 0;        // round-0 claims this process started
   bool ever_owned = false;          // this process owned o at some point: its grants are never released
+  bool overlap_refused = false;     // overlap = forbid: a replica refused a claim of o (kOverlap)
+  uint32_t overlap_refusals = 0;    // such refusals, up to 5: the claim's back-off doubles with each
   bool backup = false;              // deciding as a backup: the master made no progress (kBackup)
   // Replica side: when this node last granted a claim or accepted an attempt for o that may
   // lead to a dispatch (Scheduler::ack_hold_until_mono); 0: never.

@@ -172,6 +172,7 @@ const char* to_string(OwnerOutcome o) {
     case OwnerOutcome::kMissed: return "missed";
     case OwnerOutcome::kLost: return "lost";
     case OwnerOutcome::kSkipped: return "skipped";
+    case OwnerOutcome::kSkippedOverlap: return "skipped_overlap";
   }
   return "?";
 }
@@ -246,7 +247,7 @@ Result<OwnerRecord> decode_owner_record(std::string_view bytes) {
   OwnerRecord o;
   o.owner = get_process(r);
   const uint8_t path = r.u8(), outcome = r.u8();
-  if (path > 2 || outcome > 3) return Error("owner record: bad path or outcome");
+  if (path > 2 || outcome > 4) return Error("owner record: bad path or outcome");
   o.path = static_cast<FirePath>(path);
   o.outcome = static_cast<OwnerOutcome>(outcome);
   o.reason = r.str(4096);

@@ -75,6 +75,7 @@ enum class OwnerOutcome : uint8_t {
   kMissed = 1,   // never fired: misfire window passed (withheld, cluster down, policy)
   kLost = 2,     // at-most-once occurrence that may or may not have run, never re-run
   kSkipped = 3,  // not fired by the entry's misfire policy
+  kSkippedOverlap = 4,  // not fired: due while a run of the entry was running (overlap = forbid)
 };
 const char* to_string(OwnerOutcome o);
 

@@ -31,6 +31,7 @@ const char* to_string(FireEvent::Kind k) {
     case FireEvent::Kind::kMissed: return "missed";
     case FireEvent::Kind::kLost: return "lost";
     case FireEvent::Kind::kSkipped: return "skipped";
+    case FireEvent::Kind::kSkippedOverlap: return "skipped_overlap";
     case FireEvent::Kind::kRedispatched: return "redispatched";
     case FireEvent::Kind::kGranted: return "granted";
     case FireEvent::Kind::kDeferred: return "deferred";

@@ -141,6 +141,9 @@ struct SchedulerOptions {
   // costs a look at every occurrence an input touched).
   bool check_invariants = false;
   bool test_grant_every_claim = false;     // TEST ONLY: break the protocol (checker must bite)
+  // TEST ONLY: grant claims of overlap = forbid entries while another occurrence of the
+  // entry may be running (the checker's overlap rule must bite).
+  bool test_grant_ignores_overlap = false;
 };
 
 // Something that happened to an occurrence, for metrics, history, logs and the
@@ -160,6 +163,7 @@ struct FireEvent {
     kGranted,       // this replica granted a claim
     kDeferred,      // the master leaves o to another process for now (detail says why)
     kStarted,       // this worker started the handler (lateness: from the fire time)
+    kSkippedOverlap,  // overlap = forbid: due while a run of the entry was running
   };
   Kind kind = Kind::kDue;
   std::string volume;
@@ -231,7 +235,7 @@ class SchedulerHost {
 struct SchedulerCounters {
   uint64_t due = 0, owned_quorum = 0, owned_degraded = 0, owned_takeover = 0;
   uint64_t dispatched = 0, redispatched = 0, accepted = 0, completed = 0, failed = 0, timed_out = 0;
-  uint64_t withheld = 0, missed = 0, lost = 0, skipped = 0, granted = 0, refused_claims = 0;
+  uint64_t withheld = 0, missed = 0, lost = 0, skipped = 0, skipped_overlap = 0, overlap_refused = 0, granted = 0, refused_claims = 0;
   uint64_t bad_records = 0;
   // At-most-once dispatches this node left unanswered because they were issued before it
   // restarted without its disk (a previous life may have run them; see on_dispatch).
@@ -484,6 +488,25 @@ class Scheduler {
   bool late_attempt_stops(Occ& o, const Entry& e, Clock now);
   bool misfire_policy_allows(const Occ& o, const Entry& e, Clock now) const;
   void defer(Occ& o, Clock now, const std::string& why);
+
+  // --- overlap = forbid (scheduler_overlap.cpp; docs/firing.md, Overlap) ----------------------
+  // Replica side: the scheduled instant of another occurrence of c's entry that this
+  // replica accepted an attempt of and does not know ended; nullopt when none.  Linear in
+  // this replica's votes (asked only for forbid-overlap claims).
+  std::optional<int64_t> overlap_vote(const Claim& c);
+  bool refuse_overlap(const std::string& from, const Claim& c, const Vote* mine, ClaimReply& reply, Clock now);
+  bool amnesia_blocks_overlap(const Claim& c, Clock now) const;
+  // How long after its timeout a stopped run may still be running: exec's SIGTERM-to-SIGKILL
+  // grace and the reaping, with room to spare.
+  static constexpr int64_t kOverlapKillGraceMs = 30'000;
+  // Whether this replica knows the attempt `vote` accepted (of occurrence `occ`) ended or
+  // never ran: a worker record that finished, refused or revoked it, or the proposing
+  // process's own owner record deciding the occurrence missed or skipped (not another's).
+  bool vote_ended(const std::string& volume, const OccurrenceId& occ, const Vote& vote);
+  // Deciding side: o was due while another occurrence of its entry was running, as this
+  // node knows from worker records; finishes o skipped_overlap (releasing a claim's grants)
+  // and returns true.  Only for entries with overlap = forbid.
+  bool overlap_stops(Occ& o, const Entry& e, Clock now);
 
   // --- round 0 (scheduler_claim.cpp) -------------------------------------------------------
   void claim_step(Occ& o, Clock now);

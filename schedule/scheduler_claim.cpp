@@ -49,9 +49,25 @@ void Scheduler::claim_step(Occ& o, Clock now) {
   }
   if (claim_resolved_by_owner(o, e, now)) return;
   if (claim_resolved_by_holder(o, e, now)) return;
+  if (overlap_stops(o, e, now)) return;
+  if (o.overlap_refused && now.utc_ms - o.fire_utc_ms > options_.misfire_threshold_ms) {
+    // Refused for overlap past the misfire threshold: the run that blocked it either still
+    // goes on or ended so long ago that its news should have arrived.  Run now, o would
+    // start minutes late, queued behind it with the occurrences due after it
+    // (tests/sim/regress_overlap_seed_1.toml): one blocking run, one outcome for what fell
+    // due during it.
+    mark(Mark::kOverlapSkipped);
+    release_grants(o);
+    to_finished(o, Outcome::kSkippedOverlap, "replicas refused it for overlap beyond the misfire threshold", now);
+    return;
+  }
   if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
     release_grants(o);
-    to_finished(o, Outcome::kMissed, "no quorum granted the claim within the misfire window", now);
+    if (o.overlap_refused) {
+      to_finished(o, Outcome::kSkippedOverlap, "replicas refused it for overlap until its misfire window closed", now);
+    } else {
+      to_finished(o, Outcome::kMissed, "no quorum granted the claim within the misfire window", now);
+    }
     return;
   }
   if (claim_resolved_by_split(o, e, now)) return;
@@ -287,6 +303,7 @@ void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
     c.kind = ClaimKind::kClaim;
     c.worker = cl.attempt.worker;
     c.attempt = cl.attempt;
+    c.forbid_overlap = forbids_overlap(e);
     b = &cl.ballot;
     if (cl.thrifty) targets = thrifty_claim_targets(o, e);
     cl.thrifty = !targets.empty();
@@ -368,6 +385,18 @@ void Scheduler::on_round0_reply(Occ& o, const std::string& from, const ClaimRepl
       // The replica's clock is behind ours: ask again when it says o is due.
       ask_again_later(c.ballot, from, r, now);
       break;
+    case ClaimOutcome::kOverlap: {
+      // Another run of the entry may be going on there.  Ask again: it may have ended
+      // with the news on its way; claim_step skips o once this node sees that run.  The
+      // run may also last for hours (or be a lost one that blocks the entry until its
+      // vote expires), and every later occurrence is asking too: back off, doubling from
+      // claim_retry up to 32 times it.
+      o.overlap_refused = true;
+      o.overlap_refusals = std::min<uint32_t>(o.overlap_refusals + 1, 5);
+      c.ballot.answered.erase(from);
+      c.ballot.not_due_until_mono[from] = now.mono_ms + (options_.claim_retry_ms << o.overlap_refusals);
+      break;
+    }
     case ClaimOutcome::kStale:
       // Our config is older than the replica's and gave the volume other replica sets:
       // nothing it granted us before counts, and we ask again once the newer config

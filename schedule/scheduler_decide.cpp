@@ -164,6 +164,7 @@ void Scheduler::decide_fresh(Occ& o, const Entry& e, Clock now) {
     to_finished(o, Outcome::kMissed, "no replica of the volume matches the entry's binding", now);
     return;
   }
+  if (overlap_stops(o, e, now)) return;
   if (quorum_reachable(o.volume, e)) {
     to_claiming(o, e, now);
   } else if (!o.at_most_once) {

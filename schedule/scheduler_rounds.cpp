@@ -87,6 +87,7 @@ void Scheduler::on_prepare_reply(Occ& o, const std::string& from, const ClaimRep
       ask_again_later(p->ballot, from, r, now);
       break;
     case ClaimOutcome::kAbstain:
+    case ClaimOutcome::kOverlap:     // prepares are not refused so either
     case ClaimOutcome::kSuperseded:  // prepares are not refused so; counted as a refusal all the same
       p->ballot.refuse(from, now.mono_ms);
       break;
@@ -162,6 +163,7 @@ void Scheduler::send_accepts(Occ& o, Attempt& a, Clock now) {
   c.attempt = a.info;
   c.entry_version = o.entry_version;
   c.lease = a.lease;
+  c.forbid_overlap = !a.check && forbids_overlap(*o.entry);
   stamp_config(c);
   for (const auto& n : claim_targets(o, *o.entry)) {
     if (a.accepted_by.count(n)) continue;

@@ -16,6 +16,7 @@ const char* firing::to_string(Outcome o) {
     case Outcome::kMissed: return "missed";
     case Outcome::kLost: return "lost";
     case Outcome::kSkipped: return "skipped";
+    case Outcome::kSkippedOverlap: return "skipped_overlap";
   }
   return "?";
 }
@@ -205,6 +206,11 @@ void Scheduler::to_finished(Occ& o, Outcome outcome, const std::string& reason, 
       recorded = OwnerOutcome::kSkipped;
       kind = FireEvent::Kind::kSkipped;
       break;
+    case Outcome::kSkippedOverlap:
+      ++counters_.skipped_overlap;
+      recorded = OwnerOutcome::kSkippedOverlap;
+      kind = FireEvent::Kind::kSkippedOverlap;
+      break;
     case Outcome::kDone: break;
   }
   // The decision is made visible on every replica (history), once, with the attempts an
@@ -220,9 +226,10 @@ void Scheduler::to_finished(Occ& o, Outcome outcome, const std::string& reason, 
 void Scheduler::to_finished_by_record(Occ& o, OwnerOutcome outcome, Clock now) {
   assert(o.idle());
   assert(outcome != OwnerOutcome::kOpen);
-  const Outcome mine = outcome == OwnerOutcome::kLost      ? Outcome::kLost
-                       : outcome == OwnerOutcome::kSkipped ? Outcome::kSkipped
-                                                           : Outcome::kMissed;
+  const Outcome mine = outcome == OwnerOutcome::kLost             ? Outcome::kLost
+                       : outcome == OwnerOutcome::kSkipped        ? Outcome::kSkipped
+                       : outcome == OwnerOutcome::kSkippedOverlap ? Outcome::kSkippedOverlap
+                                                                  : Outcome::kMissed;
   o.deadlines.clear();
   o.phase = firing::Finished{mine, now.mono_ms};
   sync_timer(o);

@@ -8,6 +8,8 @@
 //   the round is held by another          held, naming the holder and its accepted value
 //   due before this replica's amnesia horizon   abstain (it may have voted in a past life)
 //   not due by this replica's clock       not due, with the delay
+//   overlap = forbid (at-most-once): another occurrence of the entry accepted here may be
+//   running                               overlap (a wiped replica: abstain)
 #include <algorithm>
 #include <cassert>
 
@@ -86,6 +88,53 @@ bool Scheduler::refuse_before_vote(const std::string& from, const Claim& c, Clai
   return false;
 }
 
+// A wiped replica may have accepted, in its previous life, an attempt of an occurrence of
+// c's entry due at or before its amnesia horizon (+ prepare_ahead), and that run may still
+// be going on.  Only entries with such an occurrence are concerned, and only while such a
+// run can last: dispatched within the entry's misfire window, then bounded by its timeout
+// (+ kOverlapKillGraceMs for the stop); without a timeout, by the occurrence retention
+// (beyond which no replica remembers a vote anyway).
+bool Scheduler::amnesia_blocks_overlap(const Claim& c, Clock now) const {
+  if (amnesia_horizon_utc_ms_ == 0) return false;
+  const int64_t horizon = amnesia_horizon_utc_ms_ + options_.prepare_ahead_ms;
+  const std::optional<std::string> value = host_.store_get(c.volume, c.occ.entry_key);
+  const Result<Entry> entry = value ? decode_entry(*value) : Result<Entry>(Error("no entry"));
+  if (!entry.ok()) return now.utc_ms <= horizon + options_.occurrence_retention_ms;
+  const std::optional<int64_t> first = next_occurrence(*entry, entry->created_utc_ms - 1);
+  if (!first || *first > horizon) return false;
+  const int64_t run_bound_ms = entry->timeout_ms > 0
+                                   ? entry->misfire_window_ms + entry->timeout_ms + kOverlapKillGraceMs
+                                   : options_.occurrence_retention_ms;
+  return now.utc_ms <= horizon + run_bound_ms;
+}
+
+// overlap = forbid, at-most-once (scheduler_overlap.cpp): a new acceptance is refused
+// while another occurrence of the entry accepted here may be running.  A repeat of what
+// this replica already accepted is answered as before (it adds nothing).  A wiped replica
+// lost the votes it gave before its horizon, and any of them may name a run still going:
+// it abstains on forbid claims until those votes would have expired anyway.  Returns
+// whether it answered.
+bool Scheduler::refuse_overlap(const std::string& from, const Claim& c, const Vote* mine, ClaimReply& reply,
+                               Clock now) {
+  if (!c.forbid_overlap || c.kind == ClaimKind::kPrepare || options_.test_grant_ignores_overlap) return false;
+  if (mine != nullptr && mine->has_accepted &&
+      (mine->accepted.fire_id == c.attempt.fire_id || (c.kind == ClaimKind::kClaim && mine->promised_by == c.claimant))) {
+    return false;
+  }
+  if (amnesia_blocks_overlap(c, now)) {
+    mark(Mark::kVoteAbstainAmnesia);
+    host_.send(from, std::move(reply), false);  // kAbstain
+    return true;
+  }
+  if (!overlap_vote(c)) return false;
+  ++counters_.overlap_refused;
+  mark(Mark::kVoteOverlapRefused);
+  reply.outcome = ClaimOutcome::kOverlap;
+  reply.retry_after_ms = options_.claim_retry_ms;
+  host_.send(from, std::move(reply), false);
+  return true;
+}
+
 void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
   ClaimReply reply;
   reply.volume = c.volume;
@@ -141,6 +190,7 @@ void Scheduler::on_claim(const std::string& from, const Claim& c, Clock now) {
     host_.send(from, std::move(reply), false);
     return;
   }
+  if (refuse_overlap(from, c, it == votes_.end() ? nullptr : &it->second, reply, now)) return;
   grant(from, c, reply, now);
 }
 

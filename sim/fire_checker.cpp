@@ -1,6 +1,7 @@
 #include "sim/fire_checker.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "base/time.h"
 #include "schedule/entry_codec.h"
@@ -109,6 +110,7 @@ void FireChecker::on_observation(const World& world, uint32_t node, const Observ
   if (obs.text == "withheld") d.withheld = true;
   else if (obs.text == "lost") d.lost = true;
   else if (obs.text == "missed" || obs.text == "skipped") d.missed = true;
+  else if (obs.text == "skipped_overlap") d.skipped_overlap = true;
 }
 
 void FireChecker::on_execution(const World& world, const Execution& execution) {
@@ -339,13 +341,24 @@ void FireChecker::finish(const World& world, Report& report) {
         if (d.withheld) ++t.withheld;
         if (d.lost) ++t.lost;
         if (started == 0) ++t.missed;
+        // overlap = forbid: an occurrence skipped because a run of its entry was (as far as
+        // the deciders knew) still running is not owed a run; overlap.forbid checks the
+        // runs themselves.
+        // (At-least-once: some node's skipped_overlap verdict may stand beside a run of
+        // another that then died with its node — best effort, and no takeover follows.)
+        const bool overlap_skipped = c.entry.overlap == schedule::OverlapPolicy::forbid &&
+                                     (d.skipped_overlap || (amo && overlap_blocked(world, k, due_ms)));
 
         if (first_start >= 0) {
           const int64_t late = first_start - due_ms;
           lateness_all.push_back(late);
           const bool quiet = quiet_between(world, elig, std::max<int64_t>(0, due_ms - options_.liveness_before_ms), first_start);
           (quiet ? lateness_healthy : lateness_faulty).push_back(late);
-          if (quiet && judged && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms) {
+          // A forbid occurrence may wait for the news that the run before it ended.
+          const bool waited_for_overlap = c.entry.overlap == schedule::OverlapPolicy::forbid && amo &&
+                                          overlap_blocked(world, k, due_ms);
+          if (quiet && judged && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms &&
+              !waited_for_overlap) {
             report.violate({"lateness.healthy", name + " ran " + std::to_string(late) + " ms late with no fault around it",
                             first_start, {}});
           }
@@ -401,13 +414,15 @@ void FireChecker::finish(const World& world, Report& report) {
             }
           }
         }
-        if (fault_free && !unacked && due_ms - c.at_ms > options_.replication_grace_ms && started - by_complete_time != 1) {
+        if (fault_free && !unacked && due_ms - c.at_ms > options_.replication_grace_ms && started - by_complete_time != 1 &&
+            !(started == 0 && overlap_skipped)) {
           report.violate({"healthy.once", name + " ran " + std::to_string(started) + " times in a run without faults", due_ms, {}});
         }
         // ALO: some eligible replica holding the entry stayed up long enough.
         // (A master that found it late and skipped or missed it by the entry's misfire policy
         // decided; lateness is judged separately.)
-        if (!amo && judged && counted == 0 && !d.missed && due_ms + options_.detection_bound_ms <= end_ms) {
+        if (!amo && judged && counted == 0 && !d.missed && !overlap_skipped &&
+            due_ms + options_.detection_bound_ms <= end_ms) {
           for (const auto& r : elig) {
             const int64_t ri = world.index_of(r);
             const int64_t vi = world.index_of(c.via);
@@ -430,7 +445,7 @@ void FireChecker::finish(const World& world, Report& report) {
         // AMO liveness: a majority of the eligible replicas up and connected around the due time.
         // (Running twice is amo.duplicate's business; liveness is about running at all.)
         const int64_t live_to_ms = due_ms + options_.liveness_window_ms;
-        if (amo && judged && started == 0 && due_ms - c.at_ms > options_.replication_grace_ms &&
+        if (amo && judged && started == 0 && !overlap_skipped && due_ms - c.at_ms > options_.replication_grace_ms &&
             c.entry.misfire_window_ms >= options_.detection_bound_ms &&
             !taken_away_by_later_write(versions, version, *next, fire_utc, live_to_ms)) {
           const int64_t from = due_ms - options_.liveness_before_ms, to = live_to_ms;
@@ -514,6 +529,7 @@ void FireChecker::finish(const World& world, Report& report) {
                       k.scheduled_utc_ms - epoch, {}});
     }
   }
+  check_overlap(world, report);
   const char* names[2] = {"alo", "amo"};
   for (int s = 0; s < 2; ++s) {
     const std::string p = names[s];
@@ -536,6 +552,87 @@ void FireChecker::finish(const World& world, Report& report) {
     report.set("fire.messages_per_occurrence", messages / occurrences);
     report.set("fire.stream_messages_per_occurrence", static_cast<double>(world.stream_stats().sent) / occurrences);
   }
+}
+
+// An at-most-once forbid occurrence due (virtual due_ms) while another occurrence of its
+// entry may have been running as far as the replicas could know: one of its runs had not
+// ended by then (+ a margin for the news), or an attempt of it was dispatched or granted
+// and never ran to an end (a worker cut off or crashed: at-most-once cannot tell whether
+// it runs, and keeps the entry blocked — docs/firing.md, Overlap).  Such an occurrence is
+// not owed a run.
+bool FireChecker::overlap_blocked(const World& world, const OccKey& k, int64_t due_ms) const {
+  constexpr int64_t kNewsMarginMs = 5'000;
+  const auto& execs = world.executions();
+  const int64_t epoch = scenario_.world.epoch_utc_ms;
+  for (auto it = decisions_.lower_bound(OccKey{k.volume, k.key, INT64_MIN});
+       it != decisions_.end() && it->first.volume == k.volume && it->first.key == k.key; ++it) {
+    if (it->first.scheduled_utc_ms == k.scheduled_utc_ms || it->first.scheduled_utc_ms - epoch > due_ms) continue;
+    if (it->second.workers.empty()) continue;  // never granted or dispatched anywhere
+    // When its last run ended; never, when none ran or one did not end (crashed, hung).
+    int64_t ended_ms = -1;
+    auto runs = executions_.find(it->first);
+    if (runs == executions_.end()) return true;
+    for (size_t idx : runs->second) ended_ms = execs[idx].done_ms < 0 ? kNever : std::max(ended_ms, execs[idx].done_ms);
+    if (ended_ms == kNever || ended_ms + kNewsMarginMs > due_ms) return true;
+  }
+  return false;
+}
+
+// overlap.forbid: no two runs of one at-most-once forbid entry at once, on the real
+// execution intervals — from the invocation to its completion, to its node's crash (the
+// run dies with the process), or to the end of the run (a hung or still running handler).
+// Two runs of one occurrence are amo.duplicate's business.  Entries some version of which
+// was not at-most-once forbid are not judged: the guarantee is for runs claimed under it.
+void FireChecker::check_overlap(const World& world, Report& report) const {
+  const auto& execs = world.executions();
+  uint64_t checked = 0;
+  for (const auto& [ck, versions] : created_) {
+    bool forbid = true;
+    for (const Created& c : versions) {
+      forbid = forbid && (c.deleted || (c.entry.semantics == schedule::Semantics::at_most_once &&
+                                        c.entry.overlap == schedule::OverlapPolicy::forbid));
+    }
+    if (!forbid) continue;
+    struct Run {
+      int64_t start_ms, end_ms, scheduled_utc_ms;
+      size_t index;
+    };
+    std::vector<Run> runs;
+    for (auto it = executions_.lower_bound(OccKey{ck.first, ck.second, INT64_MIN});
+         it != executions_.end() && it->first.volume == ck.first && it->first.key == ck.second; ++it) {
+      for (size_t idx : it->second) {
+        const Execution& e = execs[idx];
+        int64_t end = e.done_ms >= 0 ? e.done_ms : kNever;
+        if (e.outcome == Execution::Outcome::kAbandoned) {
+          for (const FaultRecord& f : faults_) {
+            const bool this_node = std::find(f.nodes.begin(), f.nodes.end(), e.node) != f.nodes.end();
+            if (f.kind == FaultKind::kCrash && this_node && f.time_ms >= e.start_ms) {
+              end = std::min(end, f.time_ms);
+            }
+          }
+        }
+        runs.push_back(Run{e.start_ms, end, it->first.scheduled_utc_ms, idx});
+      }
+    }
+    std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) {
+      return std::tie(a.start_ms, a.index) < std::tie(b.start_ms, b.index);
+    });
+    checked += runs.size();
+    // The run reaching furthest so far: any later start before its end overlaps it.
+    const Run* furthest = nullptr;
+    for (const Run& r : runs) {
+      if (furthest != nullptr && r.start_ms < furthest->end_ms && r.scheduled_utc_ms != furthest->scheduled_utc_ms) {
+        report.violate({"overlap.forbid",
+                        occ_name(ck.first, ck.second, r.scheduled_utc_ms) + " (at-most-once, overlap = forbid) started on " +
+                            world.spec(execs[r.index].node).id + " while the run of " +
+                            occ_name(ck.first, ck.second, furthest->scheduled_utc_ms) + " on " +
+                            world.spec(execs[furthest->index].node).id + " was still running",
+                        r.start_ms, world.spec(execs[r.index].node).id});
+      }
+      if (furthest == nullptr || r.end_ms > furthest->end_ms) furthest = &r;
+    }
+  }
+  report.set("overlap.forbid_runs", static_cast<double>(checked));
 }
 
 }  // namespace caesium::sim

@@ -33,6 +33,8 @@
 //                  (Each manual occurrence is an occurrence like any other: the rules
 //                  above hold for it, so a trigger of an at-most-once entry runs at most
 //                  once, and one of an at-least-once entry runs when they say.)
+//   overlap.forbid two runs of one at-most-once entry with overlap = "forbid" overlapped
+//                  in time (invocation to completion, crash, or the end of the run)  (always)
 //   misfire.skip_late  an occurrence of a misfire = "skip" entry was first dispatched
 //                  later than misfire_threshold after its due time (plus the skew
 //                  bound where clocks were skewed, plus Options::misfire_slack_ms for the
@@ -110,7 +112,7 @@ class FireChecker final : public Checker {
     auto operator<=>(const OccKey&) const = default;
   };
   struct Decisions {
-    bool withheld = false, lost = false, missed = false;
+    bool withheld = false, lost = false, missed = false, skipped_overlap = false;
     std::set<std::string> workers;  // every node an attempt was dispatched to
     int64_t first_dispatch_ms = -1;  // virtual time of the first (re)dispatch observed
   };
@@ -128,6 +130,8 @@ class FireChecker final : public Checker {
   // it and no longer schedules it.
   static bool taken_away_by_later_write(const std::vector<Created>& versions, size_t version,
                                         int64_t scheduled_utc_ms, int64_t fire_utc_ms, int64_t until_ms);
+  void check_overlap(const World& world, Report& report) const;
+  bool overlap_blocked(const World& world, const OccKey& k, int64_t due_ms) const;
   bool quiet_between(const World& world, const std::vector<std::string>& replicas, int64_t from_ms,
                      int64_t to_ms) const;
 

@@ -58,6 +58,7 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
     // on in the simulator unless a scenario turns them off (a benchmark).
     s.check_invariants = r.boolean("check_invariants").value_or(true);
     s.test_grant_every_claim = r.boolean("test_grant_every_claim").value_or(false);
+    s.test_grant_ignores_overlap = r.boolean("test_grant_ignores_overlap").value_or(false);
     n.capacity.cores = static_cast<uint32_t>(r.integer("cores", 1, 4096).value_or(n.capacity.cores));
     n.capacity.max_running = static_cast<uint32_t>(r.integer("max_running", 1, 1 << 20).value_or(n.capacity.max_running));
     o.checker.detection_bound_ms = r.duration("checker_detection_bound").value_or(o.checker.detection_bound_ms);

@@ -232,6 +232,15 @@ void read_workload(TomlReader& top, Scenario& s) {
     read_distribution(hr, "duration", "jitter", "distribution", s.world.handler.duration);
     if (auto v = hr.probability("fail")) s.world.handler.fail_probability = *v;
     if (auto v = hr.probability("never_complete")) s.world.handler.never_complete_probability = *v;
+    if (const toml::table* fixed = hr.table("fixed")) {
+      // [workload.handler.fixed] <handler> = "<duration>": that handler always runs so long.
+      TomlReader fr(*fixed, "workload.handler.fixed", top.path(), top.errors());
+      for (const auto& [k, v] : *fixed) {
+        const std::string key(k.str());
+        if (auto d = fr.duration(key)) s.world.handler.fixed_duration_ms[key] = *d;
+      }
+      fr.finish();
+    }
     if (const toml::table* slow = hr.table("slowness")) {
       TomlReader sr(*slow, "workload.handler.slowness", top.path(), top.errors());
       for (const auto& [k, v] : *slow) {

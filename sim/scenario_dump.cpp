@@ -172,6 +172,15 @@ std::string dump_scenario(const Scenario& s, const std::vector<FaultSpec>& fault
     }
     out += " }\n";
   }
+  if (!h.fixed_duration_ms.empty()) {
+    out += "fixed = { ";
+    bool first = true;
+    for (const auto& [handler, ms] : h.fixed_duration_ms) {
+      out += (first ? "" : ", ") + quote(handler) + " = " + duration(ms);
+      first = false;
+    }
+    out += " }\n";
+  }
   for (const WorkloadEntry& w : s.workload) {
     out += "\n[[workload.entry]]\nat = " + duration(w.at_ms) + "\nvia = " + quote(w.via) + "\nvolume = " + quote(w.volume) +
            "\nentity = " + quote(w.entity) + "\nname = " + quote(w.name) + "\n";

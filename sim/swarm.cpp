@@ -187,6 +187,7 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
     kind->swarm_workload(rng, s);
   }
   if (o.issue33_kinds) add_issue33_faults(seed, s);
+  if (o.overlap) add_overlap_workload(seed, s);
   if (o.reconfig) s.swarm_kinds.insert("config");
   if (o.triggers && o.process == "node") {
     add_trigger_workload(seed, s);
@@ -257,6 +258,7 @@ std::string swarm_replay_command(uint64_t seed, const SwarmOptions& o) {
   if (o.prepare_ahead_ms > 0) cmd += " --prepare-ahead " + format_duration_ms(o.prepare_ahead_ms);
   if (!o.issue33_kinds) cmd += " --classic-faults";
   if (o.triggers) cmd += " --triggers";
+  if (o.overlap) cmd += " --overlap";
   return cmd;
 }
 

@@ -37,10 +37,17 @@ struct SwarmOptions {
   // that created them, some retried with the same Idempotency-Key (drawn from a stream of
   // their own, so every seed's other choices stay what they are without it).
   bool triggers = false;
+  // Also entries with overlap = "forbid" whose handler runs longer than their period
+  // (add_overlap_workload, a stream of its own, so every seed's other choices stay what
+  // they are without it): the overlap.forbid rule then has runs to judge.
+  bool overlap = false;
 };
 
 // SwarmOptions::triggers: adds those entries and triggers to a derived scenario.
 void add_trigger_workload(uint64_t seed, Scenario& s);
+
+// SwarmOptions::overlap: adds the forbid entries and their long handler to a derived scenario.
+void add_overlap_workload(uint64_t seed, Scenario& s);
 
 // SwarmOptions::issue33_kinds: adds those faults and writes to a derived scenario.
 void add_issue33_faults(uint64_t seed, Scenario& s);
@@ -49,7 +56,7 @@ void add_issue33_faults(uint64_t seed, Scenario& s);
 Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& options);
 
 // "caesium sim --swarm --seeds 17..17 [--nodes N] [--duration D] [--process K] [--reconfig]
-//  [--prepare-ahead D] [--classic-faults] [--triggers]"
+//  [--prepare-ahead D] [--classic-faults] [--triggers] [--overlap]"
 std::string swarm_replay_command(uint64_t seed, const SwarmOptions& options);
 
 // A short description of what the seed chose, for the per-seed line of the report.

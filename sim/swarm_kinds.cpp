@@ -184,4 +184,40 @@ void add_issue33_faults(uint64_t seed, Scenario& s) {
                    [](const FaultSpec& a, const FaultSpec& b) { return a.at_ms < b.at_ms; });
 }
 
+// Entries of overlap = "forbid" whose handler ("long") runs longer than their period, most
+// of them at-most-once (the guaranteed case), one perhaps at-least-once (best effort).
+void add_overlap_workload(uint64_t seed, Scenario& s) {
+  Rng rng(seed ^ 0x0E71A9ULL);
+  if (s.cluster.volumes.empty()) return;
+  const int64_t run_ms = rng.between(6, 40) * kMsPerSecond;
+  s.world.handler.fixed_duration_ms["long"] = run_ms;
+  const int entries = static_cast<int>(rng.between(1, 3));
+  for (int i = 0; i < entries; ++i) {
+    WorkloadEntry w;
+    const VolumeSpec& v = s.cluster.volumes[rng.below(s.cluster.volumes.size())];
+    w.volume = v.name;
+    w.via = v.replicas[rng.below(v.replicas.size())];
+    w.entity = "ov";
+    w.name = "long" + std::to_string(i);
+    // After the nodes' amnesia horizon (they start wiped): see docs/firing.md, Overlap.
+    w.at_ms = rng.between(20, 40) * kMsPerSecond;
+    nlohmann::json f;
+    f["handler"] = "long";
+    // A timeout bounds how long a wiped replica abstains on the entry's claims.
+    if (rng.chance(0.5)) f["timeout"] = std::to_string(run_ms / kMsPerSecond + 20) + "s";
+    f["semantics"] = i == 0 || rng.chance(0.7) ? "at_most_once" : "at_least_once";
+    f["overlap"] = "forbid";
+    if (rng.chance(0.5)) {
+      f["cron"] = "*/" + std::to_string(rng.between(2, 10)) + " * * * * *";
+    } else {
+      f["timer"] = {{"interval", std::to_string(rng.between(2, 10)) + "s"},
+                    {"repeat_for", std::to_string(rng.between(2, 20)) + "m"}};
+    }
+    f["misfire_window"] = rng.chance(0.5) ? "30m" : "20s";
+    w.fields = std::move(f);
+    s.workload.push_back(std::move(w));
+  }
+  s.swarm_kinds.insert("overlap");
+}
+
 }  // namespace caesium::sim

@@ -414,6 +414,9 @@ void World::execute(uint32_t node, node::Invocation& invocation) {
   const bool hang = handler_rng_.chance(h.never_complete_probability);
   const bool fail = handler_rng_.chance(h.fail_probability);
   double duration = static_cast<double>(h.duration.sample(handler_rng_));
+  if (auto fixed = h.fixed_duration_ms.find(ex.invocation.handler); fixed != h.fixed_duration_ms.end()) {
+    duration = static_cast<double>(fixed->second);
+  }
   if (node < h.slowness.size()) duration *= h.slowness[node];
   // The entry's timeout stops a run that would last longer, a hung one included.
   const int64_t timeout_ms = ex.invocation.timeout_ms;

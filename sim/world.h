@@ -90,6 +90,10 @@ struct HandlerModel {
   double fail_probability = 0;           // completes with ok = false
   double never_complete_probability = 0;  // hangs forever (outcome kHung)
   std::vector<double> slowness;           // per node index; empty or 1.0 = normal
+  // Handlers that always take this long (by handler name), instead of `duration`: long
+  // runs of one entry, e.g. under overlap = forbid.  Drawn from no random stream, so a
+  // scenario that names none runs exactly as before.
+  std::map<std::string, int64_t> fixed_duration_ms;
 };
 
 struct WorldOptions {

@@ -121,7 +121,7 @@ Result<std::string> entry_body(const ClientArgs& a) {
   static const std::vector<std::string> kFields = {
       "--cron", "--tz", "--jitter", "--at", "--after", "--interval", "--repeat-for", "--count", "--handler",
       "--semantics", "--misfire", "--misfire-window", "--accept-timeout", "--complete-time", "--payload",
-      "--payload-file", "--bind", "--run-timeout", "--not-before", "--not-after"};
+      "--payload-file", "--bind", "--run-timeout", "--not-before", "--not-after", "--overlap"};
   bool any_field = a.has("--prefer-origin") || a.has("--paused");
   for (const auto& f : kFields) any_field |= a.values.count(f) > 0;
   if (from_doc && any_field) return Error("give the entry with --file/--data or with field options, not both");
@@ -155,7 +155,7 @@ Result<std::string> entry_body(const ClientArgs& a) {
            {"--handler", "handler"}, {"--semantics", "semantics"}, {"--misfire", "misfire"},
            {"--misfire-window", "misfire_window"}, {"--accept-timeout", "accept_timeout"},
            {"--complete-time", "complete_time"}, {"--payload", "payload"}, {"--run-timeout", "timeout"},
-           {"--not-before", "not_before"}, {"--not-after", "not_after"}}) {
+           {"--not-before", "not_before"}, {"--not-after", "not_after"}, {"--overlap", "overlap"}}) {
     if (auto v = a.value(flag)) j[key] = *v;
   }
   if (auto pf = a.value("--payload-file")) {

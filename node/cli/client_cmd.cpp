@@ -55,6 +55,7 @@ const ValueOption kEntryFields[] = {
     {"--run-timeout", "DURATION", "stop a run that takes longer (the entry's timeout)"},
     {"--not-before", "RFC3339", "no occurrence before this instant"},
     {"--not-after", "RFC3339", "no occurrence after this instant"},
+    {"--overlap", "POLICY", "allow or forbid: what an occurrence due while the last run runs does"},
 };
 
 // The arguments as given, by option name, for client.h.

@@ -141,7 +141,11 @@ std::string render_history(const json& h) {
 std::string render_status(const json& s) {
   std::string out = "node " + field(s, "node") + "  config epoch " + field(s, "config_epoch") + "  active " +
                     field(s, "active") + "  running invocations " +
-                    field(s.is_object() && s.contains("pending") ? s["pending"] : json(), "running_invocations") + "\n\n";
+                    field(s.is_object() && s.contains("pending") ? s["pending"] : json(), "running_invocations") + "\n";
+  // The verdicts other than a run, since this node started (docs/api.md, status).
+  const json sched = s.is_object() && s.contains("scheduler") ? s["scheduler"] : json();
+  out += "occurrences decided here: missed " + field(sched, "missed") + "  lost " + field(sched, "lost") + "  skipped " +
+         field(sched, "skipped") + "  skipped_overlap " + field(sched, "skipped_overlap") + "\n\n";
   std::vector<std::vector<std::string>> members;
   for (const auto& m : array_at(s, "members")) {
     const json load = m.is_object() && m.contains("load") ? m["load"] : json::object();

@@ -163,9 +163,10 @@ struct Claim {
   entryLogical @11 :UInt32;
   entryOrigin @12 :Text;
   lease @13 :UInt64;           # the claimant's lease on this round's answers (echoed)
+  forbidOverlap @14 :Bool;     # the entry is at-most-once with overlap = forbid
 }
 
-enum ClaimOutcome { granted @0; held @1; notDue @2; abstain @3; stale @4; superseded @5; }
+enum ClaimOutcome { granted @0; held @1; notDue @2; abstain @3; stale @4; superseded @5; overlap @6; }
 
 struct ClaimReply {
   volume @0 :Text;

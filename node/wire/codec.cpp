@@ -394,6 +394,7 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setEntryLogical(m.entry_version.logical);
           x.setEntryOrigin(text(m.entry_version.origin));
           x.setLease(m.lease);
+          x.setForbidOverlap(m.forbid_overlap);
         } else if constexpr (std::is_same_v<T, schedule::ClaimReply>) {
           auto x = b.initClaimReply();
           x.setVolume(text(m.volume));
@@ -517,11 +518,12 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       c.sets_hash = x.getSetsHash();
       c.entry_version = schedule::Version{x.getEntryPhysicalMs(), x.getEntryLogical(), str(x.getEntryOrigin())};
       c.lease = x.getLease();
+      c.forbid_overlap = x.getForbidOverlap();
       return CoreMessage{std::move(c)};
     }
     case cp::CoreMessage::CLAIM_REPLY: {
       auto x = r.getClaimReply();
-      auto outcome = get_enum<schedule::ClaimOutcome>(static_cast<uint16_t>(x.getOutcome()), 5, "claim outcome");
+      auto outcome = get_enum<schedule::ClaimOutcome>(static_cast<uint16_t>(x.getOutcome()), 6, "claim outcome");
       if (!outcome) return outcome.error();
       auto kind = get_enum<schedule::ClaimKind>(static_cast<uint16_t>(x.getKind()), 3, "claim kind");
       if (!kind) return kind.error();

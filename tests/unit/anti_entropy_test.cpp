@@ -182,7 +182,7 @@ TEST_CASE("differences only on one side, or everything different", "[anti_entrop
   require_converged(a, b);
 }
 
-TEST_CASE("a session dropped at any point leaves valid stores; a new one converges", "[anti_entropy]") {
+TEST_CASE("a session dropped at any point leaves valid stores, a new one converges", "[anti_entropy]") {
   const uint64_t base = seed_or(30);
   // Drop after 1, 2, ... messages until the session is short enough to finish anyway.
   uint32_t drop_points = 0;
@@ -204,7 +204,7 @@ TEST_CASE("a session dropped at any point leaves valid stores; a new one converg
   CHECK(drop_points >= 4);
 }
 
-TEST_CASE("local writes during a session are safe; a later session repairs them", "[anti_entropy]") {
+TEST_CASE("local writes during a session are safe, a later session repairs them", "[anti_entropy]") {
   const uint64_t seed = seed_or(40);
   INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
   Rng rng(seed);

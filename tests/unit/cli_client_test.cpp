@@ -219,7 +219,7 @@ TEST_CASE("cli: put builds the entry from field options") {
   CHECK(f.sent[2].body == R"({"cron": "* * * * *", "handler": "h"})");
 }
 
-TEST_CASE("cli: pause and resume post to the entry's controls; put sets the controls from options") {
+TEST_CASE("cli: pause and resume post to the entry's controls, put sets the controls from options") {
   FakeApi f;
   f.env["CAESIUM_API"] = "h:1";
   json paused = kEntry;
@@ -305,7 +305,7 @@ TEST_CASE("cli: remote errors exit 1 and say what to do") {
   CHECK(f.run("status", {}).err.find("HTTP 502: the API answered HTTP 502") != std::string::npos);
 }
 
-TEST_CASE("cli: ls pages with --all and prints a table; --json prints the JSON") {
+TEST_CASE("cli: ls pages with --all and prints a table, --json prints the JSON") {
   FakeApi f;
   f.env["CAESIUM_API"] = "h:1";
   json e2 = kEntry;
@@ -331,7 +331,7 @@ TEST_CASE("cli: ls pages with --all and prints a table; --json prints the JSON")
   CHECK(json::parse(j.out)["entries"][0]["name"] == "report");
 }
 
-TEST_CASE("cli: config apply sends the file; history and status render") {
+TEST_CASE("cli: config apply sends the file, history and status render") {
   FakeApi f;
   f.env["CAESIUM_API"] = "h:1";
   TempDir d;

@@ -25,7 +25,7 @@ TEST_CASE("cron next prints instants with the zone's offset at each instant", "[
   CHECK(r.out == "2026-03-29T02:00:00+01:00\n2026-03-30T01:30:00+01:00\n2026-03-31T01:30:00+01:00\n");
 }
 
-TEST_CASE("cron next defaults: UTC, 5 lines, from now; --from and = forms", "[cron][cli]") {
+TEST_CASE("cron next defaults: UTC, 5 lines, from now, --from and = forms", "[cron][cli]") {
   const auto r = cron({"next", "@daily"});
   CHECK(r.status == 0);
   CHECK(r.out ==
@@ -88,7 +88,7 @@ TEST_CASE("cron next: help and running out of occurrences", "[cron][cli]") {
   CHECK(none.err == "note: no further occurrence within 400 years\n");
 }
 
-TEST_CASE("cron next --entry: H hashes that entry's key; without it H is refused with a hint", "[cron][cli][hash]") {
+TEST_CASE("cron next --entry: H hashes that entry's key, without it H is refused with a hint", "[cron][cli][hash]") {
   const Args from = {"--from", "2026-01-01T00:00:00Z", "-n", "2"};
   auto with = [&](Args args) {
     args.insert(args.end(), from.begin(), from.end());

@@ -27,7 +27,7 @@ test::CliRun run_cli(TlsTestServer& s, std::vector<std::string> args) {
 
 }  // namespace
 
-TEST_CASE("cli tls: --ca-file makes the node trusted; without it the command fails on the certificate") {
+TEST_CASE("cli tls: --ca-file makes the node trusted, without it the command fails on the certificate") {
   TlsTestServer s;
   const test::CliRun ok = run_cli(s, {"status", "--json", "--ca-file", s.certs.ca});
   REQUIRE(ok.status == 0);

@@ -99,7 +99,7 @@ TEST_CASE("H picks one value of the field's H range", "[cron][hash]") {
   }
 }
 
-TEST_CASE("H(a-b) picks one value in a..b; names work in the range", "[cron][hash]") {
+TEST_CASE("H(a-b) picks one value in a..b, names work in the range", "[cron][hash]") {
   for (int i = 0; i < 300; ++i) {
     const std::string key = key_of(i);
     INFO(key);
@@ -160,7 +160,7 @@ TEST_CASE("H/n and H(a-b)/n: every n-th value from a hashed offset below n", "[c
   CHECK(offsets == progression(0, 14, 1));  // every offset is used by some key
 }
 
-TEST_CASE("H items mix with other items in a list; each H draws its own value", "[cron][hash]") {
+TEST_CASE("H items mix with other items in a list, each H draws its own value", "[cron][hash]") {
   int differ = 0;
   for (int i = 0; i < 200; ++i) {
     const std::string key = key_of(i);

@@ -138,7 +138,7 @@ TEST_CASE("http parser: size limits are 431 for the head and 413 for the body") 
         RequestParser::State::kComplete);
 }
 
-TEST_CASE("http parser: an error is final; leading blank lines are skipped") {
+TEST_CASE("http parser: an error is final, leading blank lines are skipped") {
   RequestParser p;
   CHECK(p.feed("BAD\r\n\r\n") == RequestParser::State::kError);
   CHECK(p.feed("GET / HTTP/1.1\r\nHost: x\r\n\r\n") == RequestParser::State::kError);

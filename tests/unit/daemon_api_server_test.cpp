@@ -126,7 +126,7 @@ TEST_CASE("http server: pipelined requests are answered in order") {
   CHECK(got.find("Connection: close") != std::string::npos);
 }
 
-TEST_CASE("http server: an oversized body gets 413 and a close; the next client is served") {
+TEST_CASE("http server: an oversized body gets 413 and a close, the next client is served") {
   TestLoop loop;
   EchoServer s(loop, fast_options());
   Closed big, bad;

@@ -188,7 +188,7 @@ TEST_CASE("api entries: bad bodies and paths are 400 naming the field") {
   CHECK(body_of(unknown.response)["field"] == "volume");
 }
 
-TEST_CASE("api entries: get and delete of an absent entry are 404; delete waits for durability") {
+TEST_CASE("api entries: get and delete of an absent entry are 404, delete waits for durability") {
   Fixture f;
   CHECK(f.run("GET", kEntryPath).response.status == 404);
   CHECK(f.run("DELETE", kEntryPath).response.status == 404);
@@ -336,7 +336,7 @@ TEST_CASE("api config: get, 409 for a stale epoch, 400 for garbage, apply a new 
   CHECK(f.n.node().config().volume("v")->replicas == std::vector<std::string>{"n1", "n3"});
 }
 
-TEST_CASE("api config: a replica change that old and new majorities could miss is 409; a non-node replica 400") {
+TEST_CASE("api config: a replica change that old and new majorities could miss is 409, a non-node replica 400") {
   Fixture f;
   json next = json::parse(test::api_test_config(2).encode());
   REQUIRE(next["volumes"][0]["name"] == "far");
@@ -814,7 +814,7 @@ TEST_CASE("node: a peer whose clock runs ahead of the skew bound is warned about
   CHECK(n.counters().replays == 0);
 }
 
-TEST_CASE("api controls: pause and resume write the entry, answered once durable; 404 without entry") {
+TEST_CASE("api controls: pause and resume write the entry, answered once durable, 404 without entry") {
   Fixture f;
   const std::string pause = kEntryPath + "/pause";
   const std::string resume = kEntryPath + "/resume";
@@ -946,7 +946,7 @@ TEST_CASE("api controls: a bulk pause with ?w=2 waits until every entry it chang
   for (const auto& [key, version] : a.wait.also) CHECK(version.physical_ms > 0);
 }
 
-TEST_CASE("api controls: trigger runs now, once per Idempotency-Key; 404, 409 and bad keys refused") {
+TEST_CASE("api controls: trigger runs now, once per Idempotency-Key, 404, 409 and bad keys refused") {
   Fixture f;
   const std::string trigger = kEntryPath + "/trigger";
   CHECK(f.run("POST", trigger).response.status == 404);

@@ -140,7 +140,7 @@ TEST_CASE("api tokens: every mistake in a tokens file is reported with its place
   CHECK(crlf.error().message.find("control character") != std::string::npos);
 }
 
-TEST_CASE("api tokens: read sees, write writes entries, admin changes the config; otherwise 403") {
+TEST_CASE("api tokens: read sees, write writes entries, admin changes the config, otherwise 403") {
   Fixture f;
   const std::string entry = "/v1/volumes/v/entities/acme/schedule/report";
   CHECK(f.status("", "GET", "/v1/status") == 401);

@@ -113,7 +113,7 @@ TEST_CASE("chronos ids: Chronos's shape, usable as entry names") {
   CHECK_FALSE(valid_chronos_id(""));
 }
 
-TEST_CASE("chronos routes: POST answers 200 with Location, no token needed; PUT replaces; DELETE deletes") {
+TEST_CASE("chronos routes: POST answers 200 with Location, no token needed, PUT replaces, DELETE deletes") {
   test::ApiTestNode n;
   ApiHandler h(test::api_test_options(), n.backend());
   ApiAction post = h.handle(api_request("POST", "/timers", timer_body(R"({"interval": 10, "repeat-for": 30})"), false));
@@ -151,7 +151,7 @@ TEST_CASE("chronos routes: POST answers 200 with Location, no token needed; PUT 
   CHECK(h.counters().chronos_requests == 4);
 }
 
-TEST_CASE("chronos routes: PUT to an unknown id creates it; bad bodies are 400; odd paths") {
+TEST_CASE("chronos routes: PUT to an unknown id creates it, bad bodies are 400, odd paths") {
   test::ApiTestNode n;
   ApiHandler h(test::api_test_options(), n.backend());
   ApiAction put = h.handle(api_request("PUT", "/timers/my-own-id", timer_body(R"({"interval": 5})"), false));
@@ -185,7 +185,7 @@ TEST_CASE("chronos routes: repeat-for shorter than the interval stores nothing (
   CHECK(fresh.response.header("Location") != nullptr);
 }
 
-TEST_CASE("chronos routes: off without a volume; token required only when configured") {
+TEST_CASE("chronos routes: off without a volume, token required only when configured") {
   test::ApiTestNode n;
   ApiOptions off = test::api_test_options();
   off.chronos_volume.clear();

@@ -177,7 +177,7 @@ TEST_CASE("metrics: the page is valid exposition format with the node's gauges")
   CHECK(b.count("caesium_config_epoch") == 1);
 }
 
-TEST_CASE("metrics: label values are escaped; numbers print plainly") {
+TEST_CASE("metrics: label values are escaped, numbers print plainly") {
   PromWriter w;
   w.family("x", "gauge", "help");
   w.sample("x", {{"v", "a\"b\\c\nd"}}, 1.5);

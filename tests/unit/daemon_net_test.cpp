@@ -75,7 +75,7 @@ std::string be32(uint32_t v) {
 
 }  // namespace
 
-TEST_CASE("transport: datagrams both ways; oversize ones are dropped and counted") {
+TEST_CASE("transport: datagrams both ways, oversize ones are dropped and counted") {
   test::TestLoop loop;
   Endpoint a(loop.get()), b(loop.get());
   a.t->send_datagram(b.gossip, "ping");
@@ -167,7 +167,7 @@ TEST_CASE("transport: a bad length prefix closes that connection, never the node
   CHECK(loop.drain());
 }
 
-TEST_CASE("transport: an unreachable peer costs a bounded queue; frames flow once it listens") {
+TEST_CASE("transport: an unreachable peer costs a bounded queue, frames flow once it listens") {
   test::TestLoop loop;
   TransportConfig cfg;
   cfg.send_queue_bytes = 64 * 1024;

@@ -62,7 +62,7 @@ Raw raw_exchange(TlsTestServer& s, const std::string& bytes) {
 
 }  // namespace
 
-TEST_CASE("tls: HTTPS with the CA is answered; a client without the CA refuses the server") {
+TEST_CASE("tls: HTTPS with the CA is answered, a client without the CA refuses the server") {
   TlsTestServer s;
   Got trusted, untrusted, twice;
   s.with_client([&] {

@@ -43,7 +43,7 @@ std::string json_error(json j) {
 
 }  // namespace
 
-TEST_CASE("an entry without controls keeps the version 1 encoding; with any, version 2", "[entry][controls]") {
+TEST_CASE("an entry without controls keeps the version 1 encoding, with any, version 2", "[entry][controls]") {
   Entry plain = every_minute();
   CHECK_FALSE(plain.has_controls());
   CHECK(encode_entry(plain)[2] == 1);
@@ -82,7 +82,7 @@ TEST_CASE("a version 2 encoding with no control set, or unknown flags, is refuse
   // Version 2 without the controls block at all is truncated.
   CHECK_FALSE(decode_entry(bytes).ok());
   // A flag bit this version does not define.
-  auto unknown = decode_entry(bytes + std::string("\x10\x00", 2));
+  auto unknown = decode_entry(bytes + std::string("\x80\x00", 2));
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.error().message.find("unknown flag bits") != std::string::npos);
 }
@@ -122,7 +122,7 @@ TEST_CASE("controls in JSON: read, written back and validated", "[entry][control
         "not_after: is before not_before (2026-02-01T00:00:00Z)");
 }
 
-TEST_CASE("next_occurrence: a paused entry has none; the window bounds the others", "[entry][controls]") {
+TEST_CASE("next_occurrence: a paused entry has none, the window bounds the others", "[entry][controls]") {
   Entry e = every_minute();
   CHECK(next_occurrence(e, kNow) == kNow + kMinute);
 
@@ -155,7 +155,7 @@ TEST_CASE("next_occurrence: a paused entry has none; the window bounds the other
   CHECK(occurrence_sequence(t, kNow + 60'000) == 3);
 }
 
-TEST_CASE("a resume records its instant; under skip nothing due while paused is scheduled", "[entry][controls]") {
+TEST_CASE("a resume records its instant, under skip nothing due while paused is scheduled", "[entry][controls]") {
   Entry e = every_minute();
   e.misfire = MisfirePolicy::skip;
   apply_pause(e, true, kNow + 5 * kMinute);
@@ -189,4 +189,58 @@ TEST_CASE("a resume records its instant; under skip nothing due while paused is 
   CHECK(j["resumed"] == "2026-01-01T00:10:30Z");
   CHECK_FALSE(from_json(j).resumed_utc_ms.has_value());
   CHECK_FALSE(entry_to_json(every_minute()).contains("resumed"));
+}
+
+TEST_CASE("overlap: allow keeps the encoding, forbid is flag 16 and a policy byte", "[entry][controls][overlap]") {
+  const Entry plain = every_minute();
+  CHECK(plain.overlap == OverlapPolicy::allow);
+  Entry forbid = plain;
+  forbid.overlap = OverlapPolicy::forbid;
+  REQUIRE(validate(forbid).ok());
+  CHECK(forbid.has_controls());
+  const std::string bytes = encode_entry(forbid);
+  CHECK(bytes[2] == 2);
+  // The controls block: flags = 16, timeout 0, policy 1 (forbid).
+  CHECK(bytes.substr(bytes.size() - 3) == std::string("\x10\x00\x01", 3));
+  auto back = decode_entry(bytes);
+  REQUIRE(back.ok());
+  CHECK(*back == forbid);
+  for (size_t n = 0; n < bytes.size(); ++n) CHECK_FALSE(decode_entry(std::string_view(bytes).substr(0, n)).ok());
+  // With another control the policy byte comes after the others' values.
+  Entry both = forbid;
+  both.paused = true;
+  auto both_back = decode_entry(encode_entry(both));
+  REQUIRE(both_back.ok());
+  CHECK(*both_back == both);
+  // allow is written as the flag's absence: a policy byte of 0 is not canonical, and a
+  // policy this node does not know is refused.
+  std::string v1 = encode_entry(plain);
+  v1[2] = 2;
+  for (const auto& [policy, why] : {std::pair{'\x00', "overlap: unknown policy 0"}, {'\x07', "overlap: unknown policy 7"}}) {
+    auto bad = decode_entry(v1 + std::string("\x10\x00", 2) + policy);
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.error().message.find(why) != std::string::npos);
+  }
+  // Bit 32 is reserved for retries, 128 is nothing: refused.
+  for (char bit : {'\x20', '\x80'}) {
+    auto reserved = decode_entry(v1 + std::string(1, bit) + std::string("\x00", 1));
+    REQUIRE_FALSE(reserved.ok());
+    CHECK(reserved.error().message.find("unknown flag bits") != std::string::npos);
+  }
+}
+
+TEST_CASE("overlap in JSON: read, written back and validated", "[entry][controls][overlap][json]") {
+  const Entry e = from_json({{"cron", "* * * * *"}, {"handler", "noop"}, {"overlap", "forbid"}});
+  CHECK(e.overlap == OverlapPolicy::forbid);
+  CHECK(entry_to_json(e)["overlap"] == "forbid");
+  CHECK(from_json(entry_to_json(e)) == e);
+  const Entry d = from_json({{"cron", "* * * * *"}, {"handler", "noop"}});
+  CHECK(entry_to_json(d)["overlap"] == "allow");
+  CHECK_FALSE(d.has_controls());
+  CHECK(from_json({{"cron", "* * * * *"}, {"handler", "noop"}, {"overlap", "allow"}}) == d);
+  CHECK(json_error({{"cron", "* * * * *"}, {"handler", "noop"}, {"overlap", "sometimes"}}) ==
+        "overlap: expected allow or forbid or replace");
+  CHECK(json_error({{"cron", "* * * * *"}, {"handler", "noop"}, {"overlap", true}}) ==
+        "overlap: expected allow or forbid or replace");
+  CHECK(json_error({{"cron", "* * * * *"}, {"handler", "noop"}, {"overlap", "replace"}}).rfind("overlap: ", 0) == 0);
 }

@@ -81,7 +81,7 @@ TEST_CASE("an entry refuses an H expression compiled for another entry's key", "
   CHECK(validate(plain).ok());
 }
 
-TEST_CASE("H errors in entries name the cron field; no key, no H", "[entry][hash]") {
+TEST_CASE("H errors in entries name the cron field, no key, no H", "[entry][hash]") {
   auto bad = entry_from_json({{"cron", "0 0 HW * *"}, {"handler", "h"}}, "acme", "report", kCreated, "n1");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().field == "cron");

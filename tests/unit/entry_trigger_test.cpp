@@ -43,12 +43,27 @@ TEST_CASE("triggers: version 2 with flag 64, round trip, truncations and bad lis
   CHECK(*back == e);
   for (size_t n = 0; n < bytes.size(); ++n) CHECK_FALSE(decode_entry(std::string_view(bytes).substr(0, n)).ok());
 
-  // The flags byte follows the payload; bits other than the known ones are refused (16 and
-  // 32 belong to other controls, unknown to this build).
+  // With the overlap control too: its policy byte comes before the trigger list (the order
+  // of the flag bits), and every prefix is refused.
+  Entry both = e;
+  both.semantics = Semantics::at_most_once;
+  both.overlap = OverlapPolicy::forbid;
+  const std::string both_bytes = encode_entry(both);
+  auto both_back = decode_entry(both_bytes);
+  REQUIRE(both_back.ok());
+  CHECK(*both_back == both);
+  // u8 overlap (1 forbid), then varint count 2, then the first id (length 17).
+  CHECK(both_bytes.find(std::string("\x01\x02\x11k0123456789abcdef")) != std::string::npos);
+  for (size_t n = 0; n < both_bytes.size(); ++n) {
+    CHECK_FALSE(decode_entry(std::string_view(both_bytes).substr(0, n)).ok());
+  }
+
+  // The flags byte follows the payload; bits other than the known ones are refused (32 is
+  // reserved for retries, 128 is nothing).
   Entry plain = every_minute();
   std::string v1 = encode_entry(plain);
   v1[2] = 2;
-  for (char flag : {'\x10', '\x20', '\x80'}) {
+  for (char flag : {'\x20', '\x80'}) {
     auto unknown = decode_entry(v1 + std::string(1, flag) + std::string("\x00", 1));
     REQUIRE_FALSE(unknown.ok());
     CHECK(unknown.error().message.find("unknown flag bits") != std::string::npos);
@@ -124,7 +139,7 @@ TEST_CASE("add_trigger: due at the write, never on a scheduled instant, bounded"
   CHECK(strict.trigger_named("x") != nullptr);
 }
 
-TEST_CASE("next_occurrence yields triggers among scheduled instants; no jitter; pause and skip-resume apply",
+TEST_CASE("next_occurrence yields triggers among scheduled instants, no jitter, pause and skip-resume apply",
           "[entry][trigger]") {
   Entry e = every_minute();
   e.jitter_ms = 30'000;
@@ -156,7 +171,7 @@ TEST_CASE("next_occurrence yields triggers among scheduled instants; no jitter; 
   CHECK(next_occurrence(timer, kNow + 1'000) == kNow + kMinute);
 }
 
-TEST_CASE("Idempotency-Key: visible ASCII, 1..200 bytes; the id is a hash of it", "[entry][trigger]") {
+TEST_CASE("Idempotency-Key: visible ASCII, 1..200 bytes, the id is a hash of it", "[entry][trigger]") {
   CHECK(validate_idempotency_key("deploy-4711").ok());
   CHECK(validate_idempotency_key(std::string(200, 'k')).ok());
   CHECK_FALSE(validate_idempotency_key("").ok());

@@ -328,6 +328,9 @@ Entry one_shot(const std::string& name, int64_t at_utc, Semantics semantics);
 // Fires every `interval_ms` from the cluster's start, `count` times.
 Entry every(const std::string& name, int64_t interval_ms, uint64_t count, Semantics semantics);
 OccurrenceId occ_of(const Entry& e, int64_t scheduled_utc);
+// The claim replies `from` sent `to` about occ, in send order.
+std::vector<ClaimReply> replies(const Cluster& c, const std::string& from, const std::string& to,
+                                const OccurrenceId& occ);
 const char* kind_name(const Packet& p);
 
 }  // namespace caesium::firing_test

@@ -347,4 +347,13 @@ inline OccurrenceId occ_of(const Entry& e, int64_t scheduled_utc) {
   return OccurrenceId{schedule::entry_key(e), scheduled_utc};
 }
 
+inline std::vector<ClaimReply> replies(const Cluster& c, const std::string& from, const std::string& to,
+                                       const OccurrenceId& occ) {
+  std::vector<ClaimReply> out;
+  for (const auto& p : c.sent(from, to, is<ClaimReply>())) {
+    if (p.as<ClaimReply>()->occ == occ) out.push_back(*p.as<ClaimReply>());
+  }
+  return out;
+}
+
 }  // namespace caesium::firing_test

@@ -11,15 +11,6 @@ namespace {
 
 constexpr int64_t kF = kBaseUtc + kStartT + 10'000;  // a fire time 10 s after the cluster starts
 
-std::vector<ClaimReply> replies(const Cluster& c, const std::string& from, const std::string& to,
-                                const OccurrenceId& occ) {
-  std::vector<ClaimReply> out;
-  for (const auto& p : c.sent(from, to, is<ClaimReply>())) {
-    if (p.as<ClaimReply>()->occ == occ) out.push_back(*p.as<ClaimReply>());
-  }
-  return out;
-}
-
 bool any_outcome(const std::vector<ClaimReply>& rs, ClaimOutcome outcome) {
   return std::any_of(rs.begin(), rs.end(), [&](const ClaimReply& r) { return r.outcome == outcome; });
 }
@@ -99,7 +90,7 @@ TEST_CASE("firing protocol: a replica grants round 0 once, durably, and names th
 // Rule: a replica never grants before the occurrence is due by its own clock; it
 // answers "not due" with the delay to wait, and the claimant asks again then and wins.
 // So a master whose clock runs ahead cannot fire early on its own.
-TEST_CASE("firing protocol: a replica whose clock is behind answers not-due; the claimant retries and wins",
+TEST_CASE("firing protocol: a replica whose clock is behind answers not-due, the claimant retries and wins",
           "[firing][claims]") {
   Cluster c;
   c.set_skew("n1", 2'000);  // the master's clock is 2 s ahead

@@ -156,7 +156,7 @@ TEST_CASE("firing protocol: at-least-once redispatches after the accept timeout,
 // Rule: complete_time > 0 (at-least-once): an accepted attempt not completed in time is
 // redispatched, flagged possible_duplicate; complete_time = 0: an accepted attempt is
 // waited for indefinitely.
-TEST_CASE("firing protocol: complete_time redispatches a slow at-least-once run; 0 waits for ever",
+TEST_CASE("firing protocol: complete_time redispatches a slow at-least-once run, 0 waits for ever",
           "[firing][owner]") {
   const int64_t complete_time = GENERATE(0, 3'000);
   Cluster c;

@@ -22,7 +22,7 @@ TEST_CASE("marks_missing names the marks no run hit", "[sim]") {
   CHECK(marks_missing({}).size() == schedule::kMarkCount);
 }
 
-TEST_CASE("read_marks_dir unites the files; one missing mark fails the check", "[sim]") {
+TEST_CASE("read_marks_dir unites the files, one missing mark fails the check", "[sim]") {
   const auto dir = std::filesystem::temp_directory_path() / "caesium_sim_coverage_test";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);

@@ -46,7 +46,7 @@ TEST_CASE("SimDisk: group commit makes batches durable in seq order", "[sim]") {
   CHECK(d.record_count() == 1);
 }
 
-TEST_CASE("SimDisk: a crash loses unsynced batches, keeps synced ones; wipe loses all", "[sim]") {
+TEST_CASE("SimDisk: a crash loses unsynced batches, keeps synced ones, wipe loses all", "[sim]") {
   SimDisk d;
   REQUIRE(d.submit_checked(put(1, "k1", "v1")).ok());
   d.complete_sync(d.begin_sync());
@@ -74,7 +74,7 @@ TEST_CASE("SimDisk: a seq that does not increase is refused with a reason", "[si
   CHECK(st.error().message.find("does not increase") != std::string::npos);
 }
 
-TEST_CASE("World: durability is reported after the sync latency; crash before it loses the write", "[sim]") {
+TEST_CASE("World: durability is reported after the sync latency, crash before it loses the write", "[sim]") {
   TestWorld tw(1, quiet_options());  // sync latency: constant 10 ms
   tw.p(0).batches.push_back(put(1, "entry", "a"));
   tw.world->drain_outputs(0);

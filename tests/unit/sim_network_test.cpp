@@ -72,7 +72,7 @@ TEST_CASE("datagram latency, loss and duplication match the configuration", "[si
   CHECK(reordered);  // jitter reorders datagrams
 }
 
-TEST_CASE("symmetric partition: groups talk inside, not across; unlisted nodes form one group", "[sim]") {
+TEST_CASE("symmetric partition: groups talk inside, not across, unlisted nodes form one group", "[sim]") {
   TestWorld tw(5, quiet_options());
   tw.world->partition({{0, 1}, {2, 3}});  // n5 unlisted: its own group 0
   for (uint32_t a = 0; a < 5; ++a) {
@@ -214,7 +214,7 @@ TEST_CASE("a sender backs off 100 ms doubling to 5 s while the receiver is down,
   CHECK(tw.p(1).received[0].bytes == "waits");
 }
 
-TEST_CASE("a crash breaks streams to the node; datagrams reach it again after restart", "[sim]") {
+TEST_CASE("a crash breaks streams to the node, datagrams reach it again after restart", "[sim]") {
   TestWorld tw(2, quiet_options(1, 50));
   tw.send(0, 1, S, "lost");
   tw.send(0, 1, D, "lost too");
@@ -255,7 +255,7 @@ TEST_CASE("corrupted datagrams arrive corrupted, same length, and are counted", 
   CHECK(tw.world->datagram_stats().corrupted == 100);
 }
 
-TEST_CASE("datagrams over 1400 bytes are a reported violation; unknown addresses are counted", "[sim]") {
+TEST_CASE("datagrams over 1400 bytes are a reported violation, unknown addresses are counted", "[sim]") {
   TestWorld tw(2, quiet_options());
   tw.send(0, 1, D, std::string(1400, 'x'));
   tw.send(0, 1, D, std::string(1401, 'x'));

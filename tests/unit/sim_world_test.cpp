@@ -36,7 +36,7 @@ uint64_t chatter_hash(uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("same seed, same trace hash; different seed, different hash", "[sim]") {
+TEST_CASE("same seed, same trace hash, different seed, different hash", "[sim]") {
   const uint64_t seed = test_seed(42);
   INFO("seed " << seed);
   CHECK(chatter_hash(seed) == chatter_hash(seed));
@@ -201,7 +201,7 @@ TEST_CASE("an inbound-only slow node processes messages late but ticks on time",
   CHECK(tw.p(1).received[0].virtual_ms >= 800);
 }
 
-TEST_CASE("skew and drift move realtime within the bound; monotonic is untouched", "[sim]") {
+TEST_CASE("skew and drift move realtime within the bound, monotonic is untouched", "[sim]") {
   WorldOptions o = quiet_options();
   o.max_skew_ms = 5000;
   TestWorld tw(2, o);
@@ -291,7 +291,7 @@ struct FaultLog final : Checker {
 };
 }  // namespace
 
-TEST_CASE("checkers hear every fault after the World applied it; ground truth histories", "[sim]") {
+TEST_CASE("checkers hear every fault after the World applied it, ground truth histories", "[sim]") {
   FaultLog log;
   WorldOptions o = quiet_options();
   World w(make_cluster(3), o, [](const ProcessContext&) { return std::make_unique<TestProcess>(); });

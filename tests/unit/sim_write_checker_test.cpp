@@ -75,7 +75,7 @@ WriteRules rules(const char* semantics, bool edit, int64_t dispatched_ms, bool o
 
 }  // namespace
 
-TEST_CASE("workload: op and w parse; bad values name the key and line", "[sim]") {
+TEST_CASE("workload: op and w parse, bad values name the key and line", "[sim]") {
   auto r = parse_scenario(std::string(kCluster) + R"(
 [[workload.entry]]
 at = "1s"

@@ -88,7 +88,7 @@ TEST_CASE("toml: every unknown key is reported, in file order, once", "[toml]") 
                         "t.toml:3:1: sec.apple: unknown key"});
 }
 
-TEST_CASE("toml: stop() abandons one table; toml_guard lets the next be read", "[toml]") {
+TEST_CASE("toml: stop() abandons one table, toml_guard lets the next be read", "[toml]") {
   const toml::table t = parse(
       "[[fault]]\ncrash = \"n1\"\n"                // no `at`: stopped
       "[[fault]]\nat = \"1s\"\ncrash = 5\n"        // a type error, read on
@@ -110,8 +110,8 @@ TEST_CASE("toml: stop() abandons one table; toml_guard lets the next be read", "
   top.finish();
   CHECK(finished == 2);
   check_errors(errors, {"t.toml:1:1: fault[0]: a fault needs at = \"<duration>\"",
-                        "t.toml:6:1: fault[1].crash: expected a string or an array of strings",
-                        "t.toml:9:1: fault[2].colour: unknown key"});
+                        "t.toml:5:1: fault[1].crash: expected a string or an array of strings",
+                        "t.toml:8:1: fault[2].colour: unknown key"});
   CHECK(errors.all()[0].field == "fault[0]");
 }
 
@@ -139,7 +139,7 @@ TEST_CASE("toml: wrong shapes of tables, arrays and values", "[toml]") {
                         "t.toml:5:1: loss: nan is out of range [0, 1]"});
 }
 
-TEST_CASE("toml: a syntax error is one error at its position; sizes", "[toml]") {
+TEST_CASE("toml: a syntax error is one error at its position, sizes", "[toml]") {
   auto bad = parse_toml("a = 1\nb = \n", "t.toml");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.rfind("t.toml:2:", 0) == 0);

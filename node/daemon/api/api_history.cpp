@@ -32,11 +32,12 @@ std::string outcome(const node::Node::OccurrenceHistory& h) {
     failed |= schedule::failed(w.state);
     running |= w.state == schedule::WorkerState::kAccepted;
   }
-  bool lost = false, missed = false, skipped = false;
+  bool lost = false, missed = false, skipped = false, skipped_overlap = false;
   for (const auto& o : h.owners) {
     lost |= o.outcome == schedule::OwnerOutcome::kLost;
     missed |= o.outcome == schedule::OwnerOutcome::kMissed;
     skipped |= o.outcome == schedule::OwnerOutcome::kSkipped;
+    skipped_overlap |= o.outcome == schedule::OwnerOutcome::kSkippedOverlap;
     dispatched |= !o.attempts.empty();
   }
   if (completed) return "completed";
@@ -45,6 +46,7 @@ std::string outcome(const node::Node::OccurrenceHistory& h) {
   if (lost) return "lost";
   if (missed) return "missed";
   if (skipped) return "skipped";
+  if (skipped_overlap) return "skipped_overlap";
   if (running) return "running";
   if (dispatched) return "dispatched";
   if (!h.owners.empty()) return "owned";

@@ -48,6 +48,7 @@ void FireMetrics::on_fire(const schedule::FireEvent& f) {
     case K::kMissed: ++counts_.missed; break;
     case K::kLost: ++counts_.lost; break;
     case K::kSkipped: ++counts_.skipped; break;
+    case K::kSkippedOverlap: ++counts_.skipped_overlap; break;
     default: break;  // kinds that carry no count here (the scheduler may add more)
   }
 }
@@ -223,6 +224,8 @@ void render_fire(PromWriter& w, const FireMetrics::Counts& f) {
   counter(w, "caesium_occurrences_missed_total", "Occurrences decided never to fire (window passed, no replica).", f.missed);
   counter(w, "caesium_occurrences_lost_total", "At-most-once occurrences whose attempt may or may not have run.", f.lost);
   counter(w, "caesium_occurrences_skipped_total", "Occurrences skipped by the entry's misfire policy.", f.skipped);
+  counter(w, "caesium_occurrences_skipped_overlap_total",
+          "Occurrences skipped because a run of their entry was still running (overlap = forbid).", f.skipped_overlap);
   counter(w, "caesium_claims_granted_total", "Claims this replica granted.", f.granted);
   counter(w, "caesium_duplicate_runs_total", "Attempts after the first that a worker on this node accepted (ran).",
           f.duplicate_runs);

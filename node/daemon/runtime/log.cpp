@@ -107,6 +107,10 @@ EventLine describe_fire(const schedule::FireEvent& f) {
       m = "skipped by the misfire policy";
       append_detail(m, f.detail);
       break;
+    case K::kSkippedOverlap:
+      m = "skipped_overlap (overlap = forbid: due while a run of the entry was running)";
+      append_detail(m, f.detail);
+      break;
     case K::kRedispatched:
       m = "redispatched " + attempt_text(f) + " to " + f.node;
       append_detail(m, f.detail);
@@ -144,7 +148,8 @@ LogLevel fire_level(const schedule::FireEvent& f) {
     case K::kMissed:
     case K::kRedispatched: return LogLevel::kWarn;
     case K::kLost: return LogLevel::kError;
-    case K::kSkipped: return LogLevel::kInfo;
+    case K::kSkipped:
+    case K::kSkippedOverlap: return LogLevel::kInfo;
   }
   return LogLevel::kInfo;
 }

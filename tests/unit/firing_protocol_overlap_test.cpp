@@ -1,0 +1,182 @@
+// overlap = "forbid" in the firing protocol (docs/firing.md, Overlap), rule by rule,
+// through the hand-timed harness (tests/unit/firing_harness.h).
+#include <catch2/catch.hpp>
+
+#include "tests/unit/firing_harness.h"
+
+using namespace caesium;
+using namespace caesium::firing_test;
+
+namespace {
+
+// Created after the nodes' amnesia horizon (a new cluster starts wiped): a wiped replica
+// abstains on forbid claims of an entry due before its horizon.
+constexpr int64_t kCreated = kBaseUtc + kStartT + 10'000;
+constexpr int64_t kPeriodMs = 2'000;
+
+// An at-most-once entry due every 2 s from its creation, three times.
+Entry forbid_entry(schedule::OverlapPolicy overlap = schedule::OverlapPolicy::forbid) {
+  Entry e = every("long", kPeriodMs, 3, Semantics::at_most_once);
+  e.created_utc_ms = kCreated;
+  e.overlap = overlap;
+  return e;
+}
+
+// A round-0 claim of `occ` by `claimant`'s process, as its scheduler would send it.
+Claim claim_of(const Cluster& c, const std::string& claimant, const OccurrenceId& occ, bool forbid_overlap) {
+  Claim cl;
+  cl.volume = kVolume;
+  cl.occ = occ;
+  cl.claimant = schedule::ProcessId{claimant, c.boot(claimant)};
+  cl.fire_utc_ms = occ.scheduled_utc_ms;
+  cl.kind = ClaimKind::kClaim;
+  cl.round = 0;
+  cl.attempt.attempt = 1;
+  cl.attempt.worker = claimant;
+  cl.attempt.fire_id = schedule::make_fire_id(kVolume, occ, cl.claimant, 1);
+  cl.forbid_overlap = forbid_overlap;
+  return cl;
+}
+
+// The first replica other than `not_this` holding an accepted vote on occ.
+std::string accepting_replica(const Cluster& c, const OccurrenceId& occ, const std::string& not_this) {
+  for (const auto& id : c.ids()) {
+    if (id == not_this) continue;
+    auto v = c.vote(id, occ);
+    if (v && v->has_accepted) return id;
+  }
+  return "";
+}
+
+}  // namespace
+
+// Rule (replica side): a replica that accepted an attempt of occurrence k refuses a
+// forbid claim of another occurrence of the entry (kOverlap) until it knows that attempt
+// ended; then it grants.  A claim without the flag (overlap = allow) is granted as before.
+TEST_CASE("firing overlap: a replica refuses a forbid claim while an accepted run of the entry is unfinished",
+          "[firing][overlap]") {
+  Cluster c;
+  const Entry e = forbid_entry();
+  c.make_master("n1");
+  c.put_entry(e);
+  const OccurrenceId first = occ_of(e, kCreated + kPeriodMs);
+  const OccurrenceId second = occ_of(e, kCreated + 2 * kPeriodMs);
+  c.run_until_t(c.t_at("n1", first.scheduled_utc_ms) + 500);
+  REQUIRE(c.runs_of(first).size() == 1);
+  // n3 takes no part from here: the test speaks for it.
+  c.set_active("n3", false);
+  const std::string r = accepting_replica(c, first, "n3");
+  INFO("replica " << r << "\n" << c.dump());
+  REQUIRE(!r.empty());
+  c.run_until_t(c.t_at("n1", second.scheduled_utc_ms) + 100);
+
+  c.inject("n3", r, claim_of(c, "n3", second, /*forbid_overlap=*/true));
+  c.deliver_all();
+  auto rs = replies(c, r, "n3", second);
+  REQUIRE(rs.size() == 1);
+  CHECK(rs.back().outcome == ClaimOutcome::kOverlap);
+  CHECK(rs.back().retry_after_ms > 0);
+  CHECK_FALSE(c.vote(r, second).has_value());  // a refusal writes no vote
+
+  // The same claim without the flag: granted, as for overlap = allow.
+  const OccurrenceId third = occ_of(e, kCreated + 3 * kPeriodMs);
+  c.run_until_t(c.t_at("n1", third.scheduled_utc_ms) + 100);
+  c.inject("n3", r, claim_of(c, "n3", third, /*forbid_overlap=*/false));
+  c.deliver_all();
+  rs = replies(c, r, "n3", third);
+  REQUIRE(rs.size() == 1);
+  CHECK(rs.back().outcome == ClaimOutcome::kGranted);
+
+  // The first run ends and its completion reaches r: r no longer knows of an unfinished run
+  // of `first`, but it holds the vote it just gave `third`, which nobody finished.  A forbid
+  // claim of `second` is refused for that one; release it (as the claimant would) and ask
+  // again: granted.
+  const std::string worker = c.runs_of(first).front().node;
+  REQUIRE(c.complete(worker) == 1);
+  c.run_for(1'000);
+  c.inject("n3", r, schedule::Release{kVolume, third, schedule::ProcessId{"n3", c.boot("n3")}});
+  c.deliver_all();
+  REQUIRE_FALSE(c.vote(r, third).has_value());
+  c.inject("n3", r, claim_of(c, "n3", second, /*forbid_overlap=*/true));
+  c.deliver_all();
+  rs = replies(c, r, "n3", second);
+  REQUIRE(rs.size() == 2);
+  CHECK(rs.back().outcome == ClaimOutcome::kGranted);
+}
+
+// Rule (decider side): an occurrence due while the master knows the entry's previous run
+// is running is skipped_overlap, recorded for every replica; the run goes on, nothing
+// runs twice at once; the next occurrence due after the run ended runs.
+TEST_CASE("firing overlap: an occurrence due while the previous run is running is skipped_overlap",
+          "[firing][overlap]") {
+  const Semantics semantics = GENERATE(Semantics::at_most_once, Semantics::at_least_once);
+  INFO("semantics " << schedule::to_string(semantics));
+  Cluster c;
+  Entry e = forbid_entry();
+  e.semantics = semantics;
+  c.make_master("n1");
+  c.put_entry(e);
+  const OccurrenceId first = occ_of(e, kCreated + kPeriodMs);
+  const OccurrenceId second = occ_of(e, kCreated + 2 * kPeriodMs);
+  const OccurrenceId third = occ_of(e, kCreated + 3 * kPeriodMs);
+  c.run_until_t(c.t_at("n1", first.scheduled_utc_ms) + 500);
+  REQUIRE(c.runs_of(first).size() == 1);
+  c.run_until_t(c.t_at("n1", second.scheduled_utc_ms) + 1'000);
+  INFO(c.dump());
+  CHECK(c.runs_of(second).empty());
+  const auto owners = c.owner_records("n2", second);
+  REQUIRE(owners.size() == 1);
+  CHECK(owners.begin()->second.outcome == OwnerOutcome::kSkippedOverlap);
+  CHECK(c.sched("n1").counters().skipped_overlap == 1);
+  CHECK(c.events(FireEvent::Kind::kSkippedOverlap, second).size() == 1);
+  // The first run ends before the third is due: the third runs.
+  REQUIRE(c.complete(c.runs_of(first).front().node) == 1);
+  c.run_until_t(c.t_at("n1", third.scheduled_utc_ms) + 1'000);
+  CHECK(c.runs_of(third).size() == 1);
+}
+
+// The same entry with overlap = allow: every occurrence runs, whatever is still running.
+TEST_CASE("firing overlap: allow runs every occurrence while the previous one runs", "[firing][overlap]") {
+  Cluster c;
+  const Entry e = forbid_entry(schedule::OverlapPolicy::allow);
+  c.make_master("n1");
+  c.put_entry(e);
+  c.run_until_t(c.t_at("n1", kCreated + 3 * kPeriodMs) + 1'000);
+  for (int k = 1; k <= 3; ++k) CHECK(c.runs_of(occ_of(e, kCreated + k * kPeriodMs)).size() == 1);
+  CHECK(c.sched("n1").counters().skipped_overlap == 0);
+}
+
+// The test switch breaks the replica rule, and the decider rule alone cannot see a run it
+// has not heard of: with replication held, a second master of a moment runs the next
+// occurrence while the first still runs.  Intact, the votes refuse it.
+TEST_CASE("firing overlap: the vote rule is what stops a second run the decider cannot see", "[firing][overlap][safety]") {
+  const bool broken = GENERATE(true, false);
+  INFO("broken: " << broken);
+  ClusterOptions o;
+  o.scheduler.test_grant_ignores_overlap = broken;
+  Cluster c(o);
+  const Entry e = forbid_entry();
+  c.make_master("n1");
+  c.put_entry(e);
+  const OccurrenceId first = occ_of(e, kCreated + kPeriodMs);
+  const OccurrenceId second = occ_of(e, kCreated + 2 * kPeriodMs);
+  // No record travels: no node learns from the store that `first` runs.
+  c.hold("*", "*", pushes());
+  c.run_until_t(c.t_at("n1", first.scheduled_utc_ms) + 500);
+  REQUIRE(c.runs_of(first).size() == 1);
+  // n2 becomes master instead: it never saw `first`'s records.
+  c.set_master("n1", false);
+  c.set_master("n2", true);
+  c.run_until_t(c.t_at("n2", second.scheduled_utc_ms) + 3'000);
+  INFO(c.dump());
+  const bool first_running = !c.runs_of(first).front().finished;
+  REQUIRE(first_running);
+  if (broken) {
+    CHECK(c.runs_of(second).size() == 1);
+  } else {
+    CHECK(c.runs_of(second).empty());
+    CHECK(c.sched("n2").counters().overlap_refused + c.sched("n1").counters().overlap_refused +
+              c.sched("n3").counters().overlap_refused >=
+          1);
+  }
+}
