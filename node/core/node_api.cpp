@@ -73,10 +73,10 @@ Result<Node::TriggerAck> Node::trigger_entry(const std::string& volume, const st
           ? schedule::trigger_id_for_key(idempotency_key)
           : schedule::trigger_id('t', hash_combine(hash_combine(hash64(options_.id), boot_id_),
                                                    hash_combine(static_cast<uint64_t>(now.utc_ms), ++triggers_made_)));
+  const auto held = it->second.store->find(key);
   if (const schedule::Trigger* t = entry->trigger_named(id)) {
     // A retry: the same answer, and nothing written.  The caller still waits for the
     // record that holds it to be as durable as asked.
-    const auto held = it->second.store->find(key);
     assert(held.has_value());
     return TriggerAck{WriteAck{held->to_record(), write_barrier()}, *t, true};
   }
@@ -85,7 +85,6 @@ Result<Node::TriggerAck> Node::trigger_entry(const std::string& volume, const st
   // store's clock and the version held for the key, + 1 ms for a logical overflow), so
   // the trigger is an occurrence that falls due after the write that adds it: the edit
   // rule governs it like any other (docs/firing.md, Run now).
-  const auto held = it->second.store->find(key);
   int64_t floor_ms = std::max(now.utc_ms, it->second.store->clock().last().physical_ms);
   if (held) floor_ms = std::max(floor_ms, held->physical_ms);
   auto trigger = schedule::add_trigger(*entry, id, floor_ms + 1, now.utc_ms);

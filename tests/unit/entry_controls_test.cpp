@@ -9,25 +9,15 @@
 #include "schedule/entry_codec.h"
 #include "schedule/entry_json.h"
 #include "schedule/timing.h"
+#include "tests/unit/entry_fixture.h"
 
 using namespace caesium::schedule;
 using nlohmann::json;
+using caesium::test::every_minute;
+using caesium::test::kMinute;
+using caesium::test::kNow;
 
 namespace {
-
-constexpr int64_t kNow = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
-constexpr int64_t kMinute = 60'000;
-
-Entry every_minute() {
-  Entry e;
-  e.entity = "ops";
-  e.name = "tick";
-  e.timing = CronTiming::make("* * * * *", "UTC").value();
-  e.handler = "noop";
-  e.origin = "n1";
-  e.created_utc_ms = kNow;
-  return e;
-}
 
 Entry from_json(const json& j) {
   auto e = entry_from_json(j, "ops", "tick", kNow, "n1");
