@@ -207,7 +207,10 @@ void Scheduler::on_local_record(const std::string& key, const std::string& value
     return;
   }
   const OccKey k = occ_key(parsed->volume, parsed->occ);
-  if (votes_.insert_or_assign(k, std::move(*vote)).second) retain_interned(k.entry);
+  if (votes_.insert_or_assign(k, std::move(*vote)).second) {
+    vote_keys_by_entry_.insert(k);
+    retain_interned(k.entry);
+  }
   restored_votes_ = true;
 }
 
@@ -451,6 +454,7 @@ void Scheduler::drop_vote(Votes::iterator it) {
   const InternedEntry& e = interned_[k.entry];
   host_.local_erase(grant_key(e.volume, OccurrenceId{e.entry_key, k.scheduled_utc_ms}));
   votes_.erase(it);
+  vote_keys_by_entry_.erase(k);
   release_interned(k.entry);
 }
 

@@ -684,6 +684,9 @@ class Scheduler {
   };
   using Votes = std::map<OccKey, Vote, ByInstant>;
   Votes votes_;
+  // The keys of votes_ by entry, then instant (OccKey's own order): a forbid claim's check
+  // (overlap_vote) visits the votes of its entry, not every vote.  Kept with votes_.
+  std::set<OccKey> vote_keys_by_entry_;
   // Forgets a vote: erases it, its grant record on this node's disk, and its id's reference.
   void drop_vote(Votes::iterator it);
   ParsedOccKey parsed_scratch_;   // on_record's parse (not re-entered: see SchedulerHost)

@@ -108,7 +108,11 @@ void Scheduler::check_invariants() const {
     CAESIUM_ASSERT(!o.timer_armed || mono_wheel_.pending(o.timer));
     check_occ(o);
   }
-  for (const auto& [k, v] : votes_) check_vote(v);
+  CAESIUM_ASSERT(vote_keys_by_entry_.size() == votes_.size());
+  for (const auto& [k, v] : votes_) {
+    CAESIUM_ASSERT(vote_keys_by_entry_.count(k) == 1);
+    check_vote(v);
+  }
   CAESIUM_ASSERT(mono_wheel_.size() <= occs_.size());
 }
 

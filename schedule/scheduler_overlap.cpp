@@ -54,8 +54,11 @@ bool Scheduler::vote_ended(const std::string& volume, const OccurrenceId& occ, c
 std::optional<int64_t> Scheduler::overlap_vote(const Claim& c) {
   const std::optional<OccKey> key = known_occ_key(c.volume, c.occ);
   if (!key) return std::nullopt;  // nothing of the entry is known here: no vote of it either
-  for (const auto& [k, vote] : votes_) {
-    if (k.entry != key->entry || k.scheduled_utc_ms == c.occ.scheduled_utc_ms || !vote.has_accepted) continue;
+  for (auto it = vote_keys_by_entry_.lower_bound(OccKey{key->entry, INT64_MIN});
+       it != vote_keys_by_entry_.end() && it->entry == key->entry; ++it) {
+    const OccKey& k = *it;
+    const Vote& vote = votes_.at(k);
+    if (k.scheduled_utc_ms == c.occ.scheduled_utc_ms || !vote.has_accepted) continue;
     const OccurrenceId other{c.occ.entry_key, k.scheduled_utc_ms};
     if (!vote_ended(c.volume, other, vote)) return k.scheduled_utc_ms;
   }

@@ -222,6 +222,7 @@ void Scheduler::grant(const std::string& from, const Claim& c, ClaimReply& reply
   if (it == votes_.end()) {
     ++counters_.granted;
     votes_.emplace(key, v);
+    vote_keys_by_entry_.insert(key);
     retain_interned(key.entry);
     host_.local_put(grant_key(c.volume, c.occ), encode(v));
   } else if (!(v == it->second)) {
