@@ -325,6 +325,9 @@ class Cluster {
 
 // A one-shot timer entry of entity "e", handler "log", created at the cluster's start.
 Entry one_shot(const std::string& name, int64_t at_utc, Semantics semantics);
+// An at-most-once one-shot that prefers to run on `origin`, with a 2 s accept timeout:
+// the takeover and decision tests' occurrence.
+Entry at_most_once_on(const std::string& origin, const std::string& name, int64_t at_utc);
 // Fires every `interval_ms` from the cluster's start, `count` times.
 Entry every(const std::string& name, int64_t interval_ms, uint64_t count, Semantics semantics);
 OccurrenceId occ_of(const Entry& e, int64_t scheduled_utc);

@@ -333,6 +333,14 @@ inline Entry one_shot(const std::string& name, int64_t at_utc, Semantics semanti
   return e;
 }
 
+inline Entry at_most_once_on(const std::string& origin, const std::string& name, int64_t at_utc) {
+  Entry e = one_shot(name, at_utc, Semantics::at_most_once);
+  e.origin = origin;
+  e.prefer_origin = true;
+  e.accept_timeout_ms = 2'000;
+  return e;
+}
+
 inline Entry every(const std::string& name, int64_t interval_ms, uint64_t count, Semantics semantics) {
   Entry e = one_shot(name, 0, semantics);
   schedule::Timer t;

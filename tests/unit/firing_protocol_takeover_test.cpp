@@ -11,13 +11,7 @@ namespace {
 
 constexpr int64_t kF = kBaseUtc + kStartT + 10'000;  // a fire time 10 s after the cluster starts
 
-Entry on_n3(const std::string& name) {
-  Entry e = one_shot(name, kF, Semantics::at_most_once);
-  e.origin = "n3";
-  e.prefer_origin = true;
-  e.accept_timeout_ms = 2'000;
-  return e;
-}
+Entry on_n3(const std::string& name) { return at_most_once_on("n3", name, kF); }
 
 // The first packet (in send order) from `from` matching `what`; 0 when none.
 uint64_t first_id(const Cluster& c, const std::string& from, const Filter& what) {
