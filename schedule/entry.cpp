@@ -66,6 +66,16 @@ Status validate_cron(const CronTiming& c, const Entry& e) {
 
 }  // namespace
 
+int64_t retry_backoff_ms(const RetryPolicy& retry, uint32_t failed_runs, uint64_t seed) {
+  int64_t wait = std::max<int64_t>(0, retry.backoff_ms);
+  for (uint32_t i = 1; i < failed_runs && wait < retry.max_backoff_ms; ++i) wait *= 2;
+  wait = std::min(wait, std::max(retry.max_backoff_ms, retry.backoff_ms));
+  if (retry.jitter_permille == 0 || wait == 0) return wait;
+  const uint64_t cut = static_cast<uint64_t>(wait) / 1000 * std::min<uint32_t>(retry.jitter_permille, 1000) +
+                       static_cast<uint64_t>(wait) % 1000 * std::min<uint32_t>(retry.jitter_permille, 1000) / 1000;
+  return wait - static_cast<int64_t>(cut == 0 ? 0 : seed % (cut + 1));
+}
+
 std::string entry_key(std::string_view entity, std::string_view name) {
   std::string key;
   key.reserve(entity.size() + kScheduleKeyInfix.size() + name.size());

@@ -47,6 +47,21 @@ inline constexpr size_t kMaxTriggerIdBytes = 32;
 // or its misfire window when that is longer, unless kMaxTriggers newer ones push it out.
 inline constexpr int64_t kTriggerMemoryMs = 10 * 60 * 1000;
 
+// Retries with back-off (docs/entries.md, "Controls"; docs/firing.md, "Retries").  A run
+// that ends in a definite failure (the handler reported failure, or was stopped at its
+// timeout) is followed by the next run after a back-off, until `attempts` runs in all.
+// An unknown outcome (lost) is never retried for at-most-once entries.
+struct RetryPolicy {
+  uint32_t attempts = 1;             // runs in all, the first included: 1..kMaxRetryAttempts; 1 = no retry
+  int64_t backoff_ms = 1'000;        // before the second run; doubles before each further one
+  int64_t max_backoff_ms = 60'000;   // the doubling stops here (>= backoff_ms)
+  uint32_t jitter_permille = 0;      // 0..1000: each back-off is shortened by up to this fraction
+  bool enabled() const { return attempts > 1; }
+  friend bool operator==(const RetryPolicy&, const RetryPolicy&) = default;
+};
+inline constexpr uint32_t kMaxRetryAttempts = 100;
+inline constexpr int64_t kMaxRetryBackoffMs = 24 * 60 * 60 * 1000;
+
 struct Entry {
   std::string entity;
   std::string name;
@@ -76,11 +91,13 @@ struct Entry {
   // trigger request adds one; a PUT keeps them).
   std::vector<Trigger> triggers;
   OverlapPolicy overlap = OverlapPolicy::allow;  // allow: occurrences run regardless of one another
+  RetryPolicy retry;
 
   // Whether any control is set (the entry then needs encoding version 2).
   bool has_controls() const {
     return paused || timeout_ms != 0 || not_before_utc_ms.has_value() || not_after_utc_ms.has_value() ||
-           resumed_utc_ms.has_value() || overlap != OverlapPolicy::allow || !triggers.empty();
+           resumed_utc_ms.has_value() || overlap != OverlapPolicy::allow || !triggers.empty() ||
+           retry != RetryPolicy{};
   }
   // The trigger due at `at_utc_ms`, or null.
   const Trigger* trigger_at(int64_t at_utc_ms) const;
@@ -88,6 +105,11 @@ struct Entry {
 
   friend bool operator==(const Entry&, const Entry&) = default;
 };
+
+// The wait before the run that follows `failed_runs` failed runs (>= 1) of one
+// occurrence: backoff x 2^(failed_runs - 1), at most max_backoff, shortened by a jitter
+// drawn from `seed` (the same on every node: the occurrence's key).
+int64_t retry_backoff_ms(const RetryPolicy& retry, uint32_t failed_runs, uint64_t seed);
 
 // At-most-once with overlap = forbid: the votes refuse a second concurrent run
 // (docs/firing.md, "Overlap").  At-least-once forbid is best effort, decided locally.
