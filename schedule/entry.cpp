@@ -64,6 +64,23 @@ Status validate_cron(const CronTiming& c, const Entry& e) {
   return Status::success();
 }
 
+// The retry policy's ranges (docs/entries.md, Controls, Retries); the codec and the JSON
+// reader refuse the same values through here.
+Status validate_retry(const RetryPolicy& r) {
+  if (r.attempts < 1 || r.attempts > kMaxRetryAttempts) {
+    return field_error("retry.attempts", "must be between 1 and " + std::to_string(kMaxRetryAttempts) +
+                                             " (runs in all, the first included; 1 = no retry)");
+  }
+  if (r.backoff_ms < 0) return field_error("retry.backoff", "must not be negative");
+  if (r.backoff_ms > kMaxRetryBackoffMs) return field_error("retry.backoff", "must be at most 1 day");
+  if (r.max_backoff_ms < r.backoff_ms) {
+    return field_error("retry.max_backoff", "is shorter than retry.backoff (" + format_duration_ms(r.backoff_ms) + ")");
+  }
+  if (r.max_backoff_ms > kMaxRetryBackoffMs) return field_error("retry.max_backoff", "must be at most 1 day");
+  if (r.jitter_permille > 1000) return field_error("retry.jitter", "must be a fraction between 0 and 1");
+  return Status::success();
+}
+
 }  // namespace
 
 int64_t retry_backoff_ms(const RetryPolicy& retry, uint32_t failed_runs, uint64_t seed) {
@@ -269,6 +286,7 @@ Status validate(const Entry& e) {
     return field_error("not_after", "is before not_before (" + format_rfc3339_utc(*e.not_before_utc_ms) + ")");
   }
   if (Status s = validate_triggers(e.triggers); !s.ok()) return s;
+  if (Status s = validate_retry(e.retry); !s.ok()) return s;
   if (e.payload.size() > kMaxPayloadBytes) {
     return field_error("payload", "is " + std::to_string(e.payload.size()) + " bytes; at most 65536 are allowed");
   }

@@ -42,10 +42,12 @@ class Reader {
 constexpr size_t kMaxExprBytes = 1024;
 constexpr size_t kMaxZoneBytes = 64;
 // Version 2's controls byte: paused 1, not_before 2, not_after 4, resumed 8, overlap 16
-// (a u8 policy follows, never allow), triggers 64.  32 is reserved for retries.
+// (a u8 policy follows, never allow), retry 32 (the policy follows, never the default),
+// triggers 64.
 constexpr uint8_t kOverlapFlag = 16;
+constexpr uint8_t kFlagRetry = 32;
 constexpr uint8_t kFlagTriggers = 64;
-constexpr uint8_t kKnownControlFlags = 1 | 2 | 4 | 8 | kOverlapFlag | kFlagTriggers;
+constexpr uint8_t kKnownControlFlags = 1 | 2 | 4 | 8 | kOverlapFlag | kFlagRetry | kFlagTriggers;
 
 }  // namespace
 
@@ -86,12 +88,18 @@ std::string encode_entry(const Entry& e) {
   if (e.has_controls()) {
     w.u8(static_cast<uint8_t>((e.paused ? 1 : 0) | (e.not_before_utc_ms ? 2 : 0) | (e.not_after_utc_ms ? 4 : 0) |
                               (e.resumed_utc_ms ? 8 : 0) | (e.overlap != OverlapPolicy::allow ? kOverlapFlag : 0) |
-                              (e.triggers.empty() ? 0 : kFlagTriggers)));
+                              (e.retry != RetryPolicy{} ? kFlagRetry : 0) | (e.triggers.empty() ? 0 : kFlagTriggers)));
     w.svarint(e.timeout_ms);
     if (e.not_before_utc_ms) w.svarint(*e.not_before_utc_ms);
     if (e.not_after_utc_ms) w.svarint(*e.not_after_utc_ms);
     if (e.resumed_utc_ms) w.svarint(*e.resumed_utc_ms);
     if (e.overlap != OverlapPolicy::allow) w.u8(static_cast<uint8_t>(e.overlap));
+    if (e.retry != RetryPolicy{}) {
+      w.varint(e.retry.attempts);
+      w.svarint(e.retry.backoff_ms);
+      w.svarint(e.retry.max_backoff_ms);
+      w.varint(e.retry.jitter_permille);
+    }
     if (!e.triggers.empty()) {
       w.varint(e.triggers.size());
       for (const Trigger& t : e.triggers) {
@@ -129,6 +137,24 @@ uint8_t read_timing(Reader& r, Entry& e, std::string& cron_text, std::string& tz
   return timing;
 }
 
+// The retry policy (flag 32): attempts and jitter are checked here, before they are
+// narrowed to 32 bits; the durations by validate() once the entry is read.
+void read_retry(Reader& r, RetryPolicy& retry) {
+  const uint64_t attempts = r.varint("retry.attempts");
+  if (attempts < 1 || attempts > kMaxRetryAttempts) {
+    r.fail("retry.attempts", "must be between 1 and " + std::to_string(kMaxRetryAttempts) + ", got " +
+                                 std::to_string(attempts));
+  }
+  retry.attempts = static_cast<uint32_t>(attempts);
+  retry.backoff_ms = r.svarint("retry.backoff");
+  retry.max_backoff_ms = r.svarint("retry.max_backoff");
+  const uint64_t jitter = r.varint("retry.jitter");
+  if (jitter > 1000) r.fail("retry.jitter", "must be at most 1000 permille, got " + std::to_string(jitter));
+  retry.jitter_permille = static_cast<uint32_t>(jitter);
+  // The default policy is written as the flag's absence, so one entry keeps one encoding.
+  if (r.ok() && retry == RetryPolicy{}) r.fail("retry", "the default policy is written without the retry flag");
+}
+
 // Version 2's controls; an entry with none set must have been written as version 1.
 void read_controls(Reader& r, Entry& e) {
   const uint8_t flags = r.u8("controls");
@@ -144,6 +170,7 @@ void read_controls(Reader& r, Entry& e) {
     if (overlap < 1 || overlap > 2) r.fail("overlap", "unknown policy " + std::to_string(overlap));
     e.overlap = static_cast<OverlapPolicy>(overlap);
   }
+  if ((flags & kFlagRetry) != 0) read_retry(r, e.retry);
   if ((flags & kFlagTriggers) != 0) {
     const uint64_t n = r.varint("triggers");
     if (n == 0 || n > kMaxTriggers) r.fail("triggers", "bad count " + std::to_string(n));

@@ -14,10 +14,14 @@
 //   svarint created, accept_timeout, complete_time, misfire_window
 //   u8 misfire, str payload
 // Version 2 ("CE" 0x02) appends the controls:
-//   u8 flags (1 paused, 2 not_before, 4 not_after, 8 resumed, 16 overlap, 64 triggers;
-//   32 is reserved for retries, every other bit must be 0), svarint timeout, then, each
-//   only when its flag is set: svarint not_before, not_after, resumed; u8 overlap
-//   (1 forbid, 2 replace); varint n (1..16), n x (str id, svarint at) triggers.
+//   u8 flags (1 paused, 2 not_before, 4 not_after, 8 resumed, 16 overlap, 32 retry,
+//   64 triggers; bit 128 must be 0), svarint timeout, then, each only when its flag is
+//   set, in the order of the bits: svarint not_before, not_after, resumed; u8 overlap
+//   (1 forbid, 2 replace); retry: varint attempts (1..100), svarint backoff_ms,
+//   svarint max_backoff_ms (0..24 h, max >= backoff), varint jitter_permille (0..1000);
+//   varint n (1..16), n x (str id, svarint at) triggers.  A flag whose control has its
+//   default (overlap allow, the default RetryPolicy) is not set: its absence is the
+//   default's only encoding.
 // Nothing may follow, and varints must be minimal: each entry has exactly one
 // encoding.  A newer version is rejected with a message naming it, so an old node never
 // misreads a new entry.

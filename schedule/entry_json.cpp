@@ -1,6 +1,7 @@
 #include "schedule/entry_json.h"
 
 #include <array>
+#include <cmath>
 
 #include "base/base64.h"
 #include "base/time.h"
@@ -121,6 +122,41 @@ Status check_same(const json& v, const std::string& field, const std::string& ex
   return Status::success();
 }
 
+// "retry": {"attempts": 3, "backoff": "1s", "max_backoff": "1m", "jitter": 0.2}, each
+// optional with RetryPolicy's defaults; validate() checks the ranges of what is read.
+Result<RetryPolicy> retry_from_json(const json& j) {
+  if (!j.is_object()) {
+    return field_error("retry", std::string("expected an object such as {\"attempts\": 3, \"backoff\": \"1s\"}, got ") +
+                                    j.type_name());
+  }
+  RetryPolicy r;
+  for (const auto& [key, v] : j.items()) {
+    const std::string field = "retry." + key;
+    if (key == "attempts") {
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxRetryAttempts) {
+        return field_error(field, "expected a whole number of runs from 1 to " + std::to_string(kMaxRetryAttempts) +
+                                      " (the first run included; 1 = no retry)");
+      }
+      r.attempts = v.get<uint32_t>();
+    } else if (key == "backoff" || key == "max_backoff") {
+      if (v.is_string() && v.get_ref<const std::string&>().starts_with("-")) {
+        return field_error(field, "must not be negative");
+      }
+      auto d = get_duration(v, field);
+      if (!d.ok()) return d.error();
+      (key == "backoff" ? r.backoff_ms : r.max_backoff_ms) = *d;
+    } else if (key == "jitter") {
+      if (!v.is_number() || !(v.get<double>() >= 0.0 && v.get<double>() <= 1.0)) {
+        return field_error(field, "expected a fraction from 0 to 1 (0.2 shortens each back-off by up to 20%)");
+      }
+      r.jitter_permille = static_cast<uint32_t>(std::lround(v.get<double>() * 1000.0));
+    } else {
+      return field_error(field, "unknown field; expected attempts, backoff, max_backoff or jitter");
+    }
+  }
+  return r;
+}
+
 }  // namespace
 
 namespace {
@@ -151,6 +187,10 @@ Status entry_field_from_json(const std::string& field, const json& v, Entry& e, 
     auto o = get_enum(v, field, kOverlap);
     if (!o.ok()) return o.error();
     e.overlap = *o;
+  } else if (field == "retry") {
+    auto r = retry_from_json(v);
+    if (!r.ok()) return r.error();
+    e.retry = *r;
   } else if (field == "bind") {
     if (!v.is_array()) return field_error(field, "expected an array of node ids and \"tag:<t>\" selectors");
     for (size_t i = 0; i < v.size(); ++i) {
@@ -196,7 +236,7 @@ Status entry_field_from_json(const std::string& field, const json& v, Entry& e, 
     return field_error(field.empty() ? "\"\"" : field,
                        "unknown field; expected cron, tz, jitter, timer, handler, semantics, bind, "
                        "prefer_origin, accept_timeout, complete_time, misfire_window, misfire, "
-                       "paused, timeout, not_before, not_after, overlap, payload or payload_base64");
+                       "paused, timeout, not_before, not_after, overlap, retry, payload or payload_base64");
   }
   return Status::success();
 }
@@ -306,6 +346,10 @@ json entry_to_json(const Entry& e) {
   j["paused"] = e.paused;
   j["timeout"] = format_duration_ms(e.timeout_ms);
   j["overlap"] = std::string(to_string(e.overlap));
+  j["retry"] = {{"attempts", e.retry.attempts},
+                {"backoff", format_duration_ms(e.retry.backoff_ms)},
+                {"max_backoff", format_duration_ms(e.retry.max_backoff_ms)},
+                {"jitter", e.retry.jitter_permille / 1000.0}};
   j["not_before"] = e.not_before_utc_ms ? json(format_rfc3339_utc(*e.not_before_utc_ms)) : json(nullptr);
   j["not_after"] = e.not_after_utc_ms ? json(format_rfc3339_utc(*e.not_after_utc_ms)) : json(nullptr);
   if (e.resumed_utc_ms) j["resumed"] = format_rfc3339_utc(*e.resumed_utc_ms);

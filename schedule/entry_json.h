@@ -6,6 +6,9 @@
 //    "prefer_origin": false, "accept_timeout": "10s", "complete_time": "0s",
 //    "misfire_window": "10m", "misfire": "fire_once", "payload": "hello"}
 //   {"timer": {"interval": "20s", "repeat_for": "2m", "jitter": "1s"}, "handler": "tick"}
+//   "retry": {"attempts": 3, "backoff": "1s", "max_backoff": "1m", "jitter": 0.2}
+//     (each optional; jitter is a fraction 0..1, kept as permille rounded to nearest;
+//     entry_to_json always writes the whole object)
 //
 // Durations are strings ("30s", "1h30m", base/time.h); instants are RFC 3339.  Unknown
 // fields are errors naming the field.  entry_to_json also writes the read-only fields

@@ -327,6 +327,31 @@ cron = "H H(0-5) * * *"
              Catch::StartsWith("/cfg/n1.toml:12:1: entry[0].cron: day-of-week at column 10: 'H' cannot be combined"));
 }
 
+TEST_CASE("config: a static entry's retry policy is an inline table") {
+  // One static entry (its retry on line 13) with `retry` as given.
+  auto with_retry = [](const std::string& retry) {
+    return parse_config(std::string(kMinimal) + "[[entry]]\nvolume = \"v\"\nentity = \"acme\"\nname = \"report\"\n"
+                                                "handler = \"h\"\ncron = \"*/5 * * * *\"\n" + retry + "\n",
+                        "/cfg/n1.toml");
+  };
+  auto c = with_retry(R"(retry = { attempts = 3, backoff = "2s", jitter = 0.25 })");
+  REQUIRE(c.ok());
+  const auto& se = c->entries[0];
+  CHECK(nlohmann::json::parse(se.json)["retry"] ==
+        nlohmann::json{{"attempts", 3}, {"backoff", "2s"}, {"jitter", 0.25}});
+  auto entry = caesium::schedule::entry_from_json(nlohmann::json::parse(se.json), se.entity, se.name, 0, "n1");
+  REQUIRE(entry.ok());
+  CHECK(entry->retry == caesium::schedule::RetryPolicy{3, 2'000, 60'000, 250});
+  // A [entry.retry] table is the same object.
+  auto table = with_retry("[entry.retry]\nattempts = 2\nmax_backoff = \"10m\"");
+  REQUIRE(table.ok());
+  CHECK(nlohmann::json::parse(table->entries[0].json)["retry"] == nlohmann::json{{"attempts", 2}, {"max_backoff", "10m"}});
+  // A bad value names the file, the line of "retry" and the sub-field.
+  auto bad = with_retry("retry = { attempts = 3, jitter = 1.5 }");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message, Catch::StartsWith("/cfg/n1.toml:13:1: entry[0].retry.jitter: "));
+}
+
 TEST_CASE("config: errors name the file, the line and the key") {
   struct Case {
     const char* name;
