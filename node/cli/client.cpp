@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 
 #include <cassert>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -115,13 +116,44 @@ std::string with_w(const std::string& path, const ClientArgs& a) {
   return w ? path + "?w=" + percent_encode(*w) : path;
 }
 
+// A flag's value as a whole number (at most 10 digits).
+Result<uint64_t> whole_number(const std::string& flag, const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 10) {
+    return Error(flag + " must be a whole number");
+  }
+  return std::stoull(text);
+}
+
+// The entry's "retry" object from --retry-attempts, --retry-backoff, --retry-max-backoff
+// and --retry-jitter; null when none is given.  The API checks the ranges.
+Result<json> retry_from_flags(const ClientArgs& a) {
+  json r = json::object();
+  if (auto n = a.value("--retry-attempts")) {
+    auto attempts = whole_number("--retry-attempts", *n);
+    if (!attempts) return attempts.error();
+    r["attempts"] = *attempts;
+  }
+  if (auto b = a.value("--retry-backoff")) r["backoff"] = *b;
+  if (auto m = a.value("--retry-max-backoff")) r["max_backoff"] = *m;
+  if (auto jt = a.value("--retry-jitter")) {
+    char* end = nullptr;
+    const double fraction = jt->empty() ? 0.0 : std::strtod(jt->c_str(), &end);
+    if (jt->empty() || end != jt->c_str() + jt->size() || !std::isfinite(fraction)) {
+      return Error("--retry-jitter must be a fraction from 0 to 1, such as 0.2");
+    }
+    r["jitter"] = fraction;
+  }
+  return r.empty() ? json() : r;
+}
+
 // The entry document from --file / --data, or built from field flags.
 Result<std::string> entry_body(const ClientArgs& a) {
   const bool from_doc = a.value("--file") || a.value("--data");
   static const std::vector<std::string> kFields = {
       "--cron", "--tz", "--jitter", "--at", "--after", "--interval", "--repeat-for", "--count", "--handler",
       "--semantics", "--misfire", "--misfire-window", "--accept-timeout", "--complete-time", "--payload",
-      "--payload-file", "--bind", "--run-timeout", "--not-before", "--not-after", "--overlap"};
+      "--payload-file", "--bind", "--run-timeout", "--not-before", "--not-after", "--overlap",
+      "--retry-attempts", "--retry-backoff", "--retry-max-backoff", "--retry-jitter"};
   bool any_field = a.has("--prefer-origin") || a.has("--paused");
   for (const auto& f : kFields) any_field |= a.values.count(f) > 0;
   if (from_doc && any_field) return Error("give the entry with --file/--data or with field options, not both");
@@ -141,10 +173,9 @@ Result<std::string> entry_body(const ClientArgs& a) {
       if (auto v = a.value(flag)) t[key] = *v;
     }
     if (auto c = a.value("--count")) {
-      if (c->empty() || c->find_first_not_of("0123456789") != std::string::npos || c->size() > 10) {
-        return Error("--count must be a whole number");
-      }
-      t["count"] = std::stoull(*c);
+      auto count = whole_number("--count", *c);
+      if (!count) return count.error();
+      t["count"] = *count;
     }
     if (auto jt = a.value("--jitter")) t["jitter"] = *jt;
     j["timer"] = std::move(t);
@@ -158,6 +189,9 @@ Result<std::string> entry_body(const ClientArgs& a) {
            {"--not-before", "not_before"}, {"--not-after", "not_after"}, {"--overlap", "overlap"}}) {
     if (auto v = a.value(flag)) j[key] = *v;
   }
+  auto retry = retry_from_flags(a);
+  if (!retry) return retry.error();
+  if (!retry->is_null()) j["retry"] = std::move(*retry);
   if (auto pf = a.value("--payload-file")) {
     if (a.value("--payload")) return Error("give --payload or --payload-file, not both");
     auto bytes = read_input(*pf);

@@ -103,6 +103,9 @@ int run_client_command(const std::string& command, const ClientArgs& args, std::
 std::string render_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 // "every 20s for 2m", "cron 0 9 * * * (Europe/London)", "at 2026-...", "after 1h".
 std::string describe_timing(const nlohmann::json& entry);
+// The entry's retry policy for people ("3 attempts, backoff 1s doubling to 1m, jitter
+// 0.2"), or "" when it does not retry.
+std::string describe_retry(const nlohmann::json& entry);
 std::string render_entry(const nlohmann::json& entry);
 std::string render_entry_list(const nlohmann::json& list);
 std::string render_history(const nlohmann::json& history);

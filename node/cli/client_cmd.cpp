@@ -56,6 +56,10 @@ const ValueOption kEntryFields[] = {
     {"--not-before", "RFC3339", "no occurrence before this instant"},
     {"--not-after", "RFC3339", "no occurrence after this instant"},
     {"--overlap", "POLICY", "allow or forbid: what an occurrence due while the last run runs does"},
+    {"--retry-attempts", "N", "runs in all after definite failures, the first included (1..100; 1 = no retry)"},
+    {"--retry-backoff", "DURATION", "wait before the first retry, doubled before each further one (default 1s)"},
+    {"--retry-max-backoff", "DURATION", "the doubling stops here (default 1m)"},
+    {"--retry-jitter", "FRACTION", "shorten each wait by up to this fraction, 0 to 1 (default 0)"},
 };
 
 // The arguments as given, by option name, for client.h.

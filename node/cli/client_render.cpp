@@ -83,6 +83,20 @@ std::string describe_timing(const json& e) {
   return "-";
 }
 
+// "3 attempts, backoff 1s doubling to 1m, jitter 0.2"; empty unless the entry retries
+// (attempts > 1).
+std::string describe_retry(const json& e) {
+  if (!e.is_object() || !e.contains("retry") || !e["retry"].is_object()) return "";
+  const json& r = e["retry"];
+  const json attempts = r.value("attempts", json());
+  if (!attempts.is_number_integer() || attempts.get<int64_t>() <= 1) return "";
+  std::string out = field(r, "attempts") + " attempts, backoff " + field(r, "backoff");
+  if (field(r, "max_backoff") != field(r, "backoff")) out += " doubling to " + field(r, "max_backoff");
+  const json jitter = r.value("jitter", json());
+  if (jitter.is_number() && jitter.get<double>() > 0) out += ", jitter " + field(r, "jitter");
+  return out;
+}
+
 std::string render_entry(const json& e) {
   std::vector<std::vector<std::string>> rows = {
       {"key", field(e, "key")},
@@ -100,6 +114,7 @@ std::string render_entry(const json& e) {
   for (const char* k : {"not_before", "not_after"}) {
     if (e.is_object() && e.contains(k) && e[k].is_string()) rows.push_back({k, field(e, k)});
   }
+  if (std::string retry = describe_retry(e); !retry.empty()) rows.push_back({"retry", retry});
   if (e.is_object() && e.contains("payload")) rows.push_back({"payload", field(e, "payload")});
   if (e.is_object() && e.contains("payload_base64")) rows.push_back({"payload", "(binary, base64) " + field(e, "payload_base64")});
   std::string out;

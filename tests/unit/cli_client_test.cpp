@@ -251,6 +251,47 @@ TEST_CASE("cli: pause and resume post to the entry's controls, put sets the cont
   CHECK(json::parse(f.sent.back().body) == want);
 }
 
+TEST_CASE("cli: put maps the retry options into the entry's retry object, get shows the policy") {
+  FakeApi f;
+  f.env["CAESIUM_API"] = "h:1";
+  json retrying = kEntry;
+  retrying["retry"] = {{"attempts", 3}, {"backoff", "1s"}, {"max_backoff", "1m"}, {"jitter", 0.2}};
+  f.answers = {answer(201, retrying)};
+  auto r = f.run("put", {"v", "acme", "t", "--cron", "* * * * *", "--handler", "h", "--retry-attempts", "3",
+                         "--retry-backoff", "1s", "--retry-max-backoff=1m", "--retry-jitter", "0.2"});
+  REQUIRE(r.status == 0);
+  const json want = {{"cron", "* * * * *"},
+                     {"handler", "h"},
+                     {"retry", {{"attempts", 3}, {"backoff", "1s"}, {"max_backoff", "1m"}, {"jitter", 0.2}}}};
+  CHECK(json::parse(f.sent.back().body) == want);
+  CHECK(r.out.find("retry      3 attempts, backoff 1s doubling to 1m, jitter 0.2\n") != std::string::npos);
+
+  // One option alone sends only its own field; none sends no retry object.
+  REQUIRE(f.run("put", {"v", "acme", "t", "--cron", "* * * * *", "--handler", "h", "--retry-attempts", "5"}).status == 0);
+  CHECK(json::parse(f.sent.back().body)["retry"] == json{{"attempts", 5}});
+  REQUIRE(f.run("put", {"v", "acme", "t", "--cron", "* * * * *", "--handler", "h"}).status == 0);
+  CHECK_FALSE(json::parse(f.sent.back().body).contains("retry"));
+
+  // What is not a number is a usage error, and nothing is sent; ranges are the API's.
+  const size_t sent = f.sent.size();
+  CHECK(f.run("put", {"v", "acme", "t", "--cron", "* * * * *", "--handler", "h", "--retry-attempts", "three"}).status == 2);
+  CHECK(f.run("put", {"v", "acme", "t", "--cron", "* * * * *", "--handler", "h", "--retry-jitter", "20%"}).status == 2);
+  CHECK(f.run("put", {"v", "acme", "t", "--data", "{}", "--retry-attempts", "3"}).status == 2);  // doc and options
+  CHECK(f.sent.size() == sent);
+
+  // The policy is shown only when the entry retries; jitter 0 and an equal cap are left out.
+  CHECK(describe_retry(kEntry).empty());
+  json once = kEntry;
+  once["retry"] = {{"attempts", 1}, {"backoff", "1s"}, {"max_backoff", "1m"}, {"jitter", 0.0}};
+  CHECK(describe_retry(once).empty());
+  CHECK(render_entry(once).find("retry") == std::string::npos);
+  json flat = kEntry;
+  flat["retry"] = {{"attempts", 4}, {"backoff", "30s"}, {"max_backoff", "30s"}, {"jitter", 0.0}};
+  CHECK(describe_retry(flat) == "4 attempts, backoff 30s");
+  CHECK(describe_retry(json{{"retry", "odd"}}).empty());  // never throws on odd shapes
+  CHECK(describe_retry(json{{"retry", {{"attempts", "3"}}}}).empty());
+}
+
 TEST_CASE("cli: pause and resume by prefix follow the bulk route's pages") {
   FakeApi f;
   f.env["CAESIUM_API"] = "h:1";
