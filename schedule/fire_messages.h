@@ -101,6 +101,9 @@ enum class ClaimOutcome : uint8_t {
   // overlap = forbid, at-most-once: this replica holds an accepted vote of another
   // occurrence of the entry that it does not know ended; retry after `retry_after_ms`.
   kOverlap = 6,
+  // This replica holds the record that o's runs are over (a worker ran it, and no retry
+  // follows): the claim stops, and the claimant reconciles with the replica.
+  kRan = 7,
 };
 
 struct ClaimReply {

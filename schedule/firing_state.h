@@ -15,7 +15,8 @@
 // Invariants (checked after every input in simulation and debug builds, Scheduler::check_occ):
 //   O1  Owned holds `entry`; so do Claiming and Preparing.
 //   O2  An at-most-once attempt is never abandoned, and an attempt this process created
-//       follows only attempts that were refused or revoked (never one that may run).
+//       follows only attempts that can no longer run: refused, revoked, or finished in a
+//       definite failure (a retry, docs/firing.md Retries) — never one that may run.
 //   O3  Owned with path kQuorum won round 0; an at-most-once takeover won round >= 1.
 //   O4  A deadline is armed in the future, never in the past (a step woken by one that
 //       armed it again would be woken again at once, for ever), and the earliest armed is
@@ -76,6 +77,9 @@ struct Attempt {
   bool adopted = false;
   bool doubt = false;
   bool counted = false;  // counted in Scheduler::outstanding_ (until it finishes or is given up)
+  // kFinished: its worker's record says the run failed (the handler reported failure or
+  // was stopped at its timeout) — a definite failure, which a retry may follow.
+  bool failed = false;
   // kProposing: the lease on the acceptances (as Ballot's); `check`: at-least-once, the
   // replicas are asked only whether the definition still stands (ClaimKind::kCheck), and
   // when no majority answers by claim_give_up the attempt goes out anyway, as degraded
@@ -85,6 +89,12 @@ struct Attempt {
   bool check = false;
   int64_t checking_since_mono_ms = 0;
 };
+
+// An attempt a new one may follow (O2): it can no longer run — refused, revoked, or run to
+// a definite failure (then the new one is a retry).
+inline bool may_be_followed(const Attempt& a) {
+  return never_runs(a.state) || (a.state == AttemptState::kFinished && a.failed);
+}
 
 // --- the votes a claim or a prepare gathers ----------------------------------------------------
 
@@ -140,12 +150,15 @@ struct Claiming {
   // A replica holds a newer version of the entry: this claim decides under a definition
   // that no longer stands, and stops.
   bool superseded = false;
+  // A replica holds the record that o's runs are over (kRan): o is done.
+  bool ran = false;
 };
 
 // A takeover of at-most-once work: preparing round `round`, learning accepted values.
 struct Preparing {
   Ballot ballot;
   uint64_t round = 0;
+  bool ran = false;  // a replica holds the record that o's runs are over (kRan): o is done
   std::vector<std::pair<uint64_t, AttemptInfo>> values;  // every distinct accepted attempt named
   bool best_set = false;  // the latest accepted attempt named (by round, then attempt)
   uint64_t best_round = 0;
@@ -161,6 +174,7 @@ struct Owned {
   std::set<std::string> silent;  // claim targets that never answered: not chosen as workers
   int64_t takeover_wait_until_utc_ms = 0;  // at-least-once takeover: a running attempt's complete_time
   bool recorded = false;  // this ownership's owner record was written
+  uint32_t retry_announced = 0;  // failed runs for which a retry was announced (kRetryScheduled)
   std::vector<Attempt> attempts;
 };
 
@@ -192,6 +206,7 @@ enum class Deadline : uint8_t {
   kTakeoverWait,   // at-least-once takeover: wait for a running attempt's complete_time first
   kNoWorker,       // no eligible worker was reachable: choose again
   kBackup,         // not the master: decide anyway if the master made no progress by then
+  kRetry,          // a run failed definitely: the next one is due after the back-off
   kCount
 };
 const char* to_string(Deadline d);

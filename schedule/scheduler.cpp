@@ -32,6 +32,7 @@ const char* to_string(FireEvent::Kind k) {
     case FireEvent::Kind::kLost: return "lost";
     case FireEvent::Kind::kSkipped: return "skipped";
     case FireEvent::Kind::kSkippedOverlap: return "skipped_overlap";
+    case FireEvent::Kind::kRetryScheduled: return "retry_scheduled";
     case FireEvent::Kind::kRedispatched: return "redispatched";
     case FireEvent::Kind::kGranted: return "granted";
     case FireEvent::Kind::kDeferred: return "deferred";
@@ -56,6 +57,7 @@ const char* firing::to_string(Deadline d) {
     case Deadline::kTakeoverWait: return "takeover_wait";
     case Deadline::kNoWorker: return "no_worker";
     case Deadline::kBackup: return "backup";
+    case Deadline::kRetry: return "retry";
     case Deadline::kCount: break;
   }
   return "?";
@@ -338,8 +340,8 @@ void Scheduler::drain(Clock now) {
 
 void Scheduler::step(Occ& o, Clock now) {
   if (o.finished()) return;
-  if (ran_somewhere(o)) {
-    // A worker ran it: whatever this node was doing about o is over.
+  if (ran_somewhere(o) && runs_over(o)) {
+    // A worker ran it (and no retry follows): whatever this node was doing about o is over.
     if (o.is<firing::Claiming>()) release_grants(o);
     to_finished(o, Outcome::kDone, "", now);
     return;
@@ -415,7 +417,7 @@ void Scheduler::purge(Clock now) {
     // Unresolved occurrences this node only tracked are forgotten well after any
     // decision could still be made about them.
     const int64_t window = o.entry ? o.entry->misfire_window_ms : 0;
-    const bool stale = o.is<firing::Tracking>() && now.utc_ms - o.fire_utc_ms > window + 2 * options_.terminal_linger_ms;
+    const bool stale = o.is<firing::Tracking>() && now.utc_ms - due_utc_ms(o) > window + 2 * options_.terminal_linger_ms;
     const bool expired = o.id.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms;
     const bool in_flight = o.is<firing::Owned>() || o.is<firing::Claiming>();
     auto next = std::next(it);

@@ -164,6 +164,7 @@ struct FireEvent {
     kDeferred,      // the master leaves o to another process for now (detail says why)
     kStarted,       // this worker started the handler (lateness: from the fire time)
     kSkippedOverlap,  // overlap = forbid: due while a run of the entry was running
+    kRetryScheduled,  // a run failed definitely: the owner runs attempt `attempt` after the back-off
   };
   Kind kind = Kind::kDue;
   std::string volume;
@@ -234,7 +235,7 @@ class SchedulerHost {
 
 struct SchedulerCounters {
   uint64_t due = 0, owned_quorum = 0, owned_degraded = 0, owned_takeover = 0;
-  uint64_t dispatched = 0, redispatched = 0, accepted = 0, completed = 0, failed = 0, timed_out = 0;
+  uint64_t dispatched = 0, redispatched = 0, accepted = 0, completed = 0, failed = 0, timed_out = 0, retried = 0;
   uint64_t withheld = 0, missed = 0, lost = 0, skipped = 0, skipped_overlap = 0, overlap_refused = 0, granted = 0, refused_claims = 0;
   uint64_t bad_records = 0;
   // At-most-once dispatches this node left unanswered because they were issued before it
@@ -252,6 +253,9 @@ struct SchedulerCounters {
   // Claims refused because this replica holds a newer version of the entry (an edit or a
   // delete), and claims of ours refused so.
   uint64_t superseded_claims_refused = 0, superseded_claims_sent = 0;
+  // Claims refused because this replica holds the record that the occurrence's runs are
+  // over, and claims of ours refused so.
+  uint64_t ran_claims_refused = 0, ran_claims_sent = 0;
 };
 
 class Scheduler {
@@ -552,6 +556,24 @@ class Scheduler {
   int64_t accept_by_utc_ms(const Occ& o, Clock now) const;
   void uncount(Attempt& a);  // the attempt stops counting against its worker's load (idempotent)
   void count(Attempt& a);
+
+  // --- retries (scheduler_retry.cpp; docs/firing.md, Retries) ---------------------------------
+  struct RunsSoFar {
+    bool succeeded = false;
+    uint32_t failed = 0;            // runs that ended in a definite failure
+    int64_t last_failed_utc_ms = 0;  // when the latest of them ended (its worker's clock)
+  };
+  RunsSoFar runs_so_far(const Occ& o) const;  // from the worker records
+  // When the next run of o is due after its failed runs; nullopt when none follows (no
+  // failure yet, a success, the attempts used up, or beyond half the retention).
+  std::optional<int64_t> next_run_due_utc_ms(const Occ& o, const Entry& e) const;
+  // Whether o's runs are over: one succeeded, or one failed and none follows.
+  bool runs_over(Occ& o);
+  // The instant the misfire window of o's next run counts from: F, or a retry's due time.
+  int64_t due_utc_ms(const Occ& o) const;
+  // Owned, the current attempt finished in a definite failure: waits for the back-off and
+  // dispatches the next run.  False when none follows (o is done).
+  bool retry_step(Occ& o, Clock now);
 
   // --- eligibility, quorum, workers (scheduler_quorum.cpp) ------------------------------------
   // A value either computed for the call or borrowed from the scheduler's tables (valid

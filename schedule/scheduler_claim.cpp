@@ -24,6 +24,11 @@ namespace caesium::schedule {
 
 void Scheduler::claim_step(Occ& o, Clock now) {
   const Entry& e = *o.entry;
+  if (o.as<firing::Claiming>().ran) {
+    release_grants(o);
+    to_finished(o, Outcome::kDone, "", now);
+    return;
+  }
   if (o.as<firing::Claiming>().superseded) {
     // The entry was edited or deleted: this claim decides under a definition that no
     // longer stands.  It stops, and o is decided again once the new record is here (the
@@ -61,7 +66,7 @@ void Scheduler::claim_step(Occ& o, Clock now) {
     to_finished(o, Outcome::kSkippedOverlap, "replicas refused it for overlap beyond the misfire threshold", now);
     return;
   }
-  if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
+  if (now.utc_ms - due_utc_ms(o) > e.misfire_window_ms) {
     release_grants(o);
     if (o.overlap_refused) {
       to_finished(o, Outcome::kSkippedOverlap, "replicas refused it for overlap until its misfire window closed", now);
@@ -327,7 +332,7 @@ void Scheduler::send_claims(Occ& o, const Entry& e, Clock now, bool all) {
   set_deadline(o, Deadline::kResend, now.mono_ms + options_.claim_retry_ms);
   set_deadline(o, Deadline::kNotDue, not_due);
   if (o.is<firing::Claiming>() && !o.at_most_once) set_deadline(o, Deadline::kGiveUp, give_up_at_mono(o));
-  set_deadline(o, Deadline::kWindow, utc_to_mono(o.fire_utc_ms + e.misfire_window_ms) + 1);
+  set_deadline(o, Deadline::kWindow, utc_to_mono(due_utc_ms(o) + e.misfire_window_ms) + 1);
 }
 
 // --- replies --------------------------------------------------------------------------------
@@ -411,6 +416,13 @@ void Scheduler::on_round0_reply(Occ& o, const std::string& from, const ClaimRepl
     case ClaimOutcome::kSuperseded:
       ++counters_.superseded_claims_sent;
       c.superseded = true;
+      host_.behind(o.volume, from);
+      break;
+    case ClaimOutcome::kRan:
+      // The replica holds the record that o ran: o is done here too, and the record is
+      // fetched (SchedulerHost::behind) for the history.
+      ++counters_.ran_claims_sent;
+      c.ran = true;
       host_.behind(o.volume, from);
       break;
   }

@@ -146,13 +146,18 @@ bool Scheduler::decide_from_holder(Occ& o, const Entry& e, Clock now) {
     take_over_or_wait(o, e, now);
     return true;
   }
-  if (quorum_reachable(o.volume, e)) to_claiming(o, e, now);
-  else set_deadline(o, Deadline::kQuorumRetry, now.mono_ms + options_.claim_retry_ms);
+  if (now.utc_ms - due_utc_ms(o) > e.misfire_window_ms) {
+    to_finished(o, Outcome::kMissed, "not fired within its misfire window", now);
+  } else if (quorum_reachable(o.volume, e)) {
+    to_claiming(o, e, now);
+  } else {
+    set_deadline(o, Deadline::kQuorumRetry, now.mono_ms + options_.claim_retry_ms);
+  }
   return true;
 }
 
 void Scheduler::decide_fresh(Occ& o, const Entry& e, Clock now) {
-  if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
+  if (now.utc_ms - due_utc_ms(o) > e.misfire_window_ms) {
     to_finished(o, Outcome::kMissed, "not fired within its misfire window", now);
     return;
   }
@@ -172,14 +177,14 @@ void Scheduler::decide_fresh(Occ& o, const Entry& e, Clock now) {
   } else {
     if (o.is<firing::Tracking>()) to_withheld_from_tracking(o, now);
     // Until quorum returns (a peer change) or the window closes.
-    set_deadline(o, Deadline::kWindow, utc_to_mono(o.fire_utc_ms + e.misfire_window_ms) + 1);
+    set_deadline(o, Deadline::kWindow, utc_to_mono(due_utc_ms(o) + e.misfire_window_ms) + 1);
   }
 }
 
 void Scheduler::take_over_or_wait(Occ& o, const Entry& e, Clock now) {
   assert(o.idle());
   assert(o.at_most_once);
-  if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
+  if (now.utc_ms - due_utc_ms(o) > e.misfire_window_ms) {
     const bool maybe_ran = !o.owner_records.empty() || o.holder.has_value();
     to_finished(o, maybe_ran ? Outcome::kLost : Outcome::kMissed,
                 "its owner vanished or stalled and no new master could take it over within the misfire window", now);
@@ -190,7 +195,7 @@ void Scheduler::take_over_or_wait(Occ& o, const Entry& e, Clock now) {
     return;
   }
   set_deadline(o, Deadline::kQuorumRetry,
-               std::min(now.mono_ms + options_.revoke_retry_ms, utc_to_mono(o.fire_utc_ms + e.misfire_window_ms) + 1));
+               std::min(now.mono_ms + options_.revoke_retry_ms, utc_to_mono(due_utc_ms(o) + e.misfire_window_ms) + 1));
 }
 
 int64_t Scheduler::owner_stall_ms(const Entry& e) const { return e.accept_timeout_ms + options_.claim_give_up_ms; }
@@ -214,6 +219,7 @@ bool Scheduler::owner_stalled(Occ& o, const Entry& e, Clock now) {
 
 bool Scheduler::misfire_policy_allows(const Occ& o, const Entry& e, Clock now) const {
   if (now.utc_ms - o.fire_utc_ms <= options_.misfire_threshold_ms) return true;
+  if (due_utc_ms(o) != o.fire_utc_ms) return true;  // a retry: the occurrence started on time
   switch (e.misfire) {
     case MisfirePolicy::fire_all: return true;
     case MisfirePolicy::skip: return false;
@@ -234,8 +240,13 @@ bool Scheduler::misfire_policy_allows(const Occ& o, const Entry& e, Clock now) c
 // whose first worker could not be reached for a while still runs (a later occurrence
 // already due does not make it a misfire: it was decided in time).
 bool Scheduler::late_attempt_stops(Occ& o, const Entry& e, Clock now) {
-  const bool past_window = now.utc_ms - o.fire_utc_ms > e.misfire_window_ms;
-  const bool skip_late = e.misfire == MisfirePolicy::skip && now.utc_ms - o.fire_utc_ms > options_.misfire_threshold_ms;
+  // A retry is judged against its own due time, and the policy does not skip it: the
+  // occurrence started on time (docs/firing.md, Retries).
+  const int64_t due = due_utc_ms(o);
+  const bool retry = due != o.fire_utc_ms;
+  const bool past_window = now.utc_ms - due > e.misfire_window_ms;
+  const bool skip_late =
+      !retry && e.misfire == MisfirePolicy::skip && now.utc_ms - o.fire_utc_ms > options_.misfire_threshold_ms;
   if (!past_window && !skip_late) return false;
   mark(Mark::kMisfireAtDecision);
   to_finished(o, past_window ? Outcome::kMissed : Outcome::kSkipped,
@@ -245,7 +256,7 @@ bool Scheduler::late_attempt_stops(Occ& o, const Entry& e, Clock now) {
 }
 
 bool Scheduler::misfire_stops(Occ& o, const Entry& e, Clock now) {
-  if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
+  if (now.utc_ms - due_utc_ms(o) > e.misfire_window_ms) {
     mark(Mark::kMisfireAtDecision);
     to_finished(o, Outcome::kMissed, "decided after its misfire window", now);
     return true;

@@ -32,15 +32,19 @@ const char* firing::to_string(AttemptState s) {
   return "?";
 }
 
-// The attempt this step works on.  Before a new attempt replaces a resolved one (revoked
-// or refused: never runs), every in-doubt value of a collided takeover round is resolved
-// too: the first unresolved one becomes the current attempt.
+// The attempt this step works on.  Before a new attempt follows a resolved one (revoked
+// or refused: never runs; or failed, for a retry), every in-doubt value of a collided
+// takeover round is resolved too: the first unresolved one becomes the current attempt.
+// A value that failed is resolved as well — but one that may still run is not, nor one
+// that succeeded (o is then done): a retry must not go out beside either
+// (swarm --retries --overlap --triggers seed 116: a failed value of round 0 started a
+// retry while another value of that round was still being revoked).
 Scheduler::Attempt& Scheduler::current_attempt(firing::Owned& own) {
   assert(!own.attempts.empty());
-  if (never_runs(own.attempts.back().state)) {
+  if (may_be_followed(own.attempts.back())) {
     for (size_t i = 0; i + 1 < own.attempts.size(); ++i) {
-      const AttemptState st = own.attempts[i].state;
-      if (own.attempts[i].doubt && !never_runs(st) && st != AttemptState::kAbandoned) {
+      const Attempt& a = own.attempts[i];
+      if (a.doubt && !may_be_followed(a) && a.state != AttemptState::kAbandoned) {
         std::swap(own.attempts[i], own.attempts.back());
         break;
       }
@@ -64,7 +68,7 @@ void Scheduler::owner_step(Occ& o, Clock now) {
   ProcessId worker{a.info.worker, a.worker_boot};
   if (auto w = o.worker_records.find(a.info.fire_id); w != o.worker_records.end()) worker = w->second.worker;
   const bool worker_up = owner_alive(worker);
-  const bool window_over = now.utc_ms - o.fire_utc_ms > e.misfire_window_ms;
+  const bool window_over = now.utc_ms - due_utc_ms(o) > e.misfire_window_ms;
   switch (a.state) {
     case AttemptState::kProposing: step_proposing(o, a, window_over, now); return;
     case AttemptState::kSent: step_sent(o, a, worker_up, window_over, now); return;
@@ -78,7 +82,10 @@ void Scheduler::owner_step(Occ& o, Clock now) {
       }
       dispatch_attempt(o, now, {a.info.worker});
       return;
-    case AttemptState::kFinished: to_finished(o, Outcome::kDone, "", now); return;
+    case AttemptState::kFinished:
+      if (a.failed && retry_step(o, now)) return;
+      to_finished(o, Outcome::kDone, "", now);
+      return;
     case AttemptState::kAbandoned: dispatch_attempt(o, now, {a.info.worker}); return;
   }
 }
@@ -93,7 +100,7 @@ void Scheduler::step_no_attempt(Occ& o, Clock now) {
     return;
   }
   own.takeover_wait_until_utc_ms = 0;
-  if (now.utc_ms - o.fire_utc_ms > o.entry->misfire_window_ms) {
+  if (now.utc_ms - due_utc_ms(o) > o.entry->misfire_window_ms) {
     to_finished(o, Outcome::kMissed, "no worker accepted within the misfire window", now);
     return;
   }
@@ -225,11 +232,18 @@ void Scheduler::abandon_and_redispatch(Occ& o, Attempt& a, bool window_over, con
 
 void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>& exclude_in) {
   const Entry& e = *o.entry;
+  // A run failed and the entry retries it: the next run waits out its back-off, whatever
+  // calls for a new attempt (the retry itself, a revoke or refusal before it ran, a
+  // takeover between two runs).
+  if (const auto at = next_run_due_utc_ms(o, e); at && now.utc_ms < *at) {
+    set_deadline(o, Deadline::kRetry, std::max(utc_to_mono(*at), now.mono_ms + 1));
+    return;
+  }
   if (late_attempt_stops(o, e, now)) return;
   firing::Owned& own = o.as<firing::Owned>();
   for (const Attempt& prev : own.attempts) {
     (void)prev;
-    assert(!o.at_most_once || never_runs(prev.state));  // O2
+    assert(!o.at_most_once || may_be_followed(prev));  // O2
   }
   Attempt a;
   const bool first_claimed = own.attempts.empty() && own.path == FirePath::kQuorum && own.round == 0 &&
@@ -331,7 +345,10 @@ Dispatch Scheduler::make_dispatch(const Occ& o, const Attempt& a) const {
 // skips it).
 int64_t Scheduler::accept_by_utc_ms(const Occ& o, Clock now) const {
   int64_t by = now.utc_ms + o.entry->accept_timeout_ms;
-  if (o.entry->misfire == MisfirePolicy::skip) by = std::min(by, o.fire_utc_ms + options_.misfire_threshold_ms);
+  // (Not a retry: the policy does not skip one, docs/firing.md Retries.)
+  if (o.entry->misfire == MisfirePolicy::skip && due_utc_ms(o) == o.fire_utc_ms) {
+    by = std::min(by, o.fire_utc_ms + options_.misfire_threshold_ms);
+  }
   return by;
 }
 

@@ -56,6 +56,7 @@ void Scheduler::apply_worker_record(Occ& o, const std::string& fire_id, const Wo
     const bool open = a.state == AttemptState::kSent || a.state == AttemptState::kRevoking;
     if (finished(w.state)) {
       a.state = AttemptState::kFinished;
+      a.failed = failed(w.state);
       uncount(a);
     } else if (w.state == WorkerState::kAccepted && open) {
       a.state = AttemptState::kAccepted;

@@ -31,11 +31,15 @@ std::set<std::string> Scheduler::claim_targets(const Occ& o, const Entry& e) con
 void Scheduler::prepare_step(Occ& o, Clock now) {
   firing::Preparing& p = o.as<firing::Preparing>();
   const Entry& e = *o.entry;
+  if (p.ran) {
+    to_finished(o, Outcome::kDone, "", now);
+    return;
+  }
   if (has_majority(p.ballot.granted, o.volume, e)) {
     to_owned_from_preparing(o, e, now);
     return;
   }
-  if (now.utc_ms - o.fire_utc_ms > e.misfire_window_ms) {
+  if (now.utc_ms - due_utc_ms(o) > e.misfire_window_ms) {
     to_finished(o, Outcome::kLost, "its owner vanished and no quorum let a new master take it over in time", now);
     return;
   }
@@ -91,6 +95,11 @@ void Scheduler::on_prepare_reply(Occ& o, const std::string& from, const ClaimRep
     case ClaimOutcome::kSuperseded:  // prepares are not refused so; counted as a refusal all the same
       p->ballot.refuse(from, now.mono_ms);
       break;
+    case ClaimOutcome::kRan:  // the replica holds the record that o ran: o is done
+      ++counters_.ran_claims_sent;
+      p->ran = true;
+      host_.behind(o.volume, from);
+      break;
   }
   touch(o);
 }
@@ -119,7 +128,10 @@ void Scheduler::adopt_values(Occ& o, const firing::Preparing& p, Clock now) {
     a.state = AttemptState::kRevoking;
     auto w = o.worker_records.find(a.info.fire_id);
     if (w != o.worker_records.end()) {
-      if (finished(w->second.state)) a.state = AttemptState::kFinished;
+      if (finished(w->second.state)) {
+        a.state = AttemptState::kFinished;
+        a.failed = failed(w->second.state);
+      }
       else if (w->second.state == WorkerState::kAccepted) a.state = AttemptState::kAccepted;
       else a.state = AttemptState::kRevoked;  // refused or revoked: durable, never runs
     }
@@ -184,6 +196,13 @@ void Scheduler::on_accept_reply(Occ& o, const std::string& from, const ClaimRepl
     mark(Mark::kClaimSuperseded);
     host_.behind(o.volume, from);
     to_finished(o, Outcome::kSkipped, "its entry was changed or deleted before a new attempt was accepted", now);
+    return;
+  }
+  if (r.outcome == ClaimOutcome::kRan) {
+    // A replica holds the record that o ran (and no retry follows): nothing more runs.
+    ++counters_.ran_claims_sent;
+    host_.behind(o.volume, from);
+    to_finished(o, Outcome::kDone, "", now);
     return;
   }
   const bool counts = a.check || r.accepted.fire_id == a.info.fire_id;  // a check names no value

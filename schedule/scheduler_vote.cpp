@@ -85,6 +85,22 @@ bool Scheduler::refuse_before_vote(const std::string& from, const Claim& c, Clai
     host_.send(from, std::move(reply), false);
     return true;
   }
+  if (c.kind != ClaimKind::kCheck && !test_any) {
+    // This replica holds the worker record that o ran (and no retry follows): no vote for
+    // a run of o.  The records of an occurrence reach every replica of a new set before
+    // the old set leaves (the fill rule, docs/firing.md Replica changes), while the votes
+    // stay with the replicas that gave them: without this a majority of the new set,
+    // holding no vote of o, could grant a second run of o that a majority of the old set
+    // granted and ran (tests/sim/regress_reconfig_seed_1359.toml).
+    Occ* o = find_occ(c.volume, c.occ);
+    if (o != nullptr && ran_somewhere(*o) && runs_over(*o)) {
+      ++counters_.ran_claims_refused;
+      mark(Mark::kVoteRan);
+      reply.outcome = ClaimOutcome::kRan;
+      host_.send(from, std::move(reply), false);
+      return true;
+    }
+  }
   return false;
 }
 

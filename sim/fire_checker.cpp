@@ -380,8 +380,13 @@ void FireChecker::finish(const World& world, Report& report) {
           }
         }
 
-        if (amo && started > 1) {
+        const bool retries = c.entry.retry.enabled();
+        if (amo && started > 1 && !retries) {
           report.violate({"amo.duplicate", name + " (at-most-once) started " + std::to_string(started) + " times", due_ms, {}});
+        }
+        if (amo && started > 1 && retries) {
+          const std::string why = retry_chain_break(execs, it->second, c.entry.retry);
+          if (!why.empty()) report.violate({"retry.amo", name + " (at-most-once, retries): " + why, due_ms, {}});
         }
         // A client can always tell a duplicate: at most one run of an occurrence is a first
         // attempt without the possible_duplicate flag (every other run is a later attempt or
@@ -414,8 +419,14 @@ void FireChecker::finish(const World& world, Report& report) {
             }
           }
         }
-        if (fault_free && !unacked && due_ms - c.at_ms > options_.replication_grace_ms && started - by_complete_time != 1 &&
-            !(started == 0 && overlap_skipped)) {
+        if (fault_free && !unacked && due_ms - c.at_ms > options_.replication_grace_ms && started > 0 && retries) {
+          const std::string why =
+              retry_left_undone(execs, it->second, c.entry.retry, end_ms - options_.healthy_lateness_ms);
+          if (!why.empty()) report.violate({"healthy.retry", name + ": " + why, due_ms, {}});
+        }
+        // (Several runs of an entry that retries are its chain: healthy.retry's business.)
+        if (fault_free && !unacked && due_ms - c.at_ms > options_.replication_grace_ms &&
+            (retries ? started == 0 : started - by_complete_time != 1) && !(started == 0 && overlap_skipped)) {
           report.violate({"healthy.once", name + " ran " + std::to_string(started) + " times in a run without faults", due_ms, {}});
         }
         // ALO: some eligible replica holding the entry stayed up long enough.
@@ -520,10 +531,18 @@ void FireChecker::finish(const World& world, Report& report) {
     auto versions = created_.find({k.volume, k.key});
     if (versions == created_.end() || v.size() < 2) continue;
     bool all_amo = true;
+    schedule::RetryPolicy retry;  // the most runs any version allows
     for (const Created& c : versions->second) {
       all_amo = all_amo && (c.deleted || c.entry.semantics == schedule::Semantics::at_most_once);
+      if (!c.deleted && c.entry.retry.attempts > retry.attempts) retry = c.entry.retry;
     }
-    if (all_amo) {
+    if (all_amo && retry.enabled()) {
+      const std::string why = retry_chain_break(execs, v, retry);
+      if (!why.empty()) {
+        report.violate({"retry.amo", occ_name(k.volume, k.key, k.scheduled_utc_ms) + " (at-most-once, retries): " + why,
+                        k.scheduled_utc_ms - epoch, {}});
+      }
+    } else if (all_amo) {
       report.violate({"amo.duplicate", occ_name(k.volume, k.key, k.scheduled_utc_ms) + " (at-most-once) started " +
                                            std::to_string(v.size()) + " times",
                       k.scheduled_utc_ms - epoch, {}});
@@ -552,6 +571,62 @@ void FireChecker::finish(const World& world, Report& report) {
     report.set("fire.messages_per_occurrence", messages / occurrences);
     report.set("fire.stream_messages_per_occurrence", static_cast<double>(world.stream_stats().sent) / occurrences);
   }
+}
+
+namespace {
+
+const char* outcome_name(Execution::Outcome o) {
+  switch (o) {
+    case Execution::Outcome::kRunning: return "still running";
+    case Execution::Outcome::kOk: return "succeeded";
+    case Execution::Outcome::kFailed: return "failed";
+    case Execution::Outcome::kAbandoned: return "died with its node";
+    case Execution::Outcome::kHung: return "hung";
+    case Execution::Outcome::kTimedOut: return "timed out";
+  }
+  return "?";
+}
+
+bool definite_failure(const Execution& e) {
+  return e.outcome == Execution::Outcome::kFailed || e.outcome == Execution::Outcome::kTimedOut;
+}
+
+void by_start(const std::vector<Execution>& execs, std::vector<size_t>& idxs) {
+  std::stable_sort(idxs.begin(), idxs.end(), [&](size_t a, size_t b) { return execs[a].start_ms < execs[b].start_ms; });
+}
+
+}  // namespace
+
+std::string FireChecker::retry_chain_break(const std::vector<Execution>& execs, std::vector<size_t> idxs,
+                                           const schedule::RetryPolicy& retry) {
+  by_start(execs, idxs);
+  if (idxs.size() > retry.attempts) {
+    return "ran " + std::to_string(idxs.size()) + " times, more than retry.attempts = " + std::to_string(retry.attempts);
+  }
+  for (size_t i = 1; i < idxs.size(); ++i) {
+    const Execution& prev = execs[idxs[i - 1]];
+    const Execution& next = execs[idxs[i]];
+    if (!definite_failure(prev)) {
+      return "run " + std::to_string(i + 1) + " (fire id " + next.invocation.fire_id + ") followed a run that " +
+             outcome_name(prev.outcome) + " (fire id " + prev.invocation.fire_id + ")";
+    }
+    if (next.start_ms < prev.done_ms) {
+      return "run " + std::to_string(i + 1) + " (fire id " + next.invocation.fire_id + ") started " +
+             std::to_string(prev.done_ms - next.start_ms) + " ms before the run it follows ended";
+    }
+  }
+  return {};
+}
+
+std::string FireChecker::retry_left_undone(const std::vector<Execution>& execs, std::vector<size_t> idxs,
+                                           const schedule::RetryPolicy& retry, int64_t end_ms) {
+  by_start(execs, idxs);
+  const Execution& last = execs[idxs.back()];
+  if (!definite_failure(last) || idxs.size() >= retry.attempts) return {};
+  const int64_t owed_by = last.done_ms + std::max(retry.max_backoff_ms, retry.backoff_ms);
+  if (owed_by > end_ms) return {};
+  return "run " + std::to_string(idxs.size()) + " of " + std::to_string(retry.attempts) + " " +
+         outcome_name(last.outcome) + " and no run followed it";
 }
 
 // An at-most-once forbid occurrence due (virtual due_ms) while another occurrence of its

@@ -35,6 +35,15 @@
 //                  once, and one of an at-least-once entry runs when they say.)
 //   overlap.forbid two runs of one at-most-once entry with overlap = "forbid" overlapped
 //                  in time (invocation to completion, crash, or the end of the run)  (always)
+//   retry.amo      the runs of one at-most-once occurrence of an entry that retries do not
+//                  form one chain: in start order, each run after the first started after
+//                  the one before it ended in a definite failure (failed or timed out) —
+//                  never after a success, a crash or a hang, never beside it — and there
+//                  are at most retry.attempts of them.  (Entries that retry are judged by
+//                  this rule instead of amo.duplicate.)                            (always)
+//   healthy.retry  in a run without faults, a run of an entry that retries failed with
+//                  attempts left, and no run followed within its back-off (max_backoff)
+//                  plus the healthy lateness bound, before the end
 //   misfire.skip_late  an occurrence of a misfire = "skip" entry was first dispatched
 //                  later than misfire_threshold after its due time (plus the skew
 //                  bound where clocks were skewed, plus Options::misfire_slack_ms for the
@@ -132,6 +141,14 @@ class FireChecker final : public Checker {
                                         int64_t scheduled_utc_ms, int64_t fire_utc_ms, int64_t until_ms);
   void check_overlap(const World& world, Report& report) const;
   bool overlap_blocked(const World& world, const OccKey& k, int64_t due_ms) const;
+  // retry.amo: what breaks the chain the runs `idxs` of one at-most-once occurrence must
+  // form under `retry`; empty when they form it.
+  static std::string retry_chain_break(const std::vector<Execution>& execs, std::vector<size_t> idxs,
+                                       const schedule::RetryPolicy& retry);
+  // healthy.retry: in a run without faults, a run that failed with attempts left and was
+  // followed by none although the back-off (and a healthy allowance) passed before the end.
+  static std::string retry_left_undone(const std::vector<Execution>& execs, std::vector<size_t> idxs,
+                                       const schedule::RetryPolicy& retry, int64_t end_ms);
   bool quiet_between(const World& world, const std::vector<std::string>& replicas, int64_t from_ms,
                      int64_t to_ms) const;
 

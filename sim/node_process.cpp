@@ -180,6 +180,8 @@ class NodeProcess final : public Process {
             {"scheduler.prepared_revoked", static_cast<double>(node_->scheduler_counters().prepared_revoked)},
             {"scheduler.claims_widened", static_cast<double>(node_->scheduler_counters().claims_widened)},
             {"scheduler.stale_claims_refused", static_cast<double>(node_->scheduler_counters().stale_claims_refused)},
+            {"scheduler.ran_claims_refused", static_cast<double>(node_->scheduler_counters().ran_claims_refused)},
+            {"scheduler.retried", static_cast<double>(node_->scheduler_counters().retried)},
             {"scheduler.dispatches_ignored_after_wipe",
              static_cast<double>(node_->scheduler_counters().dispatches_ignored_after_wipe)},
             {"config.votes_refused", static_cast<double>(c.config_votes_refused)},

@@ -75,6 +75,17 @@ void RestartChecker::on_fault(const World& world, const FaultRecord& fault) {
   RestartRules::Restart r;
   r.node = world.spec(fault.nodes[0]).id;
   r.at_ms = world.now_ms();
+  // Runs that failed definitely, per occurrence: an entry that retries owes the next run
+  // while it has attempts left, so such a failure is not a completion.
+  std::map<RestartRules::Occ, uint32_t> failed_runs;
+  auto definite_failure = [](const Execution& e) {
+    return e.outcome == Execution::Outcome::kFailed || e.outcome == Execution::Outcome::kTimedOut;
+  };
+  for (const Execution& e : world.executions()) {
+    if (e.done_ms < 0 || e.done_ms > r.at_ms || !definite_failure(e)) continue;
+    const auto& inv = e.invocation;
+    ++failed_runs[{inv.volume, schedule::entry_key(inv.entity, inv.entry), inv.scheduled_utc_ms}];
+  }
   for (const Execution& e : world.executions()) {
     if (e.done_ms < 0 || e.done_ms > r.at_ms) continue;
     const auto& inv = e.invocation;
@@ -82,6 +93,7 @@ void RestartChecker::on_fault(const World& world, const FaultRecord& fault) {
     if (r.completed.count(occ)) continue;
     auto entry = entries_.find({inv.volume, std::get<1>(occ)});
     if (entry == entries_.end()) continue;
+    if (definite_failure(e) && failed_runs[occ] < entry->second.retry.attempts) continue;
     const auto& replicas = world.replicas_at(inv.volume, r.at_ms);
     if (std::find(replicas.begin(), replicas.end(), r.node) == replicas.end()) continue;
     const std::vector<std::string> elig = eligible_replicas(world, entry->second, replicas);

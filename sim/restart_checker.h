@@ -3,7 +3,8 @@
 //
 //   restart.rerun  an occurrence that already completed — some attempt's finished worker
 //                  record was held by a majority of the entry's eligible replicas (ground
-//                  truth: their stores, read when the node restarted) — is run again by
+//                  truth: their stores, read when the node restarted), and it was no failed
+//                  run of an entry that retries with attempts left — is run again by
 //                  that node after its restart: an execution started after the restart
 //                  whose attempt the restarted node dispatched after the restart (or,
 //                  when no dispatch was reported, that ran on it) — an attempt its

@@ -241,6 +241,15 @@ void read_workload(TomlReader& top, Scenario& s) {
       }
       fr.finish();
     }
+    if (const toml::table* flaky = hr.table("fail_by")) {
+      // [workload.handler.fail_by] <handler> = <probability>: that handler fails so often.
+      TomlReader fr(*flaky, "workload.handler.fail_by", top.path(), top.errors());
+      for (const auto& [k, v] : *flaky) {
+        const std::string key(k.str());
+        if (auto p = fr.probability(key)) s.world.handler.fail_by_handler[key] = *p;
+      }
+      fr.finish();
+    }
     if (const toml::table* slow = hr.table("slowness")) {
       TomlReader sr(*slow, "workload.handler.slowness", top.path(), top.errors());
       for (const auto& [k, v] : *slow) {

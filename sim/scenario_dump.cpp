@@ -163,24 +163,20 @@ std::string dump_scenario(const Scenario& s, const std::vector<FaultSpec>& fault
   const HandlerModel& h = s.world.handler;
   out += "\n[workload.handler]\n" + distribution("duration", "jitter", h.duration) + "fail = " + number(h.fail_probability) +
          "\nnever_complete = " + number(h.never_complete_probability) + "\n";
-  if (!s.handler_slowness.empty()) {
-    out += "slowness = { ";
+  // `key = { "a" = v, ... }` for a map by name, nothing for an empty one.
+  auto inline_table = [&](const char* key, const auto& map, const auto& value) {
+    if (map.empty()) return;
+    out += std::string(key) + " = { ";
     bool first = true;
-    for (const auto& [id, m] : s.handler_slowness) {
-      out += (first ? "" : ", ") + quote(id) + " = " + number(m);
+    for (const auto& [name, v] : map) {
+      out += (first ? "" : ", ") + quote(name) + " = " + value(v);
       first = false;
     }
     out += " }\n";
-  }
-  if (!h.fixed_duration_ms.empty()) {
-    out += "fixed = { ";
-    bool first = true;
-    for (const auto& [handler, ms] : h.fixed_duration_ms) {
-      out += (first ? "" : ", ") + quote(handler) + " = " + duration(ms);
-      first = false;
-    }
-    out += " }\n";
-  }
+  };
+  inline_table("slowness", s.handler_slowness, [&](double m) { return number(m); });
+  inline_table("fixed", h.fixed_duration_ms, [&](int64_t ms) { return duration(ms); });
+  inline_table("fail_by", h.fail_by_handler, [&](double p) { return number(p); });
   for (const WorkloadEntry& w : s.workload) {
     out += "\n[[workload.entry]]\nat = " + duration(w.at_ms) + "\nvia = " + quote(w.via) + "\nvolume = " + quote(w.volume) +
            "\nentity = " + quote(w.entity) + "\nname = " + quote(w.name) + "\n";

@@ -188,6 +188,7 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
   }
   if (o.issue33_kinds) add_issue33_faults(seed, s);
   if (o.overlap) add_overlap_workload(seed, s);
+  if (o.retries) add_retry_workload(seed, s);
   if (o.reconfig) s.swarm_kinds.insert("config");
   if (o.triggers && o.process == "node") {
     add_trigger_workload(seed, s);
@@ -206,18 +207,23 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
 // trigger is a read-modify-write of the entry, and two through different nodes at once
 // keep only one, as for any two edits).  A keyed trigger is retried once or twice with
 // its key, w = majority, so a retry sees the first (trigger.key).
+WorkloadEntry workload_entry_on_a_volume(Rng& rng, const Scenario& s, std::string entity, std::string name) {
+  WorkloadEntry w;
+  const VolumeSpec& v = s.cluster.volumes[rng.below(s.cluster.volumes.size())];
+  w.volume = v.name;
+  w.via = v.replicas[rng.below(v.replicas.size())];
+  w.entity = std::move(entity);
+  w.name = std::move(name);
+  return w;
+}
+
 void add_trigger_workload(uint64_t seed, Scenario& s) {
   if (s.cluster.volumes.empty()) return;
   Rng rng(seed ^ 0x7219E5ULL);
   const int64_t entries = rng.between(1, 3);
   const int64_t end_ms = std::max<int64_t>(s.duration_ms, kMsPerMinute);
   for (int64_t i = 0; i < entries; ++i) {
-    WorkloadEntry w;
-    const auto& v = s.cluster.volumes[rng.below(s.cluster.volumes.size())];
-    w.volume = v.name;
-    w.via = v.replicas[rng.below(v.replicas.size())];
-    w.entity = "t";
-    w.name = "run" + std::to_string(i);
+    WorkloadEntry w = workload_entry_on_a_volume(rng, s, "t", "run" + std::to_string(i));
     w.at_ms = rng.between(5, 20) * kMsPerSecond;
     nlohmann::json f;
     f["handler"] = "noop";
@@ -259,6 +265,7 @@ std::string swarm_replay_command(uint64_t seed, const SwarmOptions& o) {
   if (!o.issue33_kinds) cmd += " --classic-faults";
   if (o.triggers) cmd += " --triggers";
   if (o.overlap) cmd += " --overlap";
+  if (o.retries) cmd += " --retries";
   return cmd;
 }
 

@@ -41,13 +41,24 @@ struct SwarmOptions {
   // (add_overlap_workload, a stream of its own, so every seed's other choices stay what
   // they are without it): the overlap.forbid rule then has runs to judge.
   bool overlap = false;
+  // Also entries that retry (retry.attempts 2..4, short back-offs) whose handler ("flaky")
+  // fails often (add_retry_workload, a stream of its own): the retry rules then have
+  // chains of runs to judge.
+  bool retries = false;
 };
+
+// A workload entry of `entity`/`name` on a volume drawn from `s` (first the volume, then the
+// replica it is written through, from `rng`), for the workloads below.
+WorkloadEntry workload_entry_on_a_volume(Rng& rng, const Scenario& s, std::string entity, std::string name);
 
 // SwarmOptions::triggers: adds those entries and triggers to a derived scenario.
 void add_trigger_workload(uint64_t seed, Scenario& s);
 
 // SwarmOptions::overlap: adds the forbid entries and their long handler to a derived scenario.
 void add_overlap_workload(uint64_t seed, Scenario& s);
+
+// SwarmOptions::retries: adds the retrying entries and their flaky handler to a derived scenario.
+void add_retry_workload(uint64_t seed, Scenario& s);
 
 // SwarmOptions::issue33_kinds: adds those faults and writes to a derived scenario.
 void add_issue33_faults(uint64_t seed, Scenario& s);
@@ -56,7 +67,7 @@ void add_issue33_faults(uint64_t seed, Scenario& s);
 Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& options);
 
 // "caesium sim --swarm --seeds 17..17 [--nodes N] [--duration D] [--process K] [--reconfig]
-//  [--prepare-ahead D] [--classic-faults] [--triggers] [--overlap]"
+//  [--prepare-ahead D] [--classic-faults] [--triggers] [--overlap] [--retries]"
 std::string swarm_replay_command(uint64_t seed, const SwarmOptions& options);
 
 // A short description of what the seed chose, for the per-seed line of the report.

@@ -193,12 +193,7 @@ void add_overlap_workload(uint64_t seed, Scenario& s) {
   s.world.handler.fixed_duration_ms["long"] = run_ms;
   const int entries = static_cast<int>(rng.between(1, 3));
   for (int i = 0; i < entries; ++i) {
-    WorkloadEntry w;
-    const VolumeSpec& v = s.cluster.volumes[rng.below(s.cluster.volumes.size())];
-    w.volume = v.name;
-    w.via = v.replicas[rng.below(v.replicas.size())];
-    w.entity = "ov";
-    w.name = "long" + std::to_string(i);
+    WorkloadEntry w = workload_entry_on_a_volume(rng, s, "ov", "long" + std::to_string(i));
     // After the nodes' amnesia horizon (they start wiped): see docs/firing.md, Overlap.
     w.at_ms = rng.between(20, 40) * kMsPerSecond;
     nlohmann::json f;
@@ -218,6 +213,40 @@ void add_overlap_workload(uint64_t seed, Scenario& s) {
     s.workload.push_back(std::move(w));
   }
   s.swarm_kinds.insert("overlap");
+}
+
+// Entries that retry (retry.attempts 2..4, back-offs of 0.5..5 s, some with jitter) whose
+// handler ("flaky") fails often, of both semantics, some of them forbid overlap too: the
+// retry rules judge their chains of runs (sim/fire_checker.h).
+void add_retry_workload(uint64_t seed, Scenario& s) {
+  Rng rng(seed ^ 0x4E7B1ULL);
+  if (s.cluster.volumes.empty()) return;
+  s.world.handler.fail_by_handler["flaky"] = 0.3 + 0.1 * static_cast<double>(rng.below(5));
+  const int entries = static_cast<int>(rng.between(1, 4));
+  for (int i = 0; i < entries; ++i) {
+    WorkloadEntry w = workload_entry_on_a_volume(rng, s, "rt", "flaky" + std::to_string(i));
+    w.at_ms = rng.between(5, 40) * kMsPerSecond;
+    nlohmann::json f;
+    f["handler"] = "flaky";
+    f["semantics"] = i == 0 || rng.chance(0.6) ? "at_most_once" : "at_least_once";
+    nlohmann::json retry;
+    retry["attempts"] = rng.between(2, 4);
+    retry["backoff"] = std::to_string(rng.between(500, 5000)) + "ms";
+    retry["max_backoff"] = std::to_string(rng.between(5, 20)) + "s";
+    if (rng.chance(0.5)) retry["jitter"] = 0.5;
+    f["retry"] = std::move(retry);
+    if (rng.chance(0.3)) f["overlap"] = "forbid";
+    if (rng.chance(0.5)) {
+      f["cron"] = "*/" + std::to_string(rng.between(10, 40)) + " * * * * *";
+    } else {
+      f["timer"] = {{"interval", std::to_string(rng.between(10, 40)) + "s"},
+                    {"repeat_for", std::to_string(rng.between(2, 20)) + "m"}};
+    }
+    f["misfire_window"] = rng.chance(0.5) ? "30m" : "1m";
+    w.fields = std::move(f);
+    s.workload.push_back(std::move(w));
+  }
+  s.swarm_kinds.insert("retries");
 }
 
 }  // namespace caesium::sim

@@ -2,6 +2,7 @@
 // The network half (send / deliver / connections) is in world_net.cpp.
 #include "sim/world.h"
 
+#include "base/hash.h"
 #include "base/time.h"
 
 #include <algorithm>
@@ -412,10 +413,14 @@ void World::execute(uint32_t node, node::Invocation& invocation) {
         ex.invocation.entry + " fire " + ex.invocation.fire_id);
   const HandlerModel& h = options_.handler;
   const bool hang = handler_rng_.chance(h.never_complete_probability);
-  const bool fail = handler_rng_.chance(h.fail_probability);
+  bool fail = handler_rng_.chance(h.fail_probability);
   double duration = static_cast<double>(h.duration.sample(handler_rng_));
   if (auto fixed = h.fixed_duration_ms.find(ex.invocation.handler); fixed != h.fixed_duration_ms.end()) {
     duration = static_cast<double>(fixed->second);
+  }
+  if (auto flaky = h.fail_by_handler.find(ex.invocation.handler); flaky != h.fail_by_handler.end()) {
+    const uint64_t draw = hash_combine(hash64(ex.invocation.fire_id), options_.seed) % 1'000'000;
+    fail = static_cast<double>(draw) < flaky->second * 1'000'000.0;
   }
   if (node < h.slowness.size()) duration *= h.slowness[node];
   // The entry's timeout stops a run that would last longer, a hung one included.

@@ -94,6 +94,10 @@ struct HandlerModel {
   // runs of one entry, e.g. under overlap = forbid.  Drawn from no random stream, so a
   // scenario that names none runs exactly as before.
   std::map<std::string, int64_t> fixed_duration_ms;
+  // Handlers that fail with this probability (by handler name), instead of
+  // `fail_probability`: e.g. flaky handlers of entries that retry.  Decided by a hash of
+  // the fire id, not a random stream, for the same reason.
+  std::map<std::string, double> fail_by_handler;
 };
 
 struct WorldOptions {

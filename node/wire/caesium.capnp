@@ -166,7 +166,7 @@ struct Claim {
   forbidOverlap @14 :Bool;     # the entry is at-most-once with overlap = forbid
 }
 
-enum ClaimOutcome { granted @0; held @1; notDue @2; abstain @3; stale @4; superseded @5; overlap @6; }
+enum ClaimOutcome { granted @0; held @1; notDue @2; abstain @3; stale @4; superseded @5; overlap @6; ran @7; }
 
 struct ClaimReply {
   volume @0 :Text;

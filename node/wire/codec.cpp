@@ -523,7 +523,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
     }
     case cp::CoreMessage::CLAIM_REPLY: {
       auto x = r.getClaimReply();
-      auto outcome = get_enum<schedule::ClaimOutcome>(static_cast<uint16_t>(x.getOutcome()), 6, "claim outcome");
+      auto outcome = get_enum<schedule::ClaimOutcome>(static_cast<uint16_t>(x.getOutcome()), 7, "claim outcome");
       if (!outcome) return outcome.error();
       auto kind = get_enum<schedule::ClaimKind>(static_cast<uint16_t>(x.getKind()), 3, "claim kind");
       if (!kind) return kind.error();

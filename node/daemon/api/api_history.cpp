@@ -3,6 +3,7 @@
 // attempts were dispatched, what each worker did — plus a one-word outcome and the
 // duplicate count, so a person does not have to read the records to answer "did it run,
 // and how many times?".
+#include <algorithm>
 #include <cstdio>
 
 #include "node/daemon/api/api_internal.h"
@@ -24,7 +25,7 @@ std::string hex64(uint64_t v) {
 // One word for the occurrence, most telling fact first: a run that completed beats a
 // failed one; an owner's verdict (lost, missed, skipped) beats an attempt still shown
 // as running (a lost at-most-once attempt stays "accepted" in its worker record).
-std::string outcome(const node::Node::OccurrenceHistory& h) {
+std::string outcome(const node::Node::OccurrenceHistory& h, bool retries) {
   bool completed = false, failed = false, timed_out = false, running = false, dispatched = false;
   for (const auto& [fire_id, w] : h.workers) {
     completed |= w.state == schedule::WorkerState::kCompleted;
@@ -41,6 +42,7 @@ std::string outcome(const node::Node::OccurrenceHistory& h) {
     dispatched |= !o.attempts.empty();
   }
   if (completed) return "completed";
+  if (retries && failed && running) return "running";  // a retry of a failed run
   if (timed_out) return "timed_out";
   if (failed) return "failed";
   if (lost) return "lost";
@@ -77,9 +79,10 @@ json history_json(const std::vector<node::Node::OccurrenceHistory>& occurrences,
       owners.push_back(std::move(owner));
     }
     json attempts = json::array();
-    size_t runs = 0;
+    size_t runs = 0, failed_runs = 0;
     for (const auto& [fire_id, w] : h.workers) {
       if (schedule::ran(w.state)) ++runs;
+      if (schedule::failed(w.state)) ++failed_runs;
       json a = {{"fire_id", fire_id},
                 {"worker", w.worker.node},
                 {"boot", hex64(w.worker.boot)},
@@ -91,13 +94,18 @@ json history_json(const std::vector<node::Node::OccurrenceHistory>& occurrences,
       if (!w.detail.empty()) a["detail"] = w.detail;
       attempts.push_back(std::move(a));
     }
+    // An entry that retries runs a failed occurrence again: those runs are retries, not
+    // duplicates (each follows a failed one).
+    const bool retries = entry != nullptr && entry->retry.enabled();
+    const size_t retried = retries && runs > 1 ? std::min(failed_runs, runs - 1) : 0;
     out.push_back({{"scheduled", format_rfc3339_utc(h.occ.scheduled_utc_ms)},
                    {"scheduled_ms", h.occ.scheduled_utc_ms},
-                   {"outcome", outcome(h)},
+                   {"outcome", outcome(h, retries)},
                    {"owners", std::move(owners)},
                    {"attempts", std::move(attempts)},
                    {"runs", runs},
-                   {"duplicates", runs > 1 ? runs - 1 : 0}});
+                   {"retries", retried},
+                   {"duplicates", runs > 1 ? runs - 1 - retried : 0}});
     // A manual occurrence ("run now") is one of the entry's triggers.  One that the entry
     // no longer keeps (kMaxTriggers, or older than it remembers) shows as scheduled.
     const schedule::Trigger* t = entry != nullptr ? entry->trigger_at(h.occ.scheduled_utc_ms) : nullptr;

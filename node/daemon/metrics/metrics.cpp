@@ -49,6 +49,7 @@ void FireMetrics::on_fire(const schedule::FireEvent& f) {
     case K::kLost: ++counts_.lost; break;
     case K::kSkipped: ++counts_.skipped; break;
     case K::kSkippedOverlap: ++counts_.skipped_overlap; break;
+    case K::kRetryScheduled: ++counts_.retries; break;
     default: break;  // kinds that carry no count here (the scheduler may add more)
   }
 }
@@ -227,6 +228,10 @@ void render_fire(PromWriter& w, const FireMetrics::Counts& f) {
   counter(w, "caesium_occurrences_skipped_overlap_total",
           "Occurrences skipped because a run of their entry was still running (overlap = forbid).", f.skipped_overlap);
   counter(w, "caesium_claims_granted_total", "Claims this replica granted.", f.granted);
+  counter(w, "caesium_retries_total",
+          "Runs that failed definitely and are followed by another after the entry's back-off (retry), "
+          "decided by this node.",
+          f.retries);
   counter(w, "caesium_duplicate_runs_total", "Attempts after the first that a worker on this node accepted (ran).",
           f.duplicate_runs);
   w.family("caesium_handler_runs_total", "counter", "Handler runs finished on this node as worker, by result.");

@@ -34,6 +34,7 @@ class FireMetrics {
     uint64_t due = 0, granted = 0, dispatched = 0, redispatched = 0;
     uint64_t withheld = 0, missed = 0, lost = 0, skipped = 0, skipped_overlap = 0;
     uint64_t accepted = 0, completed_ok = 0, completed_failed = 0;
+    uint64_t retries = 0;         // retries this node scheduled as owner (kRetryScheduled)
     uint64_t duplicate_runs = 0;  // attempts > 1 that a worker accepted (so ran)
     std::array<uint64_t, kLatenessBoundsMs.size() + 1> lateness{};  // not cumulative; last = above
     uint64_t lateness_count = 0;

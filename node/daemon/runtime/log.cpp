@@ -111,6 +111,10 @@ EventLine describe_fire(const schedule::FireEvent& f) {
       m = "skipped_overlap (overlap = forbid: due while a run of the entry was running)";
       append_detail(m, f.detail);
       break;
+    case K::kRetryScheduled:
+      m = "retry: the run failed; " + attempt_text(f) + " follows after the back-off";
+      append_detail(m, f.detail);
+      break;
     case K::kRedispatched:
       m = "redispatched " + attempt_text(f) + " to " + f.node;
       append_detail(m, f.detail);
@@ -149,7 +153,8 @@ LogLevel fire_level(const schedule::FireEvent& f) {
     case K::kRedispatched: return LogLevel::kWarn;
     case K::kLost: return LogLevel::kError;
     case K::kSkipped:
-    case K::kSkippedOverlap: return LogLevel::kInfo;
+    case K::kSkippedOverlap:
+    case K::kRetryScheduled: return LogLevel::kInfo;
   }
   return LogLevel::kInfo;
 }
