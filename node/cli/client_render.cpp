@@ -147,10 +147,10 @@ std::string render_history(const json& h) {
     }
     const bool manual = o.is_object() && o.value("manual", false);  // run now (caesium trigger)
     rows.push_back({field(o, "scheduled") + (manual ? " (manual)" : ""), field(o, "outcome"), owners.empty() ? "-" : owners,
-                    attempts.empty() ? "-" : attempts, field(o, "runs"), field(o, "duplicates")});
+                    attempts.empty() ? "-" : attempts, field(o, "runs"), field(o, "retries"), field(o, "duplicates")});
   }
   if (rows.empty()) return "no occurrences recorded yet\n";
-  return render_table({"SCHEDULED", "OUTCOME", "OWNER(PATH)", "ATTEMPTS", "RUNS", "DUPLICATES"}, rows);
+  return render_table({"SCHEDULED", "OUTCOME", "OWNER(PATH)", "ATTEMPTS", "RUNS", "RETRIES", "DUPLICATES"}, rows);
 }
 
 std::string render_status(const json& s) {
@@ -160,7 +160,9 @@ std::string render_status(const json& s) {
   // The verdicts other than a run, since this node started (docs/api.md, status).
   const json sched = s.is_object() && s.contains("scheduler") ? s["scheduler"] : json();
   out += "occurrences decided here: missed " + field(sched, "missed") + "  lost " + field(sched, "lost") + "  skipped " +
-         field(sched, "skipped") + "  skipped_overlap " + field(sched, "skipped_overlap") + "\n\n";
+         field(sched, "skipped") + "  skipped_overlap " + field(sched, "skipped_overlap") + "\n" +
+         "runs here: failed " + field(sched, "failed") + "  timed_out " + field(sched, "timed_out") +
+         "  retries decided " + field(sched, "retried") + "\n\n";
   std::vector<std::vector<std::string>> members;
   for (const auto& m : array_at(s, "members")) {
     const json load = m.is_object() && m.contains("load") ? m["load"] : json::object();

@@ -389,18 +389,20 @@ TEST_CASE("cli: config apply sends the file, history and status render") {
   REQUIRE(f.run("config", {"apply", file, "--force"}).status == 0);
   CHECK(f.sent.back().path == "/v1/config?force=true");
   f.answers = {answer(200, {{"occurrences",
-                             {{{"scheduled", "2026-03-20T10:00:00Z"}, {"outcome", "completed"}, {"runs", 2}, {"duplicates", 1},
+                             {{{"scheduled", "2026-03-20T10:00:00Z"}, {"outcome", "completed"}, {"runs", 2}, {"retries", 1}, {"duplicates", 0},
                                {"owners", {{{"node", "n1"}, {"path", "takeover"}}}},
                                {"attempts", {{{"worker", "n2"}, {"attempt", 1}, {"state", "failed"}},
                                              {{"worker", "n3"}, {"attempt", 2}, {"state", "completed"}}}}}}}})};
   auto h = f.run("history", {"v", "acme", "x", "--limit", "5"});
   CHECK(f.sent.back().path == "/v1/volumes/v/entities/acme/schedule/x/history?limit=5");
   CHECK(h.out ==
-        "SCHEDULED             OUTCOME    OWNER(PATH)   ATTEMPTS                     RUNS  DUPLICATES\n"
-        "2026-03-20T10:00:00Z  completed  n1(takeover)  n2#1:failed, n3#2:completed  2     1\n");
+        "SCHEDULED             OUTCOME    OWNER(PATH)   ATTEMPTS                     RUNS  RETRIES  DUPLICATES\n"
+        "2026-03-20T10:00:00Z  completed  n1(takeover)  n2#1:failed, n3#2:completed  2     1        0\n");
   f.answers = {answer(200, {{"occurrences", json::array()}})};
   CHECK(f.run("history", {"v", "acme", "x"}).out == "no occurrences recorded yet\n");
   f.answers = {answer(200, {{"node", "n1"}, {"config_epoch", 3}, {"active", true}, {"pending", {{"running_invocations", 0}}},
+                            {"scheduler", {{"missed", 1}, {"lost", 0}, {"skipped", 2}, {"skipped_overlap", 3}, {"failed", 4},
+                                           {"timed_out", 1}, {"retried", 5}}},
                             {"members", {{{"id", "n1"}, {"state", "alive"}, {"incarnation", 4},
                                           {"load", {{"running", 1}}}, {"capacity", {{"cores", 8}, {"memory_mb", 4096}, {"max_running", 16}}},
                                           {"priority", 30}, {"tags", {"eu"}}, {"api_addr", "127.0.0.1:7113"},
@@ -412,6 +414,8 @@ TEST_CASE("cli: config apply sends the file, history and status render") {
                             {"volumes", {{{"name", "v"}, {"replicas", {"n1"}}, {"master", "n1"}, {"replica", true}, {"records", 12}, {"filled", false}}}}})};
   auto s = f.run("status", {});
   CHECK(s.out.find("node n1  config epoch 3  active yes  running invocations 0\n") == 0);
+  CHECK(s.out.find("occurrences decided here: missed 1  lost 0  skipped 2  skipped_overlap 3\n"
+                   "runs here: failed 4  timed_out 1  retries decided 5\n") != std::string::npos);
   CHECK(s.out.find("n1      alive  4            1/16  8c 4096MB  30        eu    127.0.0.1:7113  -\n") != std::string::npos);
   // A peer whose clock is known to be ahead shows by how much, at least.
   CHECK(s.out.find("n2      alive  2            0/16  8c 4096MB  20        -     127.0.0.1:7123  +2500ms\n") !=
