@@ -32,6 +32,8 @@ SCENARIOS = {
     "hostile": ("scenario_hostile", "hostile"),
     "full_restart": ("scenario_full_restart", "full_restart"),
     "reconfig": ("scenario_reconfig", "reconfig"),
+    "forbid": ("scenario_forbid", "forbid"),
+    "paused": ("scenario_paused", "paused"),
 }
 
 
