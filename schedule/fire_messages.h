@@ -153,6 +153,9 @@ struct Dispatch {
   // 0: at once on acceptance.
   int64_t run_at_utc_ms = 0;
   int64_t timeout_ms = 0;  // the entry's timeout (0: the handler's own)
+  // Which run of the occurrence this attempt is: 1, or n + 1 after n runs that failed
+  // definitely (a retry; docs/firing.md, Retries).  Redispatches of one run keep it.
+  uint32_t run = 1;
   bool operator==(const Dispatch&) const = default;
 };
 

@@ -17,6 +17,7 @@ struct Invocation {
   int64_t scheduled_utc_ms = 0;
   std::string fire_id;  // unique per attempt
   uint32_t attempt = 1;
+  uint32_t run = 1;  // which run of the occurrence: > 1 for a retry after failed runs
   bool possible_duplicate = false;
   uint64_t sequence = 0;  // 1-based count of this entry's occurrences (Chronos X-Sequence-Number)
   std::string payload;

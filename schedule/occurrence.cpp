@@ -219,7 +219,10 @@ std::string encode(const WorkerRecord& r) {
   w.svarint(r.finished_utc_ms);
   w.boolean(r.possible_duplicate);
   w.str(r.detail);
-  if (r.run_at_utc_ms != 0) w.svarint(r.run_at_utc_ms);  // absent in records of unprepared runs
+  // Optional tail, one form only: run_at (absent for an unprepared run of run 1; 0 before
+  // a run number), then the run number when > 1.
+  if (r.run_at_utc_ms != 0 || r.run > 1) w.svarint(r.run_at_utc_ms);
+  if (r.run > 1) w.varint(r.run);
   return w.take();
 }
 
@@ -281,7 +284,13 @@ Result<WorkerRecord> decode_worker_record(std::string_view bytes) {
   o.detail = r.str(4096);
   if (r.ok() && !r.at_end()) {
     o.run_at_utc_ms = r.svarint();
-    if (o.run_at_utc_ms == 0) return Error("worker record: run_at encoded as 0");  // one form only
+    if (r.ok() && !r.at_end()) {
+      const uint64_t run = r.varint();
+      if (run < 2 || run > UINT32_MAX) return Error("worker record: bad run number");
+      o.run = static_cast<uint32_t>(run);
+    } else if (o.run_at_utc_ms == 0) {
+      return Error("worker record: run_at encoded as 0");  // one form only
+    }
   }
   if (!r.done()) return Error("worker record: truncated or trailing bytes");
   return o;

@@ -119,6 +119,8 @@ struct WorkerRecord {
   // A prepared attempt (prepare_ahead): the instant it was held for, by the worker's
   // clock; 0 for one that started on acceptance.  Encoded only when set.
   int64_t run_at_utc_ms = 0;
+  // Which run of the occurrence the attempt is (Dispatch::run); 1 is not encoded.
+  uint32_t run = 1;
   bool operator==(const WorkerRecord&) const = default;
 };
 

@@ -728,6 +728,7 @@ class Scheduler {
     bool lazy_completion = false;
     bool at_most_once = false;
     int64_t accepted_utc_ms = 0;
+    uint32_t run = 1;  // Dispatch::run, written into the worker records
     // The fire time as this worker knows it (run_at, or the entry's jittered instant; the
     // scheduled instant when the definition had not arrived), and how late the handler
     // started after it.

@@ -330,6 +330,7 @@ Dispatch Scheduler::make_dispatch(const Occ& o, const Attempt& a) const {
   d.handler = e.handler;
   d.payload = e.payload;
   d.timeout_ms = e.timeout_ms;
+  d.run = runs_so_far(o).failed + 1;
   if (const auto* timer = std::get_if<Timer>(&e.timing)) {
     d.sequence = timer_sequence(*timer, e.created_utc_ms, o.id.scheduled_utc_ms);
   }

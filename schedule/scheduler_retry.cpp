@@ -17,14 +17,22 @@
 
 namespace caesium::schedule {
 
+// The failed runs are counted by their run numbers (Dispatch::run), not by the records
+// this node happens to hold: a takeover learns the latest attempt from a majority's
+// promises and resolves it through its worker's record, which names its run, while
+// records of earlier runs may not have reached it yet (swarm --overlap --triggers
+// --retries seed 684: a takeover that counted 3 records of 4 failed runs ran a fifth).
 Scheduler::RunsSoFar Scheduler::runs_so_far(const Occ& o) const {
   RunsSoFar r;
+  uint32_t records = 0, highest_run = 0;
   for (const auto& [fid, w] : o.worker_records) {
     if (w.state == WorkerState::kCompleted) r.succeeded = true;
     if (!failed(w.state)) continue;
-    ++r.failed;
+    ++records;
+    highest_run = std::max(highest_run, w.run);
     r.last_failed_utc_ms = std::max(r.last_failed_utc_ms, w.finished_utc_ms);
   }
+  r.failed = records > 0 ? highest_run : 0;
   return r;
 }
 

@@ -101,6 +101,7 @@ void Scheduler::accept_dispatch(const std::string& from, const Dispatch& d, std:
   rec.accepted_utc_ms = now.utc_ms;
   rec.possible_duplicate = possible_duplicate;
   rec.run_at_utc_ms = d.run_at_utc_ms;
+  rec.run = d.run;
   put_worker_record(d.volume, d.occ, d.fire_id, rec, now);
   DispatchReply reply{d.volume, d.occ, d.fire_id, DispatchOutcome::kAccepted, {}};
   reply.worker_boot = self_.boot;
@@ -110,6 +111,7 @@ void Scheduler::accept_dispatch(const std::string& from, const Dispatch& d, std:
   const bool lazy_completion = d.run_at_utc_ms != 0 && (d.at_most_once || (e != nullptr && e->complete_time_ms == 0));
   Running& run = running_[id];
   run = Running{d.volume, d.occ, d.fire_id, d.attempt, possible_duplicate, lazy_completion, d.at_most_once, now.utc_ms};
+  run.run = d.run;
   run.fire_utc_ms = d.run_at_utc_ms != 0 ? d.run_at_utc_ms
                     : e != nullptr       ? fire_time(*e, d.occ.scheduled_utc_ms)
                                          : d.occ.scheduled_utc_ms;
@@ -126,6 +128,7 @@ void Scheduler::accept_dispatch(const std::string& from, const Dispatch& d, std:
   inv.scheduled_utc_ms = d.occ.scheduled_utc_ms;
   inv.fire_id = d.fire_id;
   inv.attempt = d.attempt;
+  inv.run = d.run;
   inv.possible_duplicate = possible_duplicate;
   inv.sequence = d.sequence;
   inv.payload = d.payload;
@@ -332,6 +335,7 @@ void Scheduler::on_invocation_done(const InvocationResult& result, Clock now) {
   rec.state = result.ok ? WorkerState::kCompleted : result.timed_out ? WorkerState::kTimedOut : WorkerState::kFailed;
   rec.accepted_utc_ms = r.accepted_utc_ms;
   rec.finished_utc_ms = now.utc_ms;
+  rec.run = r.run;
   rec.possible_duplicate = r.possible_duplicate;
   rec.detail = result.detail;
   // Written even when this node has stopped replicating the volume since it accepted the

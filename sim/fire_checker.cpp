@@ -603,6 +603,13 @@ std::string FireChecker::retry_chain_break(const std::vector<Execution>& execs, 
   if (idxs.size() > retry.attempts) {
     return "ran " + std::to_string(idxs.size()) + " times, more than retry.attempts = " + std::to_string(retry.attempts);
   }
+  for (size_t i = 0; i < idxs.size(); ++i) {
+    const Execution& e = execs[idxs[i]];
+    if (e.invocation.run != i + 1) {
+      return "run " + std::to_string(i + 1) + " (fire id " + e.invocation.fire_id + ") was given run number " +
+             std::to_string(e.invocation.run);
+    }
+  }
   for (size_t i = 1; i < idxs.size(); ++i) {
     const Execution& prev = execs[idxs[i - 1]];
     const Execution& next = execs[idxs[i]];

@@ -39,7 +39,8 @@
 //                  form one chain: in start order, each run after the first started after
 //                  the one before it ended in a definite failure (failed or timed out) —
 //                  never after a success, a crash or a hang, never beside it — and there
-//                  are at most retry.attempts of them.  (Entries that retry are judged by
+//                  are at most retry.attempts of them, given run numbers 1, 2, ... in that
+//                  order.  (Entries that retry are judged by
 //                  this rule instead of amo.duplicate.)                            (always)
 //   healthy.retry  in a run without faults, a run of an entry that retries failed with
 //                  attempts left, and no run followed within its back-off (max_backoff)

@@ -201,7 +201,8 @@ struct Dispatch {
   sequence @10 :UInt64;
   issuedUtcMs @11 :Int64;   # first dispatch of this fire id (owner's clock): amnesia check at the worker
   runAtUtcMs @12 :Int64;
-  timeoutMs @13 :Int64;     # the entry's timeout for the handler; 0 = the handler's own    # prepared: start no earlier than this (worker's clock and a majority's); 0 = at once
+  timeoutMs @13 :Int64;
+  run @14 :UInt32;          # which run of the occurrence (a retry: > 1); 0 = 1     # the entry's timeout for the handler; 0 = the handler's own    # prepared: start no earlier than this (worker's clock and a majority's); 0 = at once
 }
 
 enum DispatchOutcome { accepted @0; refused @1; }

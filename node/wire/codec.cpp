@@ -432,6 +432,7 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setIssuedUtcMs(m.issued_utc_ms);
           x.setRunAtUtcMs(m.run_at_utc_ms);
           x.setTimeoutMs(m.timeout_ms);
+          x.setRun(m.run);
         } else if constexpr (std::is_same_v<T, schedule::DispatchReply>) {
           auto x = b.initDispatchReply();
           x.setVolume(text(m.volume));
@@ -565,6 +566,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       d.issued_utc_ms = x.getIssuedUtcMs();
       d.run_at_utc_ms = x.getRunAtUtcMs();
       d.timeout_ms = x.getTimeoutMs();
+      d.run = std::max<uint32_t>(1, x.getRun());
       return CoreMessage{std::move(d)};
     }
     case cp::CoreMessage::DISPATCH_REPLY: {

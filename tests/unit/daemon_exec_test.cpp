@@ -104,7 +104,7 @@ TEST_CASE("exec: the environment carries the invocation, the handler's env and t
   CHECK(r->id == 42);
   const std::string out = stdout_of(r->detail);
   INFO(r->detail);
-  for (const char* line : {"CAESIUM_ATTEMPT=3\n", "CAESIUM_ENTITY=acme\n", "CAESIUM_ENTRY=nightly-report\n",
+  for (const char* line : {"CAESIUM_ATTEMPT=3\n", "CAESIUM_RUN=1\n", "CAESIUM_ENTITY=acme\n", "CAESIUM_ENTRY=nightly-report\n",
                            "CAESIUM_FIRE_ID=f-0001\n", "CAESIUM_NODE=n1\n", "CAESIUM_POSSIBLE_DUPLICATE=true\n",
                            "CAESIUM_SCHEDULED=2026-03-29T01:30:00.250Z\n",
                            "CAESIUM_SCHEDULED_MS=1774747800250\n", "CAESIUM_SEQUENCE=17\n",
@@ -125,7 +125,7 @@ TEST_CASE("exec: exec_environment orders, merges and protects the invocation's v
   CHECK(std::count(env.begin(), env.end(), "CAESIUM_VOLUME=billing") == 1);
   CHECK(std::count(env.begin(), env.end(), "CAESIUM_POSSIBLE_DUPLICATE=true") == 1);
   CHECK(std::none_of(env.begin(), env.end(), [](const std::string& e) { return e.find("NOEQUALS") == 0; }));
-  CHECK(env.size() == 2 + 10);  // A, PATH and the ten CAESIUM_ variables
+  CHECK(env.size() == 2 + 11);  // A, PATH and the eleven CAESIUM_ variables
 }
 
 TEST_CASE("exec: the payload arrives on stdin, whole, even when large") {

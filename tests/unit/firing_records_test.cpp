@@ -38,6 +38,23 @@ TEST_CASE("firing records: a worker record round-trips, with and without run_at"
   CHECK(bytes.compare(0, encode(plain).size(), encode(plain)) == 0);
 }
 
+// A retry's record carries its run number (> 1) after run_at, which is then written even
+// when 0; a record of run 1 stays byte for byte what it was.
+TEST_CASE("firing records: a worker record carries its run number, one form only") {
+  for (const int64_t run_at : {int64_t{0}, int64_t{5}}) {
+    WorkerRecord r = sample();
+    r.run_at_utc_ms = run_at;
+    r.run = 3;
+    const auto back = decode_worker_record(encode(r));
+    REQUIRE(back.ok());
+    CHECK(*back == r);
+    WorkerRecord first = r;
+    first.run = 1;
+    CHECK(encode(first).size() < encode(r).size());
+    CHECK(decode_worker_record(encode(first))->run == 1);
+  }
+}
+
 TEST_CASE("firing records: the decoder refuses a zero run_at, trailing bytes and truncation") {
   WorkerRecord prepared = sample();
   prepared.run_at_utc_ms = 5;
@@ -46,7 +63,8 @@ TEST_CASE("firing records: the decoder refuses a zero run_at, trailing bytes and
   std::string zero = bytes;
   zero.back() = '\0';
   CHECK_FALSE(decode_worker_record(zero).ok());
-  CHECK_FALSE(decode_worker_record(bytes + '\x02').ok());
+  CHECK_FALSE(decode_worker_record(bytes + '\x01').ok());         // run 1 is never encoded
+  CHECK_FALSE(decode_worker_record(bytes + '\x02' + '\x00').ok());  // trailing bytes
   for (size_t n = 0; n < bytes.size(); ++n) {
     auto cut = decode_worker_record(std::string_view(bytes).substr(0, n));
     // A prefix that ends exactly where an unprepared record ends is a valid unprepared

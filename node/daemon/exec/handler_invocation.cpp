@@ -109,6 +109,7 @@ std::map<std::string, std::string> invocation_env(const node::Invocation& inv,
       {"CAESIUM_SCHEDULED_MS", std::to_string(inv.scheduled_utc_ms)},
       {"CAESIUM_FIRE_ID", inv.fire_id},
       {"CAESIUM_ATTEMPT", std::to_string(inv.attempt)},
+      {"CAESIUM_RUN", std::to_string(inv.run)},
       {"CAESIUM_POSSIBLE_DUPLICATE", bool_text(inv.possible_duplicate)},
       {"CAESIUM_SEQUENCE", std::to_string(inv.sequence)},
       {"CAESIUM_NODE", std::string(node_id)},
@@ -142,6 +143,7 @@ std::string invocation_json(const node::Invocation& inv, std::string_view node_i
   j["scheduled_ms"] = inv.scheduled_utc_ms;
   j["fire_id"] = clean_text(inv.fire_id, false);
   j["attempt"] = inv.attempt;
+  j["run"] = inv.run;
   j["possible_duplicate"] = inv.possible_duplicate;
   j["sequence"] = inv.sequence;
   j["node"] = clean_text(node_id, false);
@@ -161,6 +163,7 @@ std::vector<std::pair<std::string, std::string>> invocation_headers(const node::
       {"X-Caesium-Scheduled", format_rfc3339_utc(inv.scheduled_utc_ms)},
       {"X-Caesium-Fire-Id", header_safe(inv.fire_id)},
       {"X-Caesium-Attempt", std::to_string(inv.attempt)},
+      {"X-Caesium-Run", std::to_string(inv.run)},
       {"X-Caesium-Possible-Duplicate", bool_text(inv.possible_duplicate)},
       {"X-Caesium-Sequence", std::to_string(inv.sequence)},
   };
