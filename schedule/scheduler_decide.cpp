@@ -56,10 +56,19 @@ bool Scheduler::deciding(Occ& o, Clock now) {
   return true;
 }
 
-// What shows that some process is at work on o: an owner record (it owns o, or decided
-// it) or a worker record (an attempt reached a worker).  A grant alone does not: its
-// holder may be exactly the master that cannot win.
-bool Scheduler::progress_seen(const Occ& o) const { return !o.owner_records.empty() || !o.worker_records.empty(); }
+// What shows that some process is at work on o: a worker record (an attempt reached a
+// worker) or a closed owner record (someone decided o).  A grant alone does not: its
+// holder may be exactly the master that cannot win.  Nor does an open owner record alone:
+// its owner may be that master too, having won a claim and then lost every dispatch and
+// revoke to a worker it cannot reach (swarm --overlap --triggers --retries seeds 3080,
+// 4809: a connected majority deferred to it until the misfire window closed).  A backup
+// that decides then defers to a live owner for owner_stall_ms before it takes o over
+// through a higher round, which resolves what the owner dispatched (decide_from_owner_records).
+bool Scheduler::progress_seen(const Occ& o) const {
+  if (!o.worker_records.empty()) return true;
+  return std::any_of(o.owner_records.begin(), o.owner_records.end(),
+                     [](const auto& r) { return r.second.outcome != OwnerOutcome::kOpen; });
+}
 
 void Scheduler::defer(Occ& o, Clock now, const std::string& why) {
   if (o.deferred_reason == why) return;
