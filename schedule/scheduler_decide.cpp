@@ -60,8 +60,8 @@ bool Scheduler::deciding(Occ& o, Clock now) {
 // worker) or a closed owner record (someone decided o).  A grant alone does not: its
 // holder may be exactly the master that cannot win.  Nor does an open owner record alone:
 // its owner may be that master too, having won a claim and then lost every dispatch and
-// revoke to a worker it cannot reach (swarm --overlap --triggers --retries seeds 3080,
-// 4809: a connected majority deferred to it until the misfire window closed).  A backup
+// revoke to a worker it cannot reach: a connected majority deferred to it until the
+// misfire window closed (tests/sim/regress_controls_seed_3080.toml).  A backup
 // that decides then defers to a live owner for owner_stall_ms before it takes o over
 // through a higher round, which resolves what the owner dispatched (decide_from_owner_records).
 bool Scheduler::progress_seen(const Occ& o) const {

@@ -37,8 +37,7 @@ const char* firing::to_string(AttemptState s) {
 // takeover round is resolved too: the first unresolved one becomes the current attempt.
 // A value that failed is resolved as well — but one that may still run is not, nor one
 // that succeeded (o is then done): a retry must not go out beside either
-// (swarm --retries --overlap --triggers seed 116: a failed value of round 0 started a
-// retry while another value of that round was still being revoked).
+// (tests/sim/regress_retries_seed_116.toml).
 Scheduler::Attempt& Scheduler::current_attempt(firing::Owned& own) {
   assert(!own.attempts.empty());
   if (may_be_followed(own.attempts.back())) {

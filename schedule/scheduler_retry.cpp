@@ -20,8 +20,7 @@ namespace caesium::schedule {
 // The failed runs are counted by their run numbers (Dispatch::run), not by the records
 // this node happens to hold: a takeover learns the latest attempt from a majority's
 // promises and resolves it through its worker's record, which names its run, while
-// records of earlier runs may not have reached it yet (swarm --overlap --triggers
-// --retries seed 684: a takeover that counted 3 records of 4 failed runs ran a fifth).
+// records of earlier runs may not have reached it yet (tests/sim/regress_retries_seed_684.toml).
 Scheduler::RunsSoFar Scheduler::runs_so_far(const Occ& o) const {
   RunsSoFar r;
   uint32_t records = 0, highest_run = 0;
@@ -48,6 +47,7 @@ std::optional<int64_t> Scheduler::next_run_due_utc_ms(const Occ& o, const Entry&
   return at;
 }
 
+// (True only where a worker record finished: it implies ran_somewhere.)
 bool Scheduler::runs_over(Occ& o) {
   const RunsSoFar r = runs_so_far(o);
   if (r.succeeded) return true;
