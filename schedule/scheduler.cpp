@@ -340,7 +340,7 @@ void Scheduler::drain(Clock now) {
 
 void Scheduler::step(Occ& o, Clock now) {
   if (o.finished()) return;
-  if (ran_somewhere(o) && runs_over(o)) {
+  if (runs_over(o)) {
     // A worker ran it (and no retry follows): whatever this node was doing about o is over.
     if (o.is<firing::Claiming>()) release_grants(o);
     to_finished(o, Outcome::kDone, "", now);

@@ -93,7 +93,7 @@ bool Scheduler::refuse_before_vote(const std::string& from, const Claim& c, Clai
     // holding no vote of o, could grant a second run of o that a majority of the old set
     // granted and ran (tests/sim/regress_reconfig_seed_1359.toml).
     Occ* o = find_occ(c.volume, c.occ);
-    if (o != nullptr && ran_somewhere(*o) && runs_over(*o)) {
+    if (o != nullptr && runs_over(*o)) {
       ++counters_.ran_claims_refused;
       mark(Mark::kVoteRan);
       reply.outcome = ClaimOutcome::kRan;
