@@ -40,6 +40,10 @@ struct AttemptInfo {
   std::string fire_id;
   std::string worker;
   int64_t issued_utc_ms = 0;
+  // The run this attempt carries out (Dispatch::run): fixed when the attempt is proposed,
+  // so whoever learns the attempt from a vote or an owner record knows that run - 1 runs
+  // failed before it, even without their worker records (docs/firing.md, Retries).
+  uint32_t run = 1;
   bool operator==(const AttemptInfo&) const = default;
 };
 

@@ -1,5 +1,6 @@
 #include "schedule/occurrence.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/bytes.h"
@@ -205,6 +206,11 @@ std::string encode(const OwnerRecord& r) {
     w.str(a.worker);
     w.svarint(a.issued_utc_ms);
   }
+  // Optional tail: the attempts' run numbers, only when one is > 1 (older records end here).
+  const bool runs = std::any_of(r.attempts.begin(), r.attempts.end(), [](const AttemptInfo& a) { return a.run > 1; });
+  if (runs) {
+    for (const auto& a : r.attempts) w.varint(a.run);
+  }
   return w.take();
 }
 
@@ -240,6 +246,7 @@ std::string encode(const Vote& v) {
     w.str(v.accepted.fire_id);
     w.str(v.accepted.worker);
     w.svarint(v.accepted.issued_utc_ms);
+    if (v.accepted.run > 1) w.varint(v.accepted.run);  // optional tail, only when > 1
   }
   return w.take();
 }
@@ -264,6 +271,16 @@ Result<OwnerRecord> decode_owner_record(std::string_view bytes) {
     a.worker = r.str(1024);
     a.issued_utc_ms = r.svarint();
     o.attempts.push_back(std::move(a));
+  }
+  if (r.ok() && !r.at_end()) {
+    bool above_one = false;
+    for (auto& a : o.attempts) {
+      const uint64_t run = r.varint();
+      if (run < 1 || run > UINT32_MAX) return Error("owner record: bad run number");
+      a.run = static_cast<uint32_t>(run);
+      above_one = above_one || run > 1;
+    }
+    if (r.ok() && !above_one) return Error("owner record: run numbers encoded though all are 1");  // one form only
   }
   if (!r.done()) return Error("owner record: truncated or trailing bytes");
   return o;
@@ -310,6 +327,11 @@ Result<Vote> decode_vote(std::string_view bytes) {
     v.accepted.fire_id = r.str(256);
     v.accepted.worker = r.str(1024);
     v.accepted.issued_utc_ms = r.svarint();
+    if (r.ok() && !r.at_end()) {
+      const uint64_t run = r.varint();
+      if (run < 2 || run > UINT32_MAX) return Error("vote record: bad run number");
+      v.accepted.run = static_cast<uint32_t>(run);
+    }
   }
   if (!r.done()) return Error("vote record: truncated or trailing bytes");
   return v;

@@ -562,8 +562,14 @@ class Scheduler {
     bool succeeded = false;
     uint32_t failed = 0;            // runs that ended in a definite failure
     int64_t last_failed_utc_ms = 0;  // when the latest of them ended (its worker's clock)
+    // Known only from an attempt that carries run `failed + 1` (its proposer waited out the
+    // back-off before proposing it): that attempt's issue time is when the run is due.
+    std::optional<int64_t> implied_due_utc_ms;
   };
-  RunsSoFar runs_so_far(const Occ& o) const;  // from the worker records
+  // From the worker records, and from the run numbers of the attempts o's owner records
+  // (and, owned, its attempts: adopted from votes) name: an attempt of run r means r - 1
+  // runs failed.
+  RunsSoFar runs_so_far(const Occ& o) const;
   // When the next run of o is due after its failed runs; nullopt when none follows (no
   // failure yet, a success, the attempts used up, or beyond half the retention).
   std::optional<int64_t> next_run_due_utc_ms(const Occ& o, const Entry& e) const;

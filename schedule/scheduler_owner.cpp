@@ -264,7 +264,7 @@ void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>&
       return;
     }
     const uint32_t n = next_attempt_number(o);
-    a.info = AttemptInfo{n, make_fire_id(o.volume, o.id, self_, n), *worker, now.utc_ms};
+    a.info = AttemptInfo{n, make_fire_id(o.volume, o.id, self_, n), *worker, now.utc_ms, runs_so_far(o).failed + 1};
   }
   a.sent_mono_ms = now.mono_ms;
   a.resent_mono_ms = now.mono_ms;
@@ -329,7 +329,7 @@ Dispatch Scheduler::make_dispatch(const Occ& o, const Attempt& a) const {
   d.handler = e.handler;
   d.payload = e.payload;
   d.timeout_ms = e.timeout_ms;
-  d.run = runs_so_far(o).failed + 1;
+  d.run = a.info.run;
   if (const auto* timer = std::get_if<Timer>(&e.timing)) {
     d.sequence = timer_sequence(*timer, e.created_utc_ms, o.id.scheduled_utc_ms);
   }

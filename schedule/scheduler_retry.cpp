@@ -17,10 +17,11 @@
 
 namespace caesium::schedule {
 
-// The failed runs are counted by their run numbers (Dispatch::run), not by the records
-// this node happens to hold: a takeover learns the latest attempt from a majority's
-// promises and resolves it through its worker's record, which names its run, while
-// records of earlier runs may not have reached it yet (tests/sim/regress_retries_seed_684.toml).
+// The failed runs are counted by their run numbers (Dispatch::run, AttemptInfo::run), not
+// by the records this node happens to hold: a takeover learns the latest attempt from a
+// majority's promises (and whatever owner records name), which carry its run number, while
+// the worker records of earlier runs may not have reached it yet
+// (tests/sim/regress_retries_seed_684.toml, tests/sim/regress_retries_seed_1057.toml).
 Scheduler::RunsSoFar Scheduler::runs_so_far(const Occ& o) const {
   RunsSoFar r;
   uint32_t records = 0, highest_run = 0;
@@ -32,6 +33,21 @@ Scheduler::RunsSoFar Scheduler::runs_so_far(const Occ& o) const {
     r.last_failed_utc_ms = std::max(r.last_failed_utc_ms, w.finished_utc_ms);
   }
   r.failed = records > 0 ? highest_run : 0;
+  // Attempts proposed for a later run than the records account for.
+  auto implied = [&](const AttemptInfo& a) {
+    if (a.run < 2 || a.run - 1 < r.failed) return;
+    if (a.run - 1 > r.failed) r.implied_due_utc_ms.reset();
+    if (!r.implied_due_utc_ms || a.issued_utc_ms < *r.implied_due_utc_ms) r.implied_due_utc_ms = a.issued_utc_ms;
+    r.failed = a.run - 1;
+  };
+  if (const auto* own = std::get_if<firing::Owned>(&o.phase)) {
+    for (const Attempt& a : own->attempts) implied(a.info);
+  }
+  for (const auto& [node, rec] : o.owner_records) {
+    for (const AttemptInfo& a : rec.attempts) implied(a);
+  }
+  // A record of run failed + 1's failure is counted above; its due time came from the back-off.
+  if (highest_run == r.failed && records > 0) r.implied_due_utc_ms.reset();
   return r;
 }
 
@@ -39,8 +55,13 @@ std::optional<int64_t> Scheduler::next_run_due_utc_ms(const Occ& o, const Entry&
   if (!e.retry.enabled()) return std::nullopt;
   const RunsSoFar r = runs_so_far(o);
   if (r.succeeded || r.failed == 0 || r.failed >= e.retry.attempts) return std::nullopt;
-  const uint64_t seed = hash_combine(hash64(o.id.entry_key), static_cast<uint64_t>(o.id.scheduled_utc_ms) + r.failed);
-  const int64_t at = r.last_failed_utc_ms + retry_backoff_ms(e.retry, r.failed, seed);
+  int64_t at = 0;
+  if (r.implied_due_utc_ms) {
+    at = *r.implied_due_utc_ms;
+  } else {
+    const uint64_t seed = hash_combine(hash64(o.id.entry_key), static_cast<uint64_t>(o.id.scheduled_utc_ms) + r.failed);
+    at = r.last_failed_utc_ms + retry_backoff_ms(e.retry, r.failed, seed);
+  }
   // An occurrence's records are kept for occurrence_retention; a run that would start in
   // its second half could outlive them (and be decided again by a replica that forgot).
   if (at - o.fire_utc_ms > options_.occurrence_retention_ms / 2) return std::nullopt;

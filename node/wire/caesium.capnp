@@ -144,7 +144,13 @@ struct StoreAck {
 struct OccurrenceId { entryKey @0 :Text; scheduledUtcMs @1 :Int64; }
 struct ProcessId { node @0 :Text; boot @1 :UInt64; }
 
-struct AttemptInfo { attempt @0 :UInt32; fireId @1 :Text; worker @2 :Text; issuedUtcMs @3 :Int64; }
+struct AttemptInfo {
+  attempt @0 :UInt32;
+  fireId @1 :Text;
+  worker @2 :Text;
+  issuedUtcMs @3 :Int64;
+  run @4 :UInt32 = 1;       # the run it carries out (AttemptInfo::run); 0 is read as 1
+}
 
 enum ClaimKind { claim @0; prepare @1; accept @2; check @3; }
 
@@ -200,9 +206,9 @@ struct Dispatch {
   payload @9 :Data;
   sequence @10 :UInt64;
   issuedUtcMs @11 :Int64;   # first dispatch of this fire id (owner's clock): amnesia check at the worker
-  runAtUtcMs @12 :Int64;
-  timeoutMs @13 :Int64;
-  run @14 :UInt32;          # which run of the occurrence (a retry: > 1); 0 = 1     # the entry's timeout for the handler; 0 = the handler's own    # prepared: start no earlier than this (worker's clock and a majority's); 0 = at once
+  runAtUtcMs @12 :Int64;    # prepared: start no earlier than this (worker's clock and a majority's); 0 = at once
+  timeoutMs @13 :Int64;     # the entry's timeout for the handler; 0 = the handler's own
+  run @14 :UInt32;          # which run of the occurrence (a retry: > 1); 0 = 1
 }
 
 enum DispatchOutcome { accepted @0; refused @1; }

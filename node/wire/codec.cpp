@@ -367,9 +367,11 @@ void put(cp::AttemptInfo::Builder b, const schedule::AttemptInfo& a) {
   b.setFireId(text(a.fire_id));
   b.setWorker(text(a.worker));
   b.setIssuedUtcMs(a.issued_utc_ms);
+  b.setRun(a.run);
 }
 schedule::AttemptInfo get(cp::AttemptInfo::Reader r) {
-  return {r.getAttempt(), str(r.getFireId()), str(r.getWorker()), r.getIssuedUtcMs()};
+  // (A run number of 0 is not one: read as the first run.)
+  return {r.getAttempt(), str(r.getFireId()), str(r.getWorker()), r.getIssuedUtcMs(), std::max<uint32_t>(r.getRun(), 1)};
 }
 
 void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {

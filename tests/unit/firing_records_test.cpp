@@ -77,3 +77,48 @@ TEST_CASE("firing records: the decoder refuses a zero run_at, trailing bytes and
     }
   }
 }
+
+// The accepted value carries its run number (AttemptInfo::run): in owner records as a tail
+// of run numbers after the attempts, in votes after the accepted value, each written only
+// when a run is > 1, so records of first runs keep the bytes they had before.
+TEST_CASE("firing records: owner records and votes carry the attempts' run numbers, one form only") {
+  OwnerRecord rec;
+  rec.owner = ProcessId{"n1", 7};
+  rec.path = FirePath::kTakeover;
+  rec.decided_utc_ms = 1'767'225'600'000;
+  rec.attempts.push_back(AttemptInfo{1, "aaaa", "n2", 1'767'225'600'001});
+  rec.attempts.push_back(AttemptInfo{2, "bbbb", "n3", 1'767'225'630'000});
+  const std::string firsts = encode(rec);
+  rec.attempts[1].run = 2;
+  const std::string bytes = encode(rec);
+  auto back = decode_owner_record(bytes);
+  REQUIRE(back.ok());
+  CHECK(*back == rec);
+  CHECK(back->attempts[0].run == 1);
+  CHECK(back->attempts[1].run == 2);
+  CHECK(bytes.compare(0, firsts.size(), firsts) == 0);
+  CHECK(bytes.size() == firsts.size() + 2);
+  CHECK(decode_owner_record(firsts)->attempts[1].run == 1);
+  CHECK_FALSE(decode_owner_record(firsts + '\x01' + '\x01').ok());  // all 1: never encoded
+  CHECK_FALSE(decode_owner_record(firsts + '\x00' + '\x02').ok());  // run 0 is none
+  CHECK_FALSE(decode_owner_record(bytes.substr(0, bytes.size() - 1)).ok());
+  CHECK_FALSE(decode_owner_record(bytes + '\x02').ok());
+
+  Vote v;
+  v.promised_round = 3;
+  v.promised_by = ProcessId{"n1", 7};
+  v.has_accepted = true;
+  v.accepted_round = 3;
+  v.accepted_by = v.promised_by;
+  v.accepted = AttemptInfo{4, "cccc", "n2", 1'767'225'660'000};
+  const std::string first_vote = encode(v);
+  v.accepted.run = 3;
+  const std::string vote_bytes = encode(v);
+  auto vote = decode_vote(vote_bytes);
+  REQUIRE(vote.ok());
+  CHECK(*vote == v);
+  CHECK(vote_bytes.compare(0, first_vote.size(), first_vote) == 0);
+  CHECK(decode_vote(first_vote)->accepted.run == 1);
+  CHECK_FALSE(decode_vote(first_vote + '\x01').ok());
+  CHECK_FALSE(decode_vote(vote_bytes + '\x00').ok());
+}

@@ -35,6 +35,14 @@ const Run& running(const Cluster& c, const OccurrenceId& occ) {
   return *found;
 }
 
+// The master n1 crashes and is declared dead; n2 becomes master, and 30 s pass.
+void n1_dies_n2_masters(Cluster& c) {
+  c.crash("n1");
+  c.declare_dead("n1");
+  c.make_master("n2");
+  c.run_for(30'000);
+}
+
 }  // namespace
 
 // Rule: a run that ends in a definite failure is followed by the next run after
@@ -138,6 +146,40 @@ TEST_CASE("firing retry: a takeover during the back-off continues the chain", "[
   CHECK(c.runs_of(occ).size() == 2);
 }
 
+// Rule: an attempt carries its run number in the accepted value (AttemptInfo::run), so a
+// master that takes o over knows from a majority's promises which run a retry attempt was,
+// though the worker record of the failed run before it never reached it: the next run it
+// dispatches keeps that number (tests/sim/regress_retries_seed_1057.toml).
+TEST_CASE("firing retry: a takeover that learns a retry attempt from the votes keeps its run number", "[firing][retry]") {
+  Cluster c;
+  const Entry e = retrying("retry-votes", Semantics::at_most_once, 2, 1'000);
+  const OccurrenceId occ = c.start_entry(e);
+  c.run_until_t(c.t_at("n1", kF) + 500);
+  REQUIRE(running(c, occ).node == "n3");
+  c.hold("n1", "n2", pushes());  // n2 hears no record of o
+  c.hold("n3", "n2", pushes());
+  c.cut("n1", "n3", is<Dispatch>());  // run 2's dispatch never reaches its worker
+  REQUIRE(c.complete("n3", false) == 1);
+  c.run_for(1'500);  // the back-off passes: n1 proposes run 2, and a majority accepts it
+  REQUIRE(c.runs_of(occ).size() == 1);
+  const auto vote = c.vote("n2", occ);
+  REQUIRE(vote.has_value());
+  REQUIRE(vote->has_accepted);
+  CHECK(vote->accepted.run == 2);
+  REQUIRE(c.worker_records("n2", occ).empty());
+  n1_dies_n2_masters(c);
+  INFO(c.dump());
+  const auto runs = c.runs_of(occ);
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[1].inv.run == 2);
+  CHECK(c.sched("n2").counters().owned_takeover == 1);
+  // Run 2 fails too: with attempts = 2 the chain is over, and nothing runs again.
+  REQUIRE(c.complete(runs[1].node, false) == 1);
+  c.unhold();
+  c.run_for(60'000);
+  CHECK(c.runs_of(occ).size() == 2);
+}
+
 // Rule (votes): a replica that holds the record that o's runs are over (it ran; no retry
 // follows) refuses a claim of o with kRan, and the claimant stops: nothing runs again.
 // Here n2, the next master, never received the records (and holds no vote of o).
@@ -155,10 +197,7 @@ TEST_CASE("firing retry: a replica that holds the record that o ran refuses clai
   c.run_for(100);
   REQUIRE_FALSE(c.vote("n2", occ).has_value());
   REQUIRE(c.worker_records("n2", occ).empty());
-  c.crash("n1");
-  c.declare_dead("n1");
-  c.make_master("n2");
-  c.run_for(30'000);
+  n1_dies_n2_masters(c);
   INFO(c.dump());
   bool refused_ran = false;
   for (const auto& r : replies(c, "n3", "n2", occ)) refused_ran = refused_ran || r.outcome == ClaimOutcome::kRan;

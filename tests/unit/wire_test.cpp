@@ -119,7 +119,7 @@ CoreMessage random_core(Rng& rng) {
                                    random_text(rng, 8), rng.between(0, int64_t{1} << 42),
                                    static_cast<schedule::ClaimKind>(rng.below(4)), rng.next_u64(),
                                    {static_cast<uint32_t>(rng.below(9)), random_text(rng, 16), random_text(rng, 8),
-                                    rng.between(0, int64_t{1} << 42)},
+                                    rng.between(0, int64_t{1} << 42), static_cast<uint32_t>(1 + rng.below(5))},
                                    rng.next_u64(), rng.next_u64(),
                                    {rng.between(0, int64_t{1} << 42), static_cast<uint32_t>(rng.below(1000)),
                                     random_text(rng, 8)},
@@ -128,7 +128,7 @@ CoreMessage random_core(Rng& rng) {
       schedule::ClaimReply r;
       r.volume = random_text(rng, 8);
       r.occ = random_occ(rng);
-      r.outcome = static_cast<schedule::ClaimOutcome>(rng.below(6));
+      r.outcome = static_cast<schedule::ClaimOutcome>(rng.below(8));
       r.holder = {random_text(rng, 8), rng.next_u64()};
       r.retry_after_ms = rng.between(0, 10000);
       r.holder_alive = rng.chance(0.5);
@@ -138,7 +138,8 @@ CoreMessage random_core(Rng& rng) {
       r.has_accepted = rng.chance(0.5);
       r.accepted_round = rng.next_u64();
       r.accepted_by = {random_text(rng, 8), rng.next_u64()};
-      r.accepted = {static_cast<uint32_t>(rng.below(9)), random_text(rng, 16), random_text(rng, 8), rng.between(0, 99999)};
+      r.accepted = {static_cast<uint32_t>(rng.below(9)), random_text(rng, 16), random_text(rng, 8), rng.between(0, 99999),
+                    static_cast<uint32_t>(1 + rng.below(5))};
       r.lease = rng.next_u64();
       return r;
     }
@@ -158,6 +159,8 @@ CoreMessage random_core(Rng& rng) {
       d.sequence = rng.next_u64();
       d.issued_utc_ms = rng.between(0, int64_t{1} << 42);
       d.run_at_utc_ms = rng.chance(0.5) ? 0 : rng.between(0, int64_t{1} << 42);
+      d.timeout_ms = rng.chance(0.5) ? 0 : rng.between(1, 86'400'000);
+      d.run = static_cast<uint32_t>(1 + rng.below(5));
       return d;
     }
     case 4: return schedule::DispatchReply{random_text(rng, 8), random_occ(rng), random_text(rng, 16),
