@@ -246,7 +246,10 @@ std::string encode(const Vote& v) {
     w.str(v.accepted.fire_id);
     w.str(v.accepted.worker);
     w.svarint(v.accepted.issued_utc_ms);
-    if (v.accepted.run > 1) w.varint(v.accepted.run);  // optional tail, only when > 1
+    // Optional tail, one form only: the run number (when > 1, or when the flag follows),
+    // then the ended flag (only when set).
+    if (v.accepted.run > 1 || v.ended) w.varint(v.accepted.run);
+    if (v.ended) w.u8(1);
   }
   return w.take();
 }
@@ -329,8 +332,14 @@ Result<Vote> decode_vote(std::string_view bytes) {
     v.accepted.issued_utc_ms = r.svarint();
     if (r.ok() && !r.at_end()) {
       const uint64_t run = r.varint();
-      if (run < 2 || run > UINT32_MAX) return Error("vote record: bad run number");
+      if (run < 1 || run > UINT32_MAX) return Error("vote record: bad run number");
       v.accepted.run = static_cast<uint32_t>(run);
+      if (r.ok() && !r.at_end()) {
+        if (r.u8() != 1) return Error("vote record: bad ended flag");
+        v.ended = true;
+      } else if (run == 1) {
+        return Error("vote record: run 1 encoded without the ended flag");  // one form only
+      }
     }
   }
   if (!r.done()) return Error("vote record: truncated or trailing bytes");

@@ -135,6 +135,10 @@ struct Vote {
   uint64_t accepted_round = 0;
   ProcessId accepted_by;
   AttemptInfo accepted;
+  // Local knowledge, not part of the vote: the accepted attempt can no longer run (its
+  // proposer abandoned it unsent, or o's runs are over).  Read by the overlap rule only
+  // (scheduler_overlap.cpp); a newly accepted attempt clears it.
+  bool ended = false;
   bool operator==(const Vote&) const = default;
 };
 std::string encode(const Vote& vote);

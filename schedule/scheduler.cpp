@@ -429,6 +429,7 @@ void Scheduler::purge(Clock now) {
 
 void Scheduler::forget(std::map<OccKey, Occ>::iterator it) {
   Occ& o = it->second;
+  settle_forgotten(o);
   if (o.timer_armed) mono_wheel_.cancel(o.timer);
   if (auto* own = std::get_if<firing::Owned>(&o.phase)) {
     for (auto& a : own->attempts) uncount(a);

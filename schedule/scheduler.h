@@ -506,7 +506,17 @@ class Scheduler {
   // Whether this replica knows the attempt `vote` accepted (of occurrence `occ`) ended or
   // never ran: a worker record that finished, refused or revoked it, or the proposing
   // process's own owner record deciding the occurrence missed or skipped (not another's).
+  // Also true when the vote is settled (Vote::ended), or o is tracked here and its runs are
+  // over (a run succeeded, or failed with no retry following).
   bool vote_ended(const std::string& volume, const OccurrenceId& occ, const Vote& vote);
+  // Marks this replica's vote on o ended, durably, when it accepted `fire_id`.
+  void settle_vote(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id);
+  // Leaving Claiming or Owned: the attempts of ours that were never dispatched (the claim's
+  // attempt, attempts still proposing) never will be — our own vote on them is settled.
+  void settle_unsent(Occ& o);
+  // Forgetting o: a vote on o of a forbid entry whose runs are over is settled, so the
+  // overlap rule keeps knowing it once o's records are out of memory.
+  void settle_forgotten(Occ& o);
   // Deciding side: o was due while another occurrence of its entry was running, as this
   // node knows from worker records; finishes o skipped_overlap (releasing a claim's grants)
   // and returns true.  Only for entries with overlap = forbid.

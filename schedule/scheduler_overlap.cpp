@@ -32,11 +32,16 @@ bool Scheduler::vote_ended(const std::string& volume, const OccurrenceId& occ, c
            (r.outcome == OwnerOutcome::kMissed || r.outcome == OwnerOutcome::kSkipped ||
             r.outcome == OwnerOutcome::kSkippedOverlap);
   };
-  if (const Occ* o = find_occ(volume, occ)) {
+  if (vote.ended) return true;
+  if (Occ* o = find_occ(volume, occ)) {
     auto w = o->worker_records.find(vote.accepted.fire_id);
     if (w != o->worker_records.end() && worker_says_ended(w->second)) return true;
     auto r = o->owner_records.find(vote.accepted_by.node);
     if (r != o->owner_records.end() && owner_says_never_ran(r->second)) return true;
+    // Its runs are over: every attempt of o that was accepted is resolved or is the one
+    // that ran — a new attempt follows only one that can no longer run (O2) — so the
+    // accepted one runs no more (tests/sim/regress_controls_seed_1962.toml).
+    if (runs_over(*o)) return true;
   }
   // A forgotten occurrence (finished here long ago, or never tracked): its records may
   // still be in the store, under keys the vote names exactly.
@@ -63,6 +68,47 @@ std::optional<int64_t> Scheduler::overlap_vote(const Claim& c) {
     if (!vote_ended(c.volume, other, vote)) return k.scheduled_utc_ms;
   }
   return std::nullopt;
+}
+
+void Scheduler::settle_vote(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id) {
+  const std::optional<OccKey> key = known_occ_key(volume, occ);
+  if (!key) return;
+  auto it = votes_.find(*key);
+  if (it == votes_.end()) return;
+  Vote& v = it->second;
+  if (!v.has_accepted || v.ended || v.accepted.fire_id != fire_id) return;
+  mark(Mark::kVoteSettled);
+  v.ended = true;
+  host_.local_put(grant_key(volume, occ), encode(v));
+}
+
+// Only this process dispatches an attempt it proposed, and only from the phase it leaves
+// here (Claiming -> Owned dispatches the claim's attempt; Owned dispatches what a majority
+// accepted): after that, a higher round resolves it and never sends it.  So our own vote
+// on an attempt that stayed unsent names a run that will never be — and must not block
+// the entry's next occurrences under overlap = forbid for the vote's lifetime.
+void Scheduler::settle_unsent(Occ& o) {
+  if (!o.at_most_once) return;
+  if (const auto* c = std::get_if<firing::Claiming>(&o.phase)) {
+    settle_vote(o.volume, o.id, c->attempt.fire_id);
+  } else if (const auto* own = std::get_if<firing::Owned>(&o.phase)) {
+    for (const Attempt& a : own->attempts) {
+      if (a.state == AttemptState::kProposing && !a.check) settle_vote(o.volume, o.id, a.info.fire_id);
+    }
+  }
+}
+
+void Scheduler::settle_forgotten(Occ& o) {
+  if (!o.at_most_once || !o.entry || o.entry->overlap != OverlapPolicy::forbid) return;
+  const std::optional<OccKey> key = known_occ_key(o.volume, o.id);
+  if (!key) return;
+  auto it = votes_.find(*key);
+  if (it == votes_.end() || !it->second.has_accepted || it->second.ended) return;
+  // Settled only where the stored records would not tell (the common case: the accepted
+  // attempt's own record says it finished, and costs no write).
+  auto w = o.worker_records.find(it->second.accepted.fire_id);
+  if (w != o.worker_records.end() && finished(w->second.state)) return;
+  if (runs_over(o)) settle_vote(o.volume, o.id, it->second.accepted.fire_id);
 }
 
 bool Scheduler::overlap_stops(Occ& o, const Entry& e, Clock now) {

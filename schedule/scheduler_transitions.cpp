@@ -161,6 +161,7 @@ void Scheduler::to_owned_from_preparing(Occ& o, const Entry& e, Clock now) {
 void Scheduler::to_tracking_from_claiming(Occ& o, Clock now) {
   assert(o.is<firing::Claiming>());
   (void)now;
+  settle_unsent(o);
   o.deadlines.clear();
   o.phase = firing::Tracking{};
 }
@@ -178,6 +179,7 @@ void Scheduler::to_tracking_from_owned(Occ& o, uint64_t round, Clock now) {
   assert(o.is<firing::Owned>());
   (void)now;
   mark(Mark::kOwnerSuperseded);
+  settle_unsent(o);
   o.known_round = std::max(o.known_round, round);
   for (auto& a : o.as<firing::Owned>().attempts) uncount(a);
   o.deadlines.clear();
@@ -187,6 +189,7 @@ void Scheduler::to_tracking_from_owned(Occ& o, uint64_t round, Clock now) {
 
 void Scheduler::to_finished(Occ& o, Outcome outcome, const std::string& reason, Clock now) {
   assert(!o.finished());
+  settle_unsent(o);
   if (auto* own = std::get_if<firing::Owned>(&o.phase)) {
     for (auto& a : own->attempts) uncount(a);
   }

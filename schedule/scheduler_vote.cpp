@@ -232,6 +232,7 @@ void Scheduler::grant(const std::string& from, const Claim& c, ClaimReply& reply
       v.accepted_round = c.round;
       v.accepted_by = c.claimant;
       v.accepted = c.attempt;
+      v.ended = false;
     }
   }
   check_vote(v);

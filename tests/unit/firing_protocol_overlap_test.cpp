@@ -180,3 +180,64 @@ TEST_CASE("firing overlap: the vote rule is what stops a second run the decider 
           1);
   }
 }
+
+// Rule (settling): an owner that loses o to a higher round while a new attempt of its is
+// still proposing (accepted by its own replica only) never dispatches that attempt: the
+// new owner revokes whatever it learns, and sends only its own.  Its replica settles its
+// vote on the unsent attempt (Vote::ended), so that vote does not block the entry's next
+// occurrences for its lifetime: with the third replica down, the old owner's grant is
+// needed, and it gives it though no record of the new owner's run has reached it
+// (tests/sim/regress_controls_seed_1962.toml).
+TEST_CASE("firing overlap: an owner's own vote on an attempt it never sent does not block the entry",
+          "[firing][overlap]") {
+  Cluster c;
+  Entry e = every("settle", 60'000, 3, Semantics::at_most_once);
+  e.created_utc_ms = kCreated;
+  e.overlap = schedule::OverlapPolicy::forbid;
+  e.retry.attempts = 2;
+  e.retry.backoff_ms = 1'000;
+  e.retry.max_backoff_ms = 1'000;
+  c.make_master("n1");
+  c.put_entry(e);
+  const OccurrenceId first = occ_of(e, kCreated + 60'000);
+  const OccurrenceId second = occ_of(e, kCreated + 120'000);
+  c.run_until_t(c.t_at("n1", first.scheduled_utc_ms) + 500);
+  REQUIRE(c.runs_of(first).size() == 1);
+  // Run 1 fails; then n1 is cut off (what it sends waits) and proposes run 2 to itself only.
+  REQUIRE(c.complete(c.runs_of(first).front().node, false) == 1);
+  c.run_for(100);
+  c.hold("n1", "n2");
+  c.hold("n1", "n3");
+  c.cut("n2", "n1");  // and nothing reaches n1 (no record of what follows, no vote)
+  c.cut("n3", "n1");
+  c.run_for(1'500);
+  INFO(c.dump());
+  auto mine = c.vote("n1", first);
+  REQUIRE(mine.has_value());
+  REQUIRE(mine->accepted.run == 2);
+  CHECK_FALSE(mine->ended);
+  // n2 takes o over in round 1 and runs run 2, which succeeds.
+  c.suspect("n1");
+  c.set_master("n2", true);
+  c.run_for(30'000);
+  REQUIRE(c.runs_of(first).size() == 2);
+  REQUIRE(c.complete(c.runs_of(first).back().node, true) == 1);
+  // n1's accepts arrive: refused for the higher round, n1 stands down and settles its vote.
+  c.heal();
+  c.hold("n2", "n1", pushes());
+  c.hold("n3", "n1", pushes());
+  c.recover("n1");
+  c.set_master("n1", false);
+  c.run_for(2'000);
+  mine = c.vote("n1", first);
+  REQUIRE(mine.has_value());
+  INFO("n1's vote: promised " << mine->promised_round << " to " << mine->promised_by.node << ", accepted "
+                              << mine->accepted.fire_id << " of " << mine->accepted_by.node);
+  CHECK(mine->ended);
+  // n3 goes down; n2 alone claims `second`, and needs n1's grant.
+  c.crash("n3");
+  c.declare_dead("n3");
+  c.run_until_t(c.t_at("n2", second.scheduled_utc_ms) + 2'000);
+  for (const auto& r : replies(c, "n1", "n2", second)) CHECK(r.outcome != ClaimOutcome::kOverlap);
+  CHECK(c.runs_of(second).size() == 1);
+}

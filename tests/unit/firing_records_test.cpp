@@ -121,4 +121,19 @@ TEST_CASE("firing records: owner records and votes carry the attempts' run numbe
   CHECK(decode_vote(first_vote)->accepted.run == 1);
   CHECK_FALSE(decode_vote(first_vote + '\x01').ok());
   CHECK_FALSE(decode_vote(vote_bytes + '\x00').ok());
+
+  // The ended flag (local knowledge: the accepted attempt runs no more) follows the run
+  // number, which is then written even when 1.
+  for (const uint32_t run : {1u, 3u}) {
+    Vote ended = v;
+    ended.accepted.run = run;
+    ended.ended = true;
+    const std::string ended_bytes = encode(ended);
+    auto ended_back = decode_vote(ended_bytes);
+    REQUIRE(ended_back.ok());
+    CHECK(*ended_back == ended);
+    CHECK(ended_bytes.size() == first_vote.size() + 2);
+    CHECK_FALSE(decode_vote(ended_bytes.substr(0, ended_bytes.size() - 1) + '\x02').ok());  // the flag is 1
+    CHECK_FALSE(decode_vote(ended_bytes + '\x01').ok());
+  }
 }
