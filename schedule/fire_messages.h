@@ -166,6 +166,7 @@ struct Dispatch {
 enum class DispatchOutcome : uint8_t {
   kAccepted = 0,   // durably recorded; the handler runs
   kRefused = 1,    // will never run this attempt (durably recorded for at-most-once)
+  kBusy = 2,       // refused: a running cap of the worker is reached (a kRefused that says why)
 };
 
 struct DispatchReply {

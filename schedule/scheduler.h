@@ -144,6 +144,14 @@ struct SchedulerOptions {
   // TEST ONLY: grant claims of overlap = forbid entries while another occurrence of the
   // entry may be running (the checker's overlap rule must bite).
   bool test_grant_ignores_overlap = false;
+  // Hard caps on the handlers this node runs at once (docs/firing.md, Concurrency caps):
+  // all together (0: none), and per handler name.  A dispatch that would exceed one is
+  // refused "busy" (DispatchOutcome::kBusy) and never runs here; its owner tries another
+  // worker, or waits.  Accepted attempts held for their instant count from acceptance.
+  uint32_t running_cap = 0;
+  std::map<std::string, uint32_t> handler_caps;
+  // TEST ONLY: accept dispatches beyond the running caps (the checker's cap rule must bite).
+  bool test_ignore_running_cap = false;
 };
 
 // Something that happened to an occurrence, for metrics, history, logs and the
@@ -256,6 +264,9 @@ struct SchedulerCounters {
   // Claims refused because this replica holds the record that the occurrence's runs are
   // over, and claims of ours refused so.
   uint64_t ran_claims_refused = 0, ran_claims_sent = 0;
+  // Dispatches refused here because a running cap was reached, and dispatches of ours
+  // refused so (the owner then tries another worker, or waits).
+  uint64_t busy_refused = 0, busy_refusals_received = 0;
 };
 
 class Scheduler {
@@ -268,6 +279,8 @@ class Scheduler {
 
   // --- configuration and view ---------------------------------------------------------
   void set_topology(Topology topology, Clock now);
+  // The running caps (SchedulerOptions::running_cap, handler_caps), e.g. on a reload.
+  void set_running_caps(uint32_t running_cap, std::map<std::string, uint32_t> handler_caps);
   // Whether this node is master of `volume` in its own view.
   void set_master(const std::string& volume, bool master, Clock now);
   // This node's place after the master among the replicas of `volume` alive in its view,
@@ -751,8 +764,16 @@ class Scheduler {
     int64_t fire_utc_ms = 0;
     int64_t lateness_ms = 0;
     bool held = false;  // waiting in held_ (not started: a revoke may still stop it)
+    std::string handler{};
   };
   std::map<uint64_t, Running> running_;
+  // Accepted and not finished, per handler name, for SchedulerOptions::handler_caps.
+  std::map<std::string, uint32_t> running_per_handler_;
+  void erase_running(std::map<uint64_t, Running>::iterator it);
+  // Why a dispatch of `handler` would exceed a running cap here; empty when it would not.
+  std::string at_running_cap(const std::string& handler) const;
+  // Owner side: a worker that refused a dispatch "busy" is not chosen again until then.
+  std::map<std::string, int64_t> busy_until_mono_;
   // Accepted attempts waiting for their instant (a prepared run's run_at, or the fire time
   // when this worker's clock had not reached it) and, for prepared runs, the clock check,
   // by (when to look next, UTC; invocation id); each is in running_ too.

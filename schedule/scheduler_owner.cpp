@@ -390,6 +390,13 @@ void Scheduler::on_dispatch_reply(const std::string& from, const DispatchReply& 
     } else if (open) {
       a.state = AttemptState::kRefused;
       uncount(a);
+      if (r.outcome == DispatchOutcome::kBusy) {
+        // At a running cap: the next attempt goes elsewhere, and this worker is left
+        // alone for a retry interval (every worker busy: the owner waits, kNoWorker).
+        ++counters_.busy_refusals_received;
+        mark(Mark::kDispatchBusy);
+        busy_until_mono_[from] = now.mono_ms + options_.claim_retry_ms;
+      }
     }
   }
   touch(*o);

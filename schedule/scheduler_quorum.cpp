@@ -174,7 +174,12 @@ std::optional<std::string> Scheduler::choose_worker(const Occ& o, const Entry& e
   const auto eligible_set = eligible(o.volume, e);
   const std::vector<std::string>& candidates = *eligible_set;
   std::optional<std::string> best;
-  if (e.prefer_origin && !e.origin.empty() && !exclude.count(e.origin) &&
+  // A worker that refused a dispatch "busy" (at a running cap) a moment ago.
+  auto refused_busy = [&](const std::string& n) {
+    auto b = busy_until_mono_.find(n);
+    return b != busy_until_mono_.end() && b->second > now.mono_ms;
+  };
+  if (e.prefer_origin && !e.origin.empty() && !exclude.count(e.origin) && !refused_busy(e.origin) &&
       std::binary_search(candidates.begin(), candidates.end(), e.origin) && host_.peer(e.origin).reachable) {
     best = e.origin;
   } else {
@@ -182,7 +187,7 @@ std::optional<std::string> Scheduler::choose_worker(const Occ& o, const Entry& e
     int best_rank = 3;
     uint64_t best_score = UINT64_MAX, best_tie = 0;
     for (const auto& n : candidates) {
-      if (exclude.count(n)) continue;
+      if (exclude.count(n) || refused_busy(n)) continue;
       const PeerView p = host_.peer(n);
       if (!p.reachable) continue;
       const int r = rank(p);

@@ -54,14 +54,14 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   const Occ* known = find_occ(d.volume, d.occ);
   std::shared_ptr<const Entry> e = known != nullptr ? known->entry : nullptr;
   if (!e && entry_of(d.volume, d.occ.entry_key) != nullptr) e = load_entry(d.volume, d.occ.entry_key);
-  auto refuse = [&](const std::string& why) {
+  auto refuse = [&](const std::string& why, DispatchOutcome outcome = DispatchOutcome::kRefused) {
     WorkerRecord rec;
     rec.worker = self_;
     rec.attempt = d.attempt;
     rec.state = WorkerState::kRefused;
-    rec.detail = why;
+    rec.detail = outcome == DispatchOutcome::kBusy ? "busy: " + why : why;
     put_worker_record(d.volume, d.occ, d.fire_id, rec, now);
-    host_.send(from, DispatchReply{d.volume, d.occ, d.fire_id, DispatchOutcome::kRefused, why}, true);
+    host_.send(from, DispatchReply{d.volume, d.occ, d.fire_id, outcome, why}, true);
   };
   if (e && !node_matches_binding(self_.node, *e)) {
     refuse("this node is not in the entry's binding");
@@ -69,6 +69,13 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   }
   if (now.utc_ms > d.accept_by_utc_ms) {
     refuse("the attempt's accept deadline has passed");
+    return;
+  }
+  // A running cap is reached: refused "busy" (durably, as every refusal), so the owner
+  // tries another worker or waits; the attempt never runs here.
+  if (const std::string why = at_running_cap(d.handler); !why.empty()) {
+    ++counters_.busy_refused;
+    refuse(why, DispatchOutcome::kBusy);
     return;
   }
   // At-least-once, issued before this node lost its disk: it runs, flagged as a possible
@@ -112,6 +119,8 @@ void Scheduler::accept_dispatch(const std::string& from, const Dispatch& d, std:
   Running& run = running_[id];
   run = Running{d.volume, d.occ, d.fire_id, d.attempt, possible_duplicate, lazy_completion, d.at_most_once, now.utc_ms};
   run.run = d.run;
+  run.handler = d.handler;
+  ++running_per_handler_[d.handler];
   run.fire_utc_ms = d.run_at_utc_ms != 0 ? d.run_at_utc_ms
                     : e != nullptr       ? fire_time(*e, d.occ.scheduled_utc_ms)
                                          : d.occ.scheduled_utc_ms;
@@ -272,8 +281,35 @@ bool Scheduler::revoke_prepared(const std::string& from, const Revoke& r, const 
   return true;
 }
 
+void Scheduler::erase_running(std::map<uint64_t, Running>::iterator it) {
+  auto h = running_per_handler_.find(it->second.handler);
+  assert(h != running_per_handler_.end() && h->second > 0);
+  if (--h->second == 0) running_per_handler_.erase(h);
+  running_.erase(it);
+}
+
+std::string Scheduler::at_running_cap(const std::string& handler) const {
+  if (options_.test_ignore_running_cap) return {};
+  if (options_.running_cap > 0 && running_.size() >= options_.running_cap) {
+    return std::to_string(running_.size()) + " handlers running here, at this node's cap (max_running = " +
+           std::to_string(options_.running_cap) + ")";
+  }
+  auto cap = options_.handler_caps.find(handler);
+  if (cap == options_.handler_caps.end() || cap->second == 0) return {};
+  auto n = running_per_handler_.find(handler);
+  const uint32_t running = n == running_per_handler_.end() ? 0 : n->second;
+  if (running < cap->second) return {};
+  return std::to_string(running) + " runs of handler " + handler + " here, at its cap (max_running = " +
+         std::to_string(cap->second) + ")";
+}
+
+void Scheduler::set_running_caps(uint32_t running_cap, std::map<std::string, uint32_t> handler_caps) {
+  options_.running_cap = running_cap;
+  options_.handler_caps = std::move(handler_caps);
+}
+
 void Scheduler::drop_held(uint64_t id) {
-  running_.erase(id);
+  if (auto it = running_.find(id); it != running_.end()) erase_running(it);
   for (auto it = held_.begin(); it != held_.end(); ++it) {
     if (it->first.second == id) {
       held_.erase(it);
@@ -328,7 +364,7 @@ void Scheduler::on_invocation_done(const InvocationResult& result, Clock now) {
   auto it = running_.find(result.id);
   if (it == running_.end()) return;
   const Running r = it->second;
-  running_.erase(it);
+  erase_running(it);
   WorkerRecord rec;
   rec.worker = self_;
   rec.attempt = r.attempt;

@@ -357,8 +357,10 @@ void FireChecker::finish(const World& world, Report& report) {
           // A forbid occurrence may wait for the news that the run before it ended.
           const bool waited_for_overlap = c.entry.overlap == schedule::OverlapPolicy::forbid && amo &&
                                           overlap_blocked(world, k, due_ms);
+          // With a running cap, waiting for a free slot is lateness by design (cap.exceeded
+          // and the liveness rules judge those runs instead).
           if (quiet && judged && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms &&
-              !waited_for_overlap) {
+              !waited_for_overlap && options_.running_cap == 0) {
             report.violate({"lateness.healthy", name + " ran " + std::to_string(late) + " ms late with no fault around it",
                             first_start, {}});
           }
@@ -549,6 +551,7 @@ void FireChecker::finish(const World& world, Report& report) {
     }
   }
   check_overlap(world, report);
+  check_caps(world, report);
   const char* names[2] = {"alo", "amo"};
   for (int s = 0; s < 2; ++s) {
     const std::string p = names[s];
@@ -660,6 +663,48 @@ bool FireChecker::overlap_blocked(const World& world, const OccKey& k, int64_t d
   return false;
 }
 
+int64_t FireChecker::execution_end_ms(const Execution& e) const {
+  int64_t end = e.done_ms >= 0 ? e.done_ms : kNever;
+  if (e.outcome == Execution::Outcome::kAbandoned) {
+    for (const FaultRecord& f : faults_) {
+      const bool this_node = std::find(f.nodes.begin(), f.nodes.end(), e.node) != f.nodes.end();
+      if (f.kind == FaultKind::kCrash && this_node && f.time_ms >= e.start_ms) end = std::min(end, f.time_ms);
+    }
+  }
+  return end;
+}
+
+// cap.exceeded: on every node, the runs going on at once (invocation to end, as for
+// overlap.forbid) never outnumber the running cap.  A run that ends at the instant
+// another starts does not overlap it.
+void FireChecker::check_caps(const World& world, Report& report) const {
+  if (options_.running_cap == 0) return;
+  const auto& execs = world.executions();
+  std::map<uint32_t, std::vector<std::pair<int64_t, int>>> edges;  // node -> (time, -1 end / +1 start)
+  for (const Execution& e : execs) {
+    edges[e.node].emplace_back(e.start_ms, +1);
+    if (const int64_t end = execution_end_ms(e); end != kNever) edges[e.node].emplace_back(end, -1);
+  }
+  size_t most = 0;
+  for (auto& [node, list] : edges) {
+    std::sort(list.begin(), list.end());  // at one instant, ends (-1) before starts (+1)
+    int64_t running = 0;
+    bool reported = false;
+    for (const auto& [t, step] : list) {
+      running += step;
+      most = std::max(most, static_cast<size_t>(std::max<int64_t>(running, 0)));
+      if (!reported && running > static_cast<int64_t>(options_.running_cap)) {
+        reported = true;
+        report.violate({"cap.exceeded",
+                        world.spec(node).id + " ran " + std::to_string(running) + " handlers at once, over its cap of " +
+                            std::to_string(options_.running_cap),
+                        t, world.spec(node).id});
+      }
+    }
+  }
+  report.set("cap.most_running", static_cast<double>(most));
+}
+
 // overlap.forbid: no two runs of one at-most-once forbid entry at once, on the real
 // execution intervals — from the invocation to its completion, to its node's crash (the
 // run dies with the process), or to the end of the run (a hung or still running handler).
@@ -684,16 +729,7 @@ void FireChecker::check_overlap(const World& world, Report& report) const {
          it != executions_.end() && it->first.volume == ck.first && it->first.key == ck.second; ++it) {
       for (size_t idx : it->second) {
         const Execution& e = execs[idx];
-        int64_t end = e.done_ms >= 0 ? e.done_ms : kNever;
-        if (e.outcome == Execution::Outcome::kAbandoned) {
-          for (const FaultRecord& f : faults_) {
-            const bool this_node = std::find(f.nodes.begin(), f.nodes.end(), e.node) != f.nodes.end();
-            if (f.kind == FaultKind::kCrash && this_node && f.time_ms >= e.start_ms) {
-              end = std::min(end, f.time_ms);
-            }
-          }
-        }
-        runs.push_back(Run{e.start_ms, end, it->first.scheduled_utc_ms, idx});
+        runs.push_back(Run{e.start_ms, execution_end_ms(e), it->first.scheduled_utc_ms, idx});
       }
     }
     std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) {

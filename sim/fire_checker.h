@@ -25,7 +25,8 @@
 //                  flagged lone fire was decided by a skewed replica — in the sets of
 //                  any config in force from reconfig_settle_ms before the start)
 //   lateness       in a fault-free window, the first execution came later than the
-//                  healthy bound
+//                  healthy bound (not judged with a running cap: waiting for a slot is
+//                  lateness by design)
 //   entry.lost     an entry whose write was acknowledged is held by no replica of the
 //                  volume's final replica sets at the end, with all of them up
 //   trigger.key    one trigger id (from an Idempotency-Key) was answered with two
@@ -35,6 +36,8 @@
 //                  once, and one of an at-least-once entry runs when they say.)
 //   overlap.forbid two runs of one at-most-once entry with overlap = "forbid" overlapped
 //                  in time (invocation to completion, crash, or the end of the run)  (always)
+//   cap.exceeded   a node ran more handlers at once than its running cap (node option
+//                  max_running), on the real execution intervals               (always)
 //   retry.amo      the runs of one at-most-once occurrence of an entry that retries do not
 //                  form one chain: in start order, each run after the first started after
 //                  the one before it ended in a definite failure (failed or timed out) —
@@ -94,6 +97,8 @@ class FireChecker final : public Checker {
     // starts, and its round trips (retries under loss) come after it.
     int64_t misfire_threshold_ms = 30'000;
     int64_t misfire_slack_ms = 5'000;
+    // The nodes' running cap (node option max_running, when set; 0: none): cap.exceeded.
+    uint32_t running_cap = 0;
   };
   FireChecker(const Scenario& scenario, Options options);
 
@@ -141,6 +146,10 @@ class FireChecker final : public Checker {
   static bool taken_away_by_later_write(const std::vector<Created>& versions, size_t version,
                                         int64_t scheduled_utc_ms, int64_t fire_utc_ms, int64_t until_ms);
   void check_overlap(const World& world, Report& report) const;
+  void check_caps(const World& world, Report& report) const;
+  // When an execution's run ended: its completion, its node's crash (the run dies with
+  // the process), or never (a hung or still running handler).
+  int64_t execution_end_ms(const Execution& e) const;
   bool overlap_blocked(const World& world, const OccKey& k, int64_t due_ms) const;
   // retry.amo: what breaks the chain the runs `idxs` of one at-most-once occurrence must
   // form under `retry`; empty when they form it.

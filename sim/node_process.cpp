@@ -59,8 +59,14 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
     s.check_invariants = r.boolean("check_invariants").value_or(true);
     s.test_grant_every_claim = r.boolean("test_grant_every_claim").value_or(false);
     s.test_grant_ignores_overlap = r.boolean("test_grant_ignores_overlap").value_or(false);
+    s.test_ignore_running_cap = r.boolean("test_ignore_running_cap").value_or(false);
     n.capacity.cores = static_cast<uint32_t>(r.integer("cores", 1, 4096).value_or(n.capacity.cores));
-    n.capacity.max_running = static_cast<uint32_t>(r.integer("max_running", 1, 1 << 20).value_or(n.capacity.max_running));
+    // max_running, when set, is also the hard running cap (as [capacity] max_running).
+    if (auto cap = r.integer("max_running", 1, 1 << 20)) {
+      n.capacity.max_running = static_cast<uint32_t>(*cap);
+      s.running_cap = n.capacity.max_running;
+      o.checker.running_cap = s.running_cap;
+    }
     o.checker.detection_bound_ms = r.duration("checker_detection_bound").value_or(o.checker.detection_bound_ms);
     o.checker.misfire_threshold_ms = s.misfire_threshold_ms;
     r.finish();

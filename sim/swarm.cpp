@@ -189,6 +189,7 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
   if (o.issue33_kinds) add_issue33_faults(seed, s);
   if (o.overlap) add_overlap_workload(seed, s);
   if (o.retries) add_retry_workload(seed, s);
+  if (o.caps) add_caps_workload(seed, s);
   if (o.reconfig) s.swarm_kinds.insert("config");
   if (o.triggers && o.process == "node") {
     add_trigger_workload(seed, s);
@@ -266,6 +267,7 @@ std::string swarm_replay_command(uint64_t seed, const SwarmOptions& o) {
   if (o.triggers) cmd += " --triggers";
   if (o.overlap) cmd += " --overlap";
   if (o.retries) cmd += " --retries";
+  if (o.caps) cmd += " --caps";
   return cmd;
 }
 

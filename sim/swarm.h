@@ -45,6 +45,10 @@ struct SwarmOptions {
   // fails often (add_retry_workload, a stream of its own): the retry rules then have
   // chains of runs to judge.
   bool retries = false;
+  // Also a running cap on every node (max_running 1..3) and entries whose handler ("busy")
+  // takes seconds (add_caps_workload, a stream of its own): workers refuse dispatches at
+  // their cap, owners go elsewhere or wait, and cap.exceeded judges the runs.
+  bool caps = false;
 };
 
 // A workload entry of `entity`/`name` on a volume drawn from `s` (first the volume, then the
@@ -60,6 +64,9 @@ void add_overlap_workload(uint64_t seed, Scenario& s);
 // SwarmOptions::retries: adds the retrying entries and their flaky handler to a derived scenario.
 void add_retry_workload(uint64_t seed, Scenario& s);
 
+// SwarmOptions::caps: sets the nodes' running cap and adds the busy entries and handler.
+void add_caps_workload(uint64_t seed, Scenario& s);
+
 // SwarmOptions::issue33_kinds: adds those faults and writes to a derived scenario.
 void add_issue33_faults(uint64_t seed, Scenario& s);
 
@@ -67,7 +74,7 @@ void add_issue33_faults(uint64_t seed, Scenario& s);
 Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& options);
 
 // "caesium sim --swarm --seeds 17..17 [--nodes N] [--duration D] [--process K] [--reconfig]
-//  [--prepare-ahead D] [--classic-faults] [--triggers] [--overlap] [--retries]"
+//  [--prepare-ahead D] [--classic-faults] [--triggers] [--overlap] [--retries] [--caps]"
 std::string swarm_replay_command(uint64_t seed, const SwarmOptions& options);
 
 // A short description of what the seed chose, for the per-seed line of the report.

@@ -249,4 +249,31 @@ void add_retry_workload(uint64_t seed, Scenario& s) {
   s.swarm_kinds.insert("retries");
 }
 
+// A running cap on every node (node option max_running: 1..3) and entries whose handler
+// ("busy") runs 1..3 s every 5..10 s, of both semantics: together with the seed's other
+// entries they keep the workers at their cap at times, so dispatches are refused busy and
+// owners go elsewhere or wait — within the misfire windows, so nothing is missed for it.
+void add_caps_workload(uint64_t seed, Scenario& s) {
+  Rng rng(seed ^ 0xCA95ULL);
+  if (s.cluster.volumes.empty()) return;
+  auto options = std::make_shared<toml::table>(*s.node_options);
+  options->insert_or_assign("max_running", rng.between(1, 3));
+  s.node_options = std::move(options);
+  s.world.handler.fixed_duration_ms["busy"] = rng.between(1, 3) * kMsPerSecond;
+  const int entries = static_cast<int>(rng.between(2, 4));
+  for (int i = 0; i < entries; ++i) {
+    WorkloadEntry w = workload_entry_on_a_volume(rng, s, "cap", "busy" + std::to_string(i));
+    w.at_ms = rng.between(5, 40) * kMsPerSecond;
+    nlohmann::json f;
+    f["handler"] = "busy";
+    f["semantics"] = rng.chance(0.6) ? "at_most_once" : "at_least_once";
+    f["timer"] = {{"interval", std::to_string(rng.between(5, 10)) + "s"},
+                  {"repeat_for", std::to_string(rng.between(2, 20)) + "m"}};
+    f["misfire_window"] = rng.chance(0.5) ? "30m" : "1m";
+    w.fields = std::move(f);
+    s.workload.push_back(std::move(w));
+  }
+  s.swarm_kinds.insert("caps");
+}
+
 }  // namespace caesium::sim

@@ -319,6 +319,12 @@ class Node final : private schedule::SchedulerHost {
   std::vector<std::pair<std::string, uint64_t>> volume_digests() const;
   bool active() const { return active_; }
   size_t running_invocations() const { return scheduler_->running_invocations(); }
+  // The handlers' running caps (SchedulerOptions::handler_caps), e.g. on a reload; the
+  // node's own cap (running_cap) stays as started.
+  void set_handler_caps(std::map<std::string, uint32_t> caps) {
+    options_.scheduler.handler_caps = caps;
+    scheduler_->set_running_caps(options_.scheduler.running_cap, std::move(caps));
+  }
   size_t held_invocations() const { return scheduler_->held_invocations(); }
   void check_invariants() const;
 

@@ -211,7 +211,7 @@ struct Dispatch {
   run @14 :UInt32;          # which run of the occurrence (a retry: > 1); 0 = 1
 }
 
-enum DispatchOutcome { accepted @0; refused @1; }
+enum DispatchOutcome { accepted @0; refused @1; busy @2; }
 
 struct DispatchReply {
   volume @0 :Text;

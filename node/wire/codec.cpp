@@ -573,7 +573,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
     }
     case cp::CoreMessage::DISPATCH_REPLY: {
       auto x = r.getDispatchReply();
-      auto outcome = get_enum<schedule::DispatchOutcome>(static_cast<uint16_t>(x.getOutcome()), 1, "dispatch outcome");
+      auto outcome = get_enum<schedule::DispatchOutcome>(static_cast<uint16_t>(x.getOutcome()), 2, "dispatch outcome");
       if (!outcome) return outcome.error();
       return CoreMessage{schedule::DispatchReply{str(x.getVolume()), get(x.getOcc()), str(x.getFireId()),
                                                  *outcome, str(x.getReason()), x.getWorkerBoot()}};

@@ -69,6 +69,7 @@ kind = "http"
 urls = ["http://a.example/hook", "https://b.example/hook"]
 headers = { Authorization = "Bearer x" }
 timeout = "5s"
+max_running = 4
 
 [[handler]]
 name = "log"
@@ -161,6 +162,8 @@ TEST_CASE("config: a minimal file takes the defaults") {
   CHECK(c->capacity.cores >= 1);
   CHECK(c->capacity.memory_mb >= 1);
   CHECK(c->capacity.max_running == 16);
+  CHECK(c->tuning.scheduler.running_cap == 0);  // 16 slots advertised, no cap
+  CHECK(c->tuning.scheduler.handler_caps.empty());
   CHECK(c->initial_cluster.epoch == 0);
   CHECK(c->handlers.empty());
   CHECK(c->entries.empty());
@@ -189,6 +192,9 @@ TEST_CASE("config: every field") {
   CHECK(c->log_level == LogLevel::kDebug);
   CHECK(c->shutdown_grace_ms == 30'000);
   CHECK(c->capacity == gossip::Capacity{8, 16 * 1024, 32});
+  CHECK(c->tuning.scheduler.running_cap == 32);  // set: also a hard cap
+  CHECK(c->tuning.scheduler.handler_caps == std::map<std::string, uint32_t>{{"hook", 4}});
+  CHECK(node_options(*c, wire::Keyring::single(wire::Key{})).scheduler.running_cap == 32);
   CHECK(c->initial_cluster.epoch == 3);
   REQUIRE(c->initial_cluster.nodes.size() == 2);
   CHECK(c->initial_cluster.nodes[0].priority == 100);
@@ -373,6 +379,10 @@ TEST_CASE("config: errors name the file, the line and the key") {
       {"address with a bad port", m + "seeds = [\"10.0.0.1:99999\"]\n", "/cfg/n1.toml:7:1: seeds: \"10.0.0.1:99999\": port 99999"},
       {"bad log level", m + "log_level = \"loud\"\n", "/cfg/n1.toml:7:1: log_level: \"loud\" is not a log level"},
       {"integer out of range", m + "[capacity]\ncores = 0\n", "/cfg/n1.toml:8:1: capacity.cores: 0 is out of range"},
+      {"a running cap of 0", m + "[capacity]\nmax_running = 0\n", "/cfg/n1.toml:8:1: capacity.max_running: 0 is out of range"},
+      {"a handler's running cap of 0",
+       m + "[[handler]]\nname = \"h\"\nkind = \"builtin\"\nbuiltin = \"noop\"\nmax_running = 0\n",
+       "handler[0].max_running: 0 is out of range"},
       {"bad size unit", m + "[storage]\nmap_size = \"12XB\"\n",
        "/cfg/n1.toml:8:1: storage.map_size: \"12XB\" has an unknown size unit"},
       {"map larger than its ceiling", m + "[storage]\nmap_size = \"2GiB\"\nmax_map_size = \"1GiB\"\n",

@@ -134,7 +134,7 @@ TEST_CASE("firing protocol: random delivery, loss and master changes never run a
           "[firing][random]") {
   const uint64_t first = test::seed_or(1);
   size_t ran = 0;  // occurrences that ran at all: the scenario must not starve everything
-  for (uint64_t seed = first; seed < first + 40; ++seed) {
+  for (uint64_t seed = first; seed < first + test::seed_count(40, 12); ++seed) {
     INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
     ClusterOptions o;
     o.seed = seed;
@@ -179,5 +179,5 @@ TEST_CASE("firing protocol: random delivery, loss and master changes never run a
     for (const auto& r : c.runs()) names.insert(r.inv.entry);
     ran += names.size();
   }
-  CHECK(ran >= 40 * 4 / 2);
+  CHECK(ran >= test::seed_count(40, 12) * 4 / 2);
 }

@@ -35,6 +35,9 @@ struct HandlerConfig {
   std::map<std::string, std::string> headers;  // extra request headers
   // exec and http
   int64_t timeout_ms = 60'000;
+  // all: a hard cap on the runs of this handler on this node at once (0: none); a
+  // dispatch beyond it is refused "busy" (docs/firing.md, Concurrency caps)
+  uint32_t max_running = 0;
   // builtin
   std::string builtin;                          // "noop" | "log"
 };
@@ -121,6 +124,8 @@ struct DaemonConfig {
 // Parses a config file's text.  `path` is used in messages and to resolve relative paths.
 Result<DaemonConfig> parse_config(std::string_view text, const std::string& path);
 Result<DaemonConfig> load_config(const std::string& path);
+// The handlers' running caps (HandlerConfig::max_running), by name: SchedulerOptions::handler_caps.
+std::map<std::string, uint32_t> handler_caps(const std::vector<HandlerConfig>& handlers);
 
 // The NodeOptions the Node core is built from (identity, addresses, config, tuning).
 node::NodeOptions node_options(const DaemonConfig& config, const wire::Keyring& keyring);

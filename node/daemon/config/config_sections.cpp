@@ -66,15 +66,21 @@ void set_int_if(std::optional<int64_t> v, int& out) {
   if (v) out = static_cast<int>(*v);
 }
 
-void read_capacity(TomlReader& top, gossip::Capacity& cap) {
+// `max_running`, when set, is also this node's hard running cap (running_cap); unset, the
+// node advertises 16 slots for load and has no cap.
+void read_capacity(TomlReader& top, gossip::Capacity& cap, uint32_t& running_cap) {
   cap = gossip::Capacity{detected_cores(), detected_memory_mb(), 16};
+  running_cap = 0;
   auto r = top.section("capacity");
   if (!r) return;
   if (auto v = r->integer("cores", 1, 1 << 16)) cap.cores = static_cast<uint32_t>(*v);
   if (auto v = r->size_bytes("memory", uint64_t{1} << 20, uint64_t{1} << 50)) {
     cap.memory_mb = static_cast<uint32_t>(std::min<uint64_t>(*v >> 20, UINT32_MAX));
   }
-  if (auto v = r->integer("max_running", 1, 1 << 20)) cap.max_running = static_cast<uint32_t>(*v);
+  if (auto v = r->integer("max_running", 1, 1 << 20)) {
+    cap.max_running = static_cast<uint32_t>(*v);
+    running_cap = cap.max_running;
+  }
   r->finish();
 }
 
@@ -319,6 +325,7 @@ void read_handlers(const std::vector<SourcedTable>& tables, const std::string& d
     set_if(r.strings("urls"), h.urls);
     set_if(r.string_map("headers"), h.headers);
     set_if(r.duration("timeout", 1), h.timeout_ms);
+    if (auto v = r.integer("max_running", 1, 1 << 20)) h.max_running = static_cast<uint32_t>(*v);
     set_if(r.string("builtin"), h.builtin);
     if (!known_kind) {
       // reported above
@@ -386,12 +393,23 @@ void read_entries(const std::vector<SourcedTable>& tables, const std::string& no
   }
 }
 
+std::map<std::string, uint32_t> handler_caps(const std::vector<HandlerConfig>& handlers) {
+  std::map<std::string, uint32_t> caps;
+  for (const auto& h : handlers) {
+    if (h.max_running > 0) caps[h.name] = h.max_running;
+  }
+  return caps;
+}
+
 void read_tuning(TomlReader& top, const std::string& base_dir, DaemonConfig& c) {
-  read_capacity(top, c.capacity);
+  uint32_t running_cap = 0;
+  read_capacity(top, c.capacity, running_cap);
   c.tuning.capacity = c.capacity;
   read_api(top, base_dir, c.api);
   read_gossip(top, c.tuning);
   read_scheduler(top, c.tuning.scheduler);
+  c.tuning.scheduler.running_cap = running_cap;
+  c.tuning.scheduler.handler_caps = handler_caps(c.handlers);
   read_store(top, c.tuning.store);
   read_limits(top, c);
   read_storage(top, c);

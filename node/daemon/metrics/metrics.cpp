@@ -182,6 +182,12 @@ void render_node(PromWriter& w, const node::Node& node) {
   counter(w, "caesium_handler_timeouts_total",
           "Handler runs on this node stopped at their entry's timeout (counted as failed runs too).",
           node.scheduler_counters().timed_out);
+  counter(w, "caesium_dispatches_refused_busy_total",
+          "Dispatches this node refused as worker because a running cap was reached ([capacity] or handler max_running).",
+          node.scheduler_counters().busy_refused);
+  counter(w, "caesium_dispatches_busy_total",
+          "Dispatches of this node as owner that a worker refused at a running cap (sent elsewhere, or waited for).",
+          node.scheduler_counters().busy_refusals_received);
 
   const node::NodeCounters& c = node.counters();
   in_out(w, "caesium_gossip_datagrams_total", "Gossip datagrams (UDP).", c.datagrams_in, c.datagrams_out);

@@ -183,6 +183,7 @@ void Runtime::reload(const DaemonConfig& fresh) {
   if (phase_ != Phase::kRunning) return;
   handlers_->reload(fresh.handlers);
   config_.handlers = fresh.handlers;
+  node_->set_handler_caps(handler_caps(fresh.handlers));
   std::string level_note;
   if (!options_.log_level) {
     logger_.set_level(fresh.log_level);
