@@ -34,9 +34,14 @@
 //      that only records each firing durably (bench/timer_floor.h).  Caesium's figures
 //      are also printed as ratios to it, which move less with the machine than the
 //      figures themselves.
+//   7. the peer, with --anchor bullmq, measured in the same run after the baseline: the
+//      same N jobs due in the same window as BullMQ delayed jobs on one throwaway Redis,
+//      one worker process of --anchor-concurrency (bench/anchors/bullmq/: run.sh starts
+//      and stops the Redis server, anchor.mjs measures; install.sh installs them on
+//      request).  Caesium's figures are printed as ratios to its figures too.
 // Nodes are stopped with SIGTERM (SIGKILL after 10 s) and die with the benchmark
-// (PR_SET_PDEATHSIG).  No peer system (BullMQ) is measured by this program yet, so it
-// prints no figure or ratio for one: a figure the run did not measure is not printed.
+// (PR_SET_PDEATHSIG).  Without --anchor no peer is measured, and no figure or ratio for
+// one is printed: a figure the run did not measure is not printed.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -600,6 +605,56 @@ bool run_one(const std::string& binary, const std::string& dir, const std::strin
   return true;
 }
 
+// The peer's figures, as its runner printed them (bench/anchors/<name>/run.sh: one JSON
+// object on its last line of output).
+struct AnchorFigures {
+  nlohmann::json raw;
+  double occ_per_s = 0, late_p99 = 0, cpu_us_per_occurrence = 0;
+  int64_t duplicates = 0, misses = 0, early = 0;
+};
+
+bool run_anchor(const std::string& dir, const std::string& name, int64_t entries, int64_t window_ms, int concurrency,
+                AnchorFigures& out, std::string& error) {
+  const std::string runner = dir + "/" + name + "/run.sh";
+  if (!fs::exists(runner)) {
+    error = "no anchor '" + name + "' (" + runner + " does not exist)";
+    return false;
+  }
+  const std::string cmd = "bash '" + runner + "' --jobs " + std::to_string(entries) + " --window-ms " +
+                          std::to_string(window_ms) + " --concurrency " + std::to_string(concurrency);
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    error = "cannot run " + runner;
+    return false;
+  }
+  std::string output, last;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) output += buf;
+  const int status = ::pclose(p);
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) last = line;
+  }
+  if (status != 0) {
+    error = "the " + name + " anchor failed (exit " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+            "; bench/anchors/" + name + "/install.sh installs what it needs)";
+    return false;
+  }
+  try {
+    out.raw = nlohmann::json::parse(last);
+    out.occ_per_s = out.raw.at("occurrences_per_s").get<double>();
+    out.late_p99 = out.raw.at("lateness_p99_ms").get<double>();
+    out.cpu_us_per_occurrence = out.raw.at("cpu_us_per_occurrence").get<double>();
+    out.duplicates = out.raw.at("duplicates").get<int64_t>();
+    out.misses = out.raw.at("misses").get<int64_t>();
+    out.early = out.raw.at("early").get<int64_t>();
+  } catch (const std::exception& e) {
+    error = "the " + name + " anchor printed no figures (" + e.what() + "): " + last;
+    return false;
+  }
+  return true;
+}
+
 std::string default_binary() {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -619,7 +674,15 @@ int run_cluster(const Args& args) {
   const std::string which = args.get("semantics", "both");
   const std::string binary = args.get("bin", default_binary());
   const std::string base = args.get("dir", fs::temp_directory_path().string());
-  if (entries < 1 || window_ms < 1 || connections < 1 || pipeline < 1 || prepare_ahead_ms < 0) {
+  const std::string anchor = args.get("anchor", "");
+  const std::string anchor_dir = args.get("anchor-dir", CAESIUM_BENCH_ANCHORS_DIR);
+  const int anchor_concurrency = static_cast<int>(args.get_int("anchor-concurrency", 200));
+  if (!anchor.empty() && anchor != "bullmq") {
+    std::fprintf(stderr, "cluster: --anchor is bullmq (the one peer built in: bench/anchors/)\n");
+    return 2;
+  }
+  if (entries < 1 || window_ms < 1 || connections < 1 || pipeline < 1 || prepare_ahead_ms < 0 ||
+      anchor_concurrency < 1) {
     std::fprintf(stderr, "cluster: --entries, --window-ms, --connections and --pipeline must be positive, "
                          "--prepare-ahead-ms not negative\n");
     return 2;
@@ -658,6 +721,16 @@ int run_cluster(const Args& args) {
       return 1;
     }
   }
+  // The peer, last, with the machine to itself as the others had it.
+  AnchorFigures peer;
+  const bool with_anchor = !anchor.empty();
+  if (with_anchor) {
+    std::string error;
+    if (!run_anchor(anchor_dir, anchor, entries, window_ms, anchor_concurrency, peer, error)) {
+      std::fprintf(stderr, "cluster (anchor): %s\n", error.c_str());
+      return 1;
+    }
+  }
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
 
   bool clean = true;
@@ -669,7 +742,7 @@ int run_cluster(const Args& args) {
     j["window_ms"] = window_ms;
     j["nodes"] = 3;
     j["prepare_ahead_ms"] = prepare_ahead_ms;
-    j["anchor"] = nullptr;  // no peer measured in this run
+    j["anchor"] = with_anchor ? peer.raw : nlohmann::json(nullptr);  // null: no peer measured in this run
     if (with_floor) {
       j["baseline"] = {{"system", "one process, durable firing records, no replicas (timer-floor)"},
                        {"fired", floor.fired}, {"occurrences_per_s", floor.occ_per_s},
@@ -691,6 +764,11 @@ int run_cluster(const Args& args) {
         j["results"].back()["vs_baseline_rate"] = ratio(f.occ_per_s, floor.occ_per_s);
         j["results"].back()["cpu_vs_baseline"] = ratio(f.cpu_us_per_occurrence, floor.cpu_us_per_occurrence);
       }
+      if (with_anchor) {
+        j["results"].back()["vs_anchor_rate"] = ratio(f.occ_per_s, peer.occ_per_s);
+        j["results"].back()["lateness_p99_vs_anchor"] = ratio(f.late_p99, peer.late_p99);
+        j["results"].back()["cpu_vs_anchor"] = ratio(f.cpu_us_per_occurrence, peer.cpu_us_per_occurrence);
+      }
     }
     std::printf("%s\n", j.dump(2).c_str());
   } else {
@@ -709,7 +787,22 @@ int run_cluster(const Args& args) {
       std::printf("%-14s %9.0f %6s %7s %7.0fms %7.0fms %7.0fms\n", "baseline", floor.occ_per_s, "-", "-",
                   floor.late_p50, floor.late_p99, floor.late_max);
     }
-    std::printf("\npeer: none measured in this run (no BullMQ anchor is built into the benchmark yet)\n");
+    if (with_anchor) {
+      std::printf("%-14s %9.0f %6lld %7lld %7.0fms %7.0fms %7.0fms\n", "bullmq", peer.occ_per_s,
+                  static_cast<long long>(peer.duplicates), static_cast<long long>(peer.misses),
+                  peer.raw.value("lateness_p50_ms", 0.0), peer.late_p99, peer.raw.value("lateness_max_ms", 0.0));
+      std::printf("\npeer (same run, --anchor bullmq): %s, concurrency %d: early %lld, CPU %.1f us per occurrence "
+                  "(worker process + Redis server)\n",
+                  peer.raw.value("system", std::string("BullMQ")).c_str(), anchor_concurrency,
+                  static_cast<long long>(peer.early), peer.cpu_us_per_occurrence);
+      for (const auto& f : all) {
+        std::printf("%s vs BullMQ: rate %.2fx, lateness p99 %.2fx, CPU per occurrence %.2fx\n", f.semantics.c_str(),
+                    ratio(f.occ_per_s, peer.occ_per_s), ratio(f.late_p99, peer.late_p99),
+                    ratio(f.cpu_us_per_occurrence, peer.cpu_us_per_occurrence));
+      }
+    } else {
+      std::printf("\npeer: none measured in this run (--anchor bullmq measures BullMQ beside it)\n");
+    }
     if (with_floor) {
       std::printf("baseline (same run, `caesium-bench timer-floor`): one process fires the same timers, each "
                   "recorded durably in LMDB (group commit, fsync), no replicas, no agreement, no network: "
@@ -746,7 +839,10 @@ CAESIUM_BENCH("cluster", "three real nodes: 100k one-shot entries due within 1 s
               {"bin", "PATH", "the caesium binary (default: the one built beside this program)"},
               {"dir", "DIR", "where the nodes' data directories go (default: the temp directory)"},
               {"keep", "", "keep the nodes' data directories"},
-              {"no-baseline", "", "skip the same-run baseline (timer-floor)"});
+              {"no-baseline", "", "skip the same-run baseline (timer-floor)"},
+              {"anchor", "NAME", "also measure the peer in the same run: bullmq (bench/anchors/bullmq/install.sh first)"},
+              {"anchor-concurrency", "N", "the peer worker's concurrency (default 200)"},
+              {"anchor-dir", "DIR", "where the anchors are (default: bench/anchors of the source tree)"});
 
 }  // namespace
 }  // namespace caesium::bench

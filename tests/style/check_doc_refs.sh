@@ -19,7 +19,7 @@ set -u
 pending_design_md=()
 
 source_files() {
-  find "$1" \( -path "$1/build" -o -path "$1/.git" -o -name 'corpus' \) -prune -o -type f \
+  find "$1" \( -path "$1/build" -o -path "$1/.git" -o -name 'corpus' -o -name 'node_modules' \) -prune -o -type f \
     \( -name '*.h' -o -name '*.hpp' -o -name '*.cpp' -o -name '*.cc' -o -name '*.c' -o -name '*.capnp' \
        -o -name '*.py' -o -name '*.sh' -o -name '*.cmake' -o -name 'CMakeLists.txt' -o -name '*.json' \
        -o -name '*.toml' -o -name '*.md' -o -name 'install-deps' -o -name 'run' \) -print | sort
