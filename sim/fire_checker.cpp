@@ -667,8 +667,12 @@ int64_t FireChecker::execution_end_ms(const Execution& e) const {
   int64_t end = e.done_ms >= 0 ? e.done_ms : kNever;
   if (e.outcome == Execution::Outcome::kAbandoned) {
     for (const FaultRecord& f : faults_) {
+      // A crash, a restart (which replaces a running process at once: churn) or a stop
+      // ends the process, and its runs with it.
       const bool this_node = std::find(f.nodes.begin(), f.nodes.end(), e.node) != f.nodes.end();
-      if (f.kind == FaultKind::kCrash && this_node && f.time_ms >= e.start_ms) end = std::min(end, f.time_ms);
+      const bool ends_process =
+          f.kind == FaultKind::kCrash || f.kind == FaultKind::kRestart || f.kind == FaultKind::kStopped;
+      if (ends_process && this_node && f.time_ms >= e.start_ms) end = std::min(end, f.time_ms);
     }
   }
   return end;

@@ -147,8 +147,8 @@ class FireChecker final : public Checker {
                                         int64_t scheduled_utc_ms, int64_t fire_utc_ms, int64_t until_ms);
   void check_overlap(const World& world, Report& report) const;
   void check_caps(const World& world, Report& report) const;
-  // When an execution's run ended: its completion, its node's crash (the run dies with
-  // the process), or never (a hung or still running handler).
+  // When an execution's run ended: its completion, its node's crash, restart or stop (the
+  // run dies with the process), or never (a hung or still running handler).
   int64_t execution_end_ms(const Execution& e) const;
   bool overlap_blocked(const World& world, const OccKey& k, int64_t due_ms) const;
   // retry.amo: what breaks the chain the runs `idxs` of one at-most-once occurrence must

@@ -403,7 +403,7 @@ void add_sim_command(CLI::App& root, Io& io, int& exit_code) {
   add_switch(*sim, "--classic-faults", "the swarm without the fault kinds added for the firing core's failure classes",
              &a->classic_faults);
   add_switch(*sim, "--overlap", "the swarm also runs long handlers of overlap = forbid entries", &a->overlap);
-  add_switch(*sim, "--caps", "the swarm also caps the handlers each node runs at once (max_running 1..3)", &a->caps);
+  add_switch(*sim, "--caps", "the swarm also caps the handlers each node runs at once (max_running 2..3)", &a->caps);
   add_switch(*sim, "--retries", "the swarm also runs entries that retry, with a handler that fails often", &a->retries);
   sim->add_option("--dump-scenario", a->dump_scenario, "write the seed (one) as a scenario file with its faults")
       ->type_name("FILE");
