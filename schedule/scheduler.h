@@ -527,8 +527,9 @@ class Scheduler {
   // Leaving Claiming or Owned: the attempts of ours that were never dispatched (the claim's
   // attempt, attempts still proposing) never will be — our own vote on them is settled.
   void settle_unsent(Occ& o);
-  // Forgetting o: a vote on o of a forbid entry whose runs are over is settled, so the
-  // overlap rule keeps knowing it once o's records are out of memory.
+  // Forgetting o: a vote on o whose runs are over is settled (when no record of its own
+  // attempt says it ended), so the overlap rule keeps knowing it once o's records are out
+  // of memory.
   void settle_forgotten(Occ& o);
   // Deciding side: o was due while another occurrence of its entry was running, as this
   // node knows from worker records; finishes o skipped_overlap (releasing a claim's grants)

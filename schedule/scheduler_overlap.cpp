@@ -99,15 +99,18 @@ void Scheduler::settle_unsent(Occ& o) {
 }
 
 void Scheduler::settle_forgotten(Occ& o) {
-  if (!o.at_most_once || !o.entry || o.entry->overlap != OverlapPolicy::forbid) return;
   const std::optional<OccKey> key = known_occ_key(o.volume, o.id);
   if (!key) return;
   auto it = votes_.find(*key);
   if (it == votes_.end() || !it->second.has_accepted || it->second.ended) return;
   // Settled only where the stored records would not tell (the common case: the accepted
-  // attempt's own record says it finished, and costs no write).
+  // attempt's own record says it ended, and costs no write).  Whatever the entry's
+  // policy now: an edit may make it forbid later, while the vote lives.
   auto w = o.worker_records.find(it->second.accepted.fire_id);
-  if (w != o.worker_records.end() && finished(w->second.state)) return;
+  if (w != o.worker_records.end() &&
+      (finished(w->second.state) || w->second.state == WorkerState::kRefused || w->second.state == WorkerState::kRevoked)) {
+    return;
+  }
   if (runs_over(o)) settle_vote(o.volume, o.id, it->second.accepted.fire_id);
 }
 
