@@ -20,10 +20,14 @@
 
 namespace caesium::schedule {
 
+namespace {
+// A worker record that ends its attempt: it finished, or it never ran (refused, revoked).
+bool worker_says_ended(const WorkerRecord& w) {
+  return finished(w.state) || w.state == WorkerState::kRefused || w.state == WorkerState::kRevoked;
+}
+}  // namespace
+
 bool Scheduler::vote_ended(const std::string& volume, const OccurrenceId& occ, const Vote& vote) {
-  auto worker_says_ended = [](const WorkerRecord& w) {
-    return finished(w.state) || w.state == WorkerState::kRefused || w.state == WorkerState::kRevoked;
-  };
   // Only the verdict of the process that proposed the accepted attempt says that attempt
   // never ran: another process's "missed" or "skipped" is about what it knew (a replica
   // that skipped o itself may be asked to accept another claimant's attempt of o).
@@ -107,10 +111,7 @@ void Scheduler::settle_forgotten(Occ& o) {
   // attempt's own record says it ended, and costs no write).  Whatever the entry's
   // policy now: an edit may make it forbid later, while the vote lives.
   auto w = o.worker_records.find(it->second.accepted.fire_id);
-  if (w != o.worker_records.end() &&
-      (finished(w->second.state) || w->second.state == WorkerState::kRefused || w->second.state == WorkerState::kRevoked)) {
-    return;
-  }
+  if (w != o.worker_records.end() && worker_says_ended(w->second)) return;
   if (runs_over(o)) settle_vote(o.volume, o.id, it->second.accepted.fire_id);
 }
 

@@ -264,7 +264,9 @@ void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>&
       return;
     }
     const uint32_t n = next_attempt_number(o);
-    a.info = AttemptInfo{n, make_fire_id(o.volume, o.id, self_, n), *worker, now.utc_ms, runs_so_far(o).failed + 1};
+    // (Without retries every attempt is of run 1: no scan of the records on this path.)
+    const uint32_t run = e.retry.enabled() ? runs_so_far(o).failed + 1 : 1;
+    a.info = AttemptInfo{n, make_fire_id(o.volume, o.id, self_, n), *worker, now.utc_ms, run};
   }
   a.sent_mono_ms = now.mono_ms;
   a.resent_mono_ms = now.mono_ms;
