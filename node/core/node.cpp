@@ -135,6 +135,10 @@ Status Node::start(const std::vector<StoredRecord>& records, Clock now) {
       volume_records.emplace_back(std::string(rest.substr(0, slash)), std::move(*r));
     } else if (rec.key == kConfigVoteKey) {
       if (Status s = load_config_acceptor(rec.value); !s.ok()) return s;
+    } else if (rec.key.rfind(kPeerPrefix, 0) == 0) {
+      const std::string peer = rec.key.substr(kPeerPrefix.size());
+      if (!valid_node_id(peer) || rec.value.empty()) return Error("corrupt peer record '" + rec.key + "'");
+      remembered_peers_[peer] = rec.value;
     } else if (rec.key.rfind(schedule::kGrantPrefix, 0) == 0) {
       grants.push_back(&rec);
     } else {
@@ -189,7 +193,15 @@ Status Node::start(const std::vector<StoredRecord>& records, Clock now) {
   if (Status s = gossip::Membership::check_identity(options_.id, options_.gossip_addr, meta, mc); !s.ok()) return s;
   membership_ = std::make_unique<gossip::Membership>(options_.id, options_.gossip_addr, meta, incarnation_, mc,
                                                      rng_.fork());
-  membership_->join(options_.seeds, now.mono_ms);
+  // A restarted node joins through the replicas it last saw as well as its seeds: when a
+  // partition keeps it from every seed, a co-replica on its side still lets it reconcile
+  // before it decides (update_synced), instead of deciding alone from stale state.
+  forget_peers_not_co_replicas();
+  std::vector<std::string> join_through = options_.seeds;
+  for (const auto& [peer, addr] : remembered_peers_) {
+    if (peer != options_.id) join_through.push_back(addr);
+  }
+  membership_->join(join_through, now.mono_ms);
   started_ = true;
   pump(now);
   return Status::success();

@@ -451,6 +451,9 @@ class Node final : private schedule::SchedulerHost {
   void refresh_masters(Clock now);
   void update_synced(VolumeState& vs, const VolumeSpec& spec, Clock now);
   void refresh_meta(Clock now);
+  bool co_replica(std::string_view node) const;
+  void remember_peer(const std::string& node);
+  void forget_peers_not_co_replicas();
   gossip::MemberMeta self_meta() const;
   void on_config_doc(const std::string& from, const wire::ConfigDoc& doc, Clock now);
   Status adopt_config(ClusterConfig config, Clock now, bool persist);
@@ -578,6 +581,11 @@ class Node final : private schedule::SchedulerHost {
   void want_newer_config(const std::string& peer, uint64_t epoch, Clock now);
   void retry_config_requests(Clock now);
   std::map<std::string, uint64_t> known_boots_;                    // peer -> boot id last seen
+  // The stream addresses of the replicas this node shares a volume with, as last seen
+  // alive, persisted under "p/<id>": a restart joins through them as well as through
+  // the seeds (see remember_peer).
+  std::map<std::string, std::string> remembered_peers_;
+  static constexpr std::string_view kPeerPrefix = "p/";
   // hash64(peer id) -> the boot id of its latest authenticated frame: a change is a restart.
   HashKeyedMap<uint64_t> frame_boots_;
   HashKeyedMap<int64_t> frame_boot_changed_mono_;       // when frame_boots_ last changed, per peer

@@ -96,6 +96,7 @@ void Node::drain_membership(Clock now) {
     if (ev.kind == gossip::MemberEvent::Kind::kJoined || ev.kind == gossip::MemberEvent::Kind::kAlive) {
       // And our stream to it may wait behind a backoff that grew while it was away.
       reconnects_.push_back(ev.node);
+      remember_peer(ev.node);
       for (auto& [name, v] : volumes_) {
         const VolumeSpec* spec = config_.volume(name);
         if (spec && std::binary_search(spec->replicas.begin(), spec->replicas.end(), ev.node)) {
@@ -377,11 +378,52 @@ void Node::retry_config_requests(Clock now) {
   }
 }
 
+bool Node::co_replica(std::string_view node) const {
+  for (const auto& v : config_.volumes) {
+    const bool mine = std::binary_search(v.replicas.begin(), v.replicas.end(), options_.id) ||
+                      std::binary_search(v.previous_replicas.begin(), v.previous_replicas.end(), options_.id);
+    if (!mine) continue;
+    if (std::binary_search(v.replicas.begin(), v.replicas.end(), node) ||
+        std::binary_search(v.previous_replicas.begin(), v.previous_replicas.end(), node)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The seeds alone do not bring a restarted node back to its replicas when a partition
+// keeps it from every seed: its fresh view holds nobody, the replica on its side holds
+// it dead and only pings it now and then (Membership::reconnect_probe), and it decides
+// alone once reconcile_timeout passes, running again what that replica completed while
+// it was down.  So it keeps the stream address of each co-replica it saw alive (a write
+// only when the address is new) and joins through them too (Node::start).
+void Node::remember_peer(const std::string& node) {
+  if (node == options_.id || !co_replica(node)) return;
+  const gossip::MemberMeta* meta = membership_->meta_of(node);
+  if (meta == nullptr || meta->stream_addr.empty()) return;
+  auto [it, added] = remembered_peers_.try_emplace(node, meta->stream_addr);
+  if (!added && it->second == meta->stream_addr) return;
+  it->second = meta->stream_addr;
+  storage_put(std::string(kPeerPrefix) + node, meta->stream_addr);
+}
+
+void Node::forget_peers_not_co_replicas() {
+  for (auto it = remembered_peers_.begin(); it != remembered_peers_.end();) {
+    if (it->first != options_.id && co_replica(it->first)) {
+      ++it;
+      continue;
+    }
+    storage_erase(std::string(kPeerPrefix) + it->first);
+    it = remembered_peers_.erase(it);
+  }
+}
+
 Status Node::adopt_config(ClusterConfig config, Clock now, bool persist) {
   auto normalized = normalize(std::move(config));
   if (!normalized) return normalized.error();
   config_ = std::move(*normalized);
   if (persist) storage_put("c/config", config_.encode());
+  if (!loading_) forget_peers_not_co_replicas();
   scheduler_->set_topology(config_.topology(), now);
   const std::vector<std::string> mine = config_.volumes_of(options_.id);
   std::vector<std::string> gone;

@@ -652,6 +652,57 @@ TEST_CASE("cluster config: a change is adopted only once the nodes agreed on it,
   }
 }
 
+TEST_CASE("node: a restart joins through the co-replicas it remembers as well as its seeds") {
+  // n1 shares v1 with n2 only; n3 is a node of the cluster but no co-replica.
+  node::NodeOptions o = lone_node_options();
+  o.initial_config.nodes = {{"n1", std::nullopt, {}}, {"n2", std::nullopt, {}}, {"n3", std::nullopt, {}}};
+  o.initial_config.volumes = {{"v1", {"n1", "n2"}, {}}};
+  o.seeds = {"10.0.0.9:7947"};
+  const Clock now{1'000, test::kApiTestStartUtcMs};
+  std::map<std::string, std::string> disk;
+  {
+    node::Node first(o, 7);
+    REQUIRE(first.start({}, now).ok());
+    settle_storage(first, now, disk);
+  }
+  // What a previous life saw alive (Node::remember_peer), and a peer no longer a co-replica.
+  disk["p/n2"] = "10.0.0.2:7947";
+  disk["p/n3"] = "10.0.0.3:7947";
+  auto stream_targets = [](node::Node& n) {
+    std::set<std::string> to;
+    node::Transmit t;
+    while (n.poll_transmit(t)) {
+      if (t.channel == node::Channel::kStream) to.insert(t.to_addr);
+    }
+    return to;
+  };
+  SECTION("the remembered co-replica is asked to join, beside the seed; the other is forgotten") {
+    node::Node again(o, 8);
+    REQUIRE(again.start(records_of(disk), now).ok());
+    const std::set<std::string> to = stream_targets(again);
+    CHECK(to.count("10.0.0.9:7947") == 1);
+    CHECK(to.count("10.0.0.2:7947") == 1);
+    CHECK(to.count("10.0.0.3:7947") == 0);
+    settle_storage(again, now, disk);
+    CHECK(disk.count("p/n2") == 1);
+    CHECK(disk.count("p/n3") == 0);
+  }
+  SECTION("without the record, only the seed") {
+    disk.erase("p/n2");
+    node::Node again(o, 8);
+    REQUIRE(again.start(records_of(disk), now).ok());
+    const std::set<std::string> to = stream_targets(again);
+    CHECK(to == std::set<std::string>{"10.0.0.9:7947"});
+  }
+  SECTION("a corrupt peer record is a clear start error") {
+    disk["p/"] = "10.0.0.4:7947";
+    node::Node again(o, 8);
+    Status st = again.start(records_of(disk), now);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().message.find("corrupt peer record") != std::string::npos);
+  }
+}
+
 TEST_CASE("cluster config: a vote asked again (its answer slow or lost) is answered again, not refused") {
   std::map<std::string, std::string> disk;
   Clock now{1'000, test::kApiTestStartUtcMs};
