@@ -43,10 +43,18 @@ void Scheduler::prepare_step(Occ& o, Clock now) {
     to_finished(o, Outcome::kLost, "its owner vanished and no quorum let a new master take it over in time", now);
     return;
   }
-  if (majority_impossible(o, p.ballot, e)) {
-    // Someone prepared a round at least as high.  If it is alive it finishes o; if not,
-    // we try a higher round after a backoff.
-    // Spread by node and by round: two processes preparing in step fall apart.
+  // Someone prepared a round at least as high, and the refusals — or the refusals and the
+  // replicas we cannot reach — leave us no majority.  If it is alive it finishes o; if
+  // not, we try a higher round after a backoff.  Waiting for a replica we cannot reach
+  // instead would keep two processes that prepared the same round in step (each holding
+  // its own promise and refused by the other, the third replica cut off) waiting for that
+  // replica until the misfire window closes, a connected majority idle
+  // (tests/sim/regress_plain_seed_19078.toml).  A prepare with no refusal waits: nobody
+  // competes for the replicas it can reach.
+  // Spread by node and by round: two processes preparing in step fall apart.
+  const bool refused = !p.ballot.refused.empty();
+  if (majority_impossible(o, p.ballot, e) || (refused && majority_impossible(o, p.ballot, e, /*unreachable_lost=*/true))) {
+    if (refused && !majority_impossible(o, p.ballot, e)) mark(Mark::kPrepareDuelBackedOff);
     const int64_t backoff = options_.claim_retry_ms * (1 + static_cast<int64_t>(hash64(self_.node, p.round) % 4));
     to_tracking_from_preparing(o, now);  // p is gone from here on
     set_deadline(o, Deadline::kBackoff, now.mono_ms + backoff);

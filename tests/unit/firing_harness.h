@@ -49,6 +49,7 @@
 #include "schedule/entry.h"
 #include "schedule/entry_codec.h"
 #include "schedule/fire_messages.h"
+#include "schedule/marks.h"
 #include "schedule/occurrence.h"
 #include "schedule/scheduler.h"
 
@@ -324,6 +325,15 @@ class Cluster {
 // --- entries ---------------------------------------------------------------------------------
 
 // A one-shot timer entry of entity "e", handler "log", created at the cluster's start.
+// Counts coverage marks for the life of a test case (they are process-wide).
+struct MarksOn {
+  MarksOn() {
+    schedule::reset_marks();
+    schedule::enable_marks(true);
+  }
+  ~MarksOn() { schedule::enable_marks(false); }
+};
+
 Entry one_shot(const std::string& name, int64_t at_utc, Semantics semantics);
 // An at-most-once one-shot that prefers to run on `origin`, with a 2 s accept timeout:
 // the takeover and decision tests' occurrence.

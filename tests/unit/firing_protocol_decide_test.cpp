@@ -17,14 +17,6 @@ constexpr int64_t kF = kBaseUtc + kStartT + 10'000;  // a fire time 10 s after t
 
 Entry on_n3(const std::string& name) { return at_most_once_on("n3", name, kF); }
 
-// Counts coverage marks for the life of a test case (they are process-wide).
-struct MarksOn {
-  MarksOn() {
-    schedule::reset_marks();
-    schedule::enable_marks(true);
-  }
-  ~MarksOn() { schedule::enable_marks(false); }
-};
 
 Filter revoke_reply(const std::string& fid, RevokeOutcome outcome) {
   return [fid, outcome](const Packet& p) {

@@ -208,3 +208,40 @@ TEST_CASE("firing protocol: an owner superseded by a higher round stops", "[firi
   CHECK(runs[0].inv.fire_id != fid);
   CHECK(c.sched("n2").counters().owned_takeover == 1);
 }
+
+// Rule (dueling prepares): n1 and n2 are both masters of a moment and n3, the third
+// replica, is cut off.  Their round-0 claims split (each grants itself, refuses the
+// other); each, stuck behind a live holder, prepares round 1 at the same instant, and
+// each replica refuses the other's round 1, having promised its own.  A prepare that the
+// refusals and the unreachable replicas leave short of a majority backs off, spread by
+// node and round, and prepares higher — rather than waiting for n3 until the misfire
+// window closes: the connected majority n1 + n2 runs the occurrence, once
+// (tests/sim/regress_plain_seed_19078.toml).
+TEST_CASE("firing protocol: two prepares of the same round, the third replica cut off, fall apart and run once",
+          "[firing][takeover]") {
+  MarksOn marks;
+  Cluster c;
+  c.set_master("n1", true);
+  c.set_master("n2", true);
+  for (const char* n : {"n1", "n2"}) {
+    c.cut(n, "n3");
+    c.cut("n3", n);
+    c.change_view(n, "n3", [&](ObservedView& v) {
+      v.reachable = false;
+      v.suspect = true;
+      v.silent_since_t = c.now();
+    });
+  }
+  const Entry e = one_shot("duel", kF, Semantics::at_most_once);
+  c.put_entry(e);
+  const OccurrenceId occ = occ_of(e, kF);
+  c.run_until_t(c.t_at("n1", kF) + 60'000);
+  INFO(c.dump());
+  const auto runs = c.runs_of(occ);
+  REQUIRE(runs.size() == 1);
+  CHECK(c.duplicate_runs().empty());
+  // It went through the duel: both prepared, and one backed off to prepare higher.
+  CHECK(schedule::mark_hits(schedule::Mark::kClaimHolderStalledTakeover) >= 2);
+  CHECK(schedule::mark_hits(schedule::Mark::kPrepareDuelBackedOff) >= 1);
+  CHECK(runs[0].start_t - c.t_at("n1", kF) < 30'000);
+}
