@@ -39,37 +39,24 @@
 //      one worker process of --anchor-concurrency (bench/anchors/bullmq/: run.sh starts
 //      and stops the Redis server, anchor.mjs measures; install.sh installs them on
 //      request).  Caesium's figures are printed as ratios to its figures too.
+// With --sustained RATE or --find-capacity it measures sustained load instead
+// (bench/cluster_sustained.cpp).
 // Nodes are stopped with SIGTERM (SIGKILL after 10 s) and die with the benchmark
 // (PR_SET_PDEATHSIG).  Without --anchor no peer is measured, and no figure or ratio for
 // one is printed: a figure the run did not measure is not printed.
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <mutex>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "base/time.h"
+#include "bench/cluster_harness.h"
 #include "bench/registry.h"
 #include "bench/timer_floor.h"
 
@@ -77,390 +64,7 @@ namespace caesium::bench {
 namespace {
 
 namespace fs = std::filesystem;
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-double mono_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-void sleep_ms(int64_t ms) {
-  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-}
-
-uint16_t free_port(int type) {
-  const int fd = ::socket(AF_INET, type, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  uint16_t port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  if (fd >= 0) ::close(fd);
-  return port;
-}
-
-// ---- processes -------------------------------------------------------------------
-
-pid_t spawn(const std::vector<std::string>& argv, const std::string& log_path) {
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);
-  const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd >= 0) {
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::close(fd);
-  }
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  ::execv(args[0], args.data());
-  ::_exit(127);
-}
-
-int run_and_wait(const std::vector<std::string>& argv, const std::string& log_path) {
-  const pid_t pid = spawn(argv, log_path);
-  if (pid < 0) return -1;
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// A /proc/<pid>/status field in bytes (VmRSS: resident set; RssAnon: its anonymous part,
-// the rest being file pages such as LMDB's memory map); 0 when unknown.
-int64_t status_bytes(pid_t pid, const std::string& field) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind(field + ":", 0) == 0) return std::atoll(line.c_str() + field.size() + 1) * 1024;
-  }
-  return 0;
-}
-
-// CPU time (user + system, all threads) a process has used so far, in microseconds.
-int64_t cpu_us(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const auto close = stat.rfind(')');  // the command name may hold spaces
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(stat.substr(close + 2));
-  std::string field;
-  int64_t utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15 (1-based): utime, stime
-    if (i == 14) utime = std::atoll(field.c_str());
-    if (i == 15) stime = std::atoll(field.c_str());
-  }
-  return (utime + stime) * 1'000'000 / sysconf(_SC_CLK_TCK);
-}
-
-// ---- a minimal HTTP/1.1 client (keep-alive, pipelining) -----------------------------
-
-class HttpConn {
- public:
-  ~HttpConn() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  bool connect_to(uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd_ < 0) return false;
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    timeval tv{30, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  }
-  bool send_all(const std::string& data) {
-    size_t off = 0;
-    while (off < data.size()) {
-      const ssize_t n = ::send(fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
-  // One response: its status (0 when the connection failed) and body.
-  int read_response(std::string& body) {
-    size_t header_end;
-    while ((header_end = buf_.find("\r\n\r\n")) == std::string::npos) {
-      if (!fill()) return 0;
-    }
-    const std::string head = buf_.substr(0, header_end);
-    int status = 0;
-    if (head.size() > 12) status = std::atoi(head.c_str() + 9);
-    size_t length = 0;
-    std::string lower = head;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (auto p = lower.find("content-length:"); p != std::string::npos) length = std::strtoul(lower.c_str() + p + 15, nullptr, 10);
-    while (buf_.size() < header_end + 4 + length) {
-      if (!fill()) return 0;
-    }
-    body = buf_.substr(header_end + 4, length);
-    buf_.erase(0, header_end + 4 + length);
-    return status;
-  }
-
- private:
-  bool fill() {
-    char tmp[65536];
-    const ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
-    if (n <= 0) return false;
-    buf_.append(tmp, static_cast<size_t>(n));
-    return true;
-  }
-  int fd_ = -1;
-  std::string buf_;
-};
-
-std::string http_request(const std::string& method, const std::string& path, const std::string& body,
-                         const std::string& token) {
-  std::string r = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token + "\r\n";
-  if (!body.empty() || method == "PUT" || method == "POST") {
-    r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  }
-  return r + "\r\n" + body;
-}
-
-// ---- the cluster -------------------------------------------------------------------
-
-struct BenchNode {
-  std::string id;
-  uint16_t gossip = 0, stream = 0, api = 0;
-  std::string dir, log;
-  pid_t pid = -1;
-};
-
-const char* kToken = "bench-token";
-
-class Cluster {
- public:
-  Cluster(std::string binary, std::string dir, int64_t prepare_ahead_ms)
-      : binary_(std::move(binary)), dir_(std::move(dir)), prepare_ahead_ms_(prepare_ahead_ms) {}
-  ~Cluster() { stop(); }
-
-  bool start(std::string& error) {
-    fs::create_directories(dir_);
-    if (run_and_wait({binary_, "keygen", "--out", dir_ + "/cluster.key"}, dir_ + "/keygen.log") != 0) {
-      error = "caesium keygen failed (see " + dir_ + "/keygen.log)";
-      return false;
-    }
-    std::ofstream(dir_ + "/token") << kToken << "\n";
-    for (int i = 1; i <= 3; ++i) {
-      BenchNode n;
-      n.id = "n" + std::to_string(i);
-      n.gossip = free_port(SOCK_DGRAM);
-      n.stream = free_port(SOCK_STREAM);
-      n.api = free_port(SOCK_STREAM);
-      n.dir = dir_ + "/" + n.id;
-      n.log = n.dir + "/node.log";
-      fs::create_directories(n.dir);
-      nodes_.push_back(n);
-    }
-    for (auto& n : nodes_) {
-      write_config(n);
-      n.pid = spawn({binary_, "node", "--config", n.dir + "/node.toml"}, n.log);
-      if (n.pid < 0) {
-        error = "could not start " + binary_;
-        return false;
-      }
-    }
-    // Formed: every node sees three alive members and a master for the volume.
-    const double deadline = mono_s() + 30;
-    while (mono_s() < deadline) {
-      if (formed()) return true;
-      for (auto& n : nodes_) {
-        int status = 0;
-        if (::waitpid(n.pid, &status, WNOHANG) == n.pid) {
-          n.pid = -1;
-          error = n.id + " exited at start; its log: " + n.log;
-          return false;
-        }
-      }
-      sleep_ms(200);
-    }
-    error = "the cluster did not form within 30 s (logs under " + dir_ + ")";
-    return false;
-  }
-
-  void stop() {
-    for (auto& n : nodes_) {
-      if (n.pid > 0) ::kill(n.pid, SIGTERM);
-    }
-    const double deadline = mono_s() + 10;
-    for (auto& n : nodes_) {
-      while (n.pid > 0) {
-        int status = 0;
-        if (::waitpid(n.pid, &status, WNOHANG) == n.pid) {
-          n.pid = -1;
-        } else if (mono_s() > deadline) {
-          ::kill(n.pid, SIGKILL);
-          ::waitpid(n.pid, &status, 0);
-          n.pid = -1;
-        } else {
-          sleep_ms(20);
-        }
-      }
-    }
-  }
-
-  const std::vector<BenchNode>& nodes() const { return nodes_; }
-
-  bool get(const BenchNode& n, const std::string& path, std::string& body) const {
-    HttpConn c;
-    if (!c.connect_to(n.api) || !c.send_all(http_request("GET", path, "", kToken))) return false;
-    return c.read_response(body) == 200;
-  }
-
- private:
-  void write_config(const BenchNode& n) const {
-    std::ostringstream seeds;
-    for (const auto& m : nodes_) {
-      if (m.id != n.id) seeds << (seeds.tellp() > 0 ? ", " : "") << "\"127.0.0.1:" << m.stream << "\"";
-    }
-    std::ofstream f(n.dir + "/node.toml");
-    f << "node_id = \"" << n.id << "\"\ncluster_name = \"bench\"\ndata_dir = \"data\"\n"
-      << "key_file = \"../cluster.key\"\n"
-      << "gossip_listen = \"127.0.0.1:" << n.gossip << "\"\nstream_listen = \"127.0.0.1:" << n.stream << "\"\n"
-      << "seeds = [" << seeds.str() << "]\nlog_level = \"info\"\nshutdown_grace = \"2s\"\n\n"
-      << "[api]\nlisten = \"127.0.0.1:" << n.api << "\"\ntoken_file = \"../token\"\n\n"
-      << "[gossip]\nstartup_grace = \"1s\"\n\n";
-    if (prepare_ahead_ms_ > 0) f << "[scheduler]\nprepare_ahead = \"" << prepare_ahead_ms_ << "ms\"\n\n";
-    f << "[cluster]\nepoch = 1\n";
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      f << "[[cluster.node]]\nid = \"" << nodes_[i].id << "\"\npriority = " << 30 - 10 * static_cast<int>(i) << "\n";
-    }
-    f << "[[cluster.volume]]\nname = \"main\"\nreplicas = [\"n1\", \"n2\", \"n3\"]\n\n"
-      << "[[handler]]\nname = \"log\"\nkind = \"builtin\"\nbuiltin = \"log\"\n";
-  }
-
-  bool formed() const {
-    for (const auto& n : nodes_) {
-      std::string body;
-      if (!get(n, "/v1/status", body)) return false;
-      auto j = nlohmann::json::parse(body, nullptr, false);
-      if (j.is_discarded()) return false;
-      int alive = 0;
-      for (const auto& m : j.value("members", nlohmann::json::array())) alive += m.value("state", "") == "alive";
-      bool master = false;
-      for (const auto& v : j.value("volumes", nlohmann::json::array())) master |= v.value("master", nlohmann::json()).is_string();
-      if (alive != 3 || !master) return false;
-    }
-    return true;
-  }
-
-  std::string binary_;
-  std::string dir_;
-  int64_t prepare_ahead_ms_ = 0;
-  std::vector<BenchNode> nodes_;
-};
-
-// ---- loading -----------------------------------------------------------------------
-
-struct LoadResult {
-  double seconds = 0;
-  uint64_t ok = 0;
-  uint64_t failed = 0;
-  std::string first_error;
-};
-
-// Writes entries [0, count) named prefix<i> due at due(i), spread over the nodes.
-template <class Due>
-LoadResult load(const Cluster& cluster, const std::string& entity, const std::string& prefix, int64_t count,
-                const std::string& semantics, Due due, int connections, int pipeline) {
-  LoadResult r;
-  std::atomic<int64_t> next{0};
-  std::mutex mu;
-  const double t0 = mono_s();
-  std::vector<std::thread> threads;
-  for (int c = 0; c < connections; ++c) {
-    threads.emplace_back([&, c] {
-      const BenchNode& node = cluster.nodes()[static_cast<size_t>(c) % cluster.nodes().size()];
-      HttpConn conn;
-      uint64_t ok = 0, failed = 0;
-      std::string error;
-      if (!conn.connect_to(node.api)) {
-        error = "cannot connect to " + node.id;
-      } else {
-        for (;;) {
-          const int64_t first = next.fetch_add(pipeline);
-          if (first >= count) break;
-          const int64_t last = std::min<int64_t>(count, first + pipeline);
-          std::string batch;
-          for (int64_t i = first; i < last; ++i) {
-            const std::string body = "{\"timer\":{\"at\":\"" + format_rfc3339_utc(due(i)) + "\"},\"handler\":\"log\",\"semantics\":\"" +
-                                     semantics + "\"}";
-            batch += http_request("PUT", "/v1/volumes/main/entities/" + entity + "/schedule/" + prefix + std::to_string(i),
-                                  body, kToken);
-          }
-          if (!conn.send_all(batch)) {
-            failed += static_cast<uint64_t>(last - first);
-            error = "connection to " + node.id + " failed";
-            break;
-          }
-          for (int64_t i = first; i < last; ++i) {
-            std::string body;
-            const int status = conn.read_response(body);
-            if (status == 200 || status == 201) {
-              ++ok;
-            } else {
-              ++failed;
-              if (error.empty()) error = node.id + ": " + std::to_string(status) + " " + body.substr(0, 200);
-            }
-          }
-        }
-      }
-      std::lock_guard lock(mu);
-      r.ok += ok;
-      r.failed += failed;
-      if (r.first_error.empty()) r.first_error = error;
-    });
-  }
-  for (auto& t : threads) t.join();
-  r.seconds = mono_s() - t0;
-  return r;
-}
-
-// ---- what fired ----------------------------------------------------------------------
-
-struct Execution {
-  int64_t at_ms;
-  int node;
-  bool flagged;
-};
-
-// Executions of entries of `entity` found in the nodes' logs (the `log` handler's lines),
-// by entry index.
-std::unordered_map<int64_t, std::vector<Execution>> read_executions(const Cluster& cluster, const std::string& entity,
-                                                                   const std::string& prefix) {
-  std::unordered_map<int64_t, std::vector<Execution>> out;
-  const std::string marker = " entity=" + entity + " entry=" + prefix;
-  for (size_t n = 0; n < cluster.nodes().size(); ++n) {
-    std::ifstream f(cluster.nodes()[n].log);
-    std::string line;
-    while (std::getline(f, line)) {
-      const size_t m = line.find(marker);
-      if (m == std::string::npos || line.find(" handler log: ") == std::string::npos) continue;
-      const size_t sp = line.find(' ');
-      auto at = parse_rfc3339_ms(std::string_view(line).substr(0, sp));
-      if (!at) continue;
-      const int64_t index = std::atoll(line.c_str() + m + marker.size());
-      out[index].push_back(Execution{*at, static_cast<int>(n), line.find("possible_duplicate=true") != std::string::npos});
-    }
-  }
-  return out;
-}
+using namespace harness;
 
 struct Figures {
   std::string semantics;
@@ -485,24 +89,6 @@ struct Figures {
   double cpu_us_per_occurrence = 0;
   std::vector<double> cpu_s_by_node;
 };
-
-double pct(std::vector<int64_t>& v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return static_cast<double>(v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))]);
-}
-
-std::vector<int64_t> cpu_by_node(const Cluster& c) {
-  std::vector<int64_t> v;
-  for (const auto& n : c.nodes()) v.push_back(cpu_us(n.pid));
-  return v;
-}
-
-int64_t rss_sum(const Cluster& c, const std::string& field = "VmRSS") {
-  int64_t s = 0;
-  for (const auto& n : c.nodes()) s += status_bytes(n.pid, field);
-  return s;
-}
 
 bool run_one(const std::string& binary, const std::string& dir, const std::string& semantics, int64_t entries,
              int64_t window_ms, int connections, int pipeline, int64_t prepare_ahead_ms, Figures& f,
@@ -615,33 +201,10 @@ struct AnchorFigures {
 
 bool run_anchor(const std::string& dir, const std::string& name, int64_t entries, int64_t window_ms, int concurrency,
                 AnchorFigures& out, std::string& error) {
-  const std::string runner = dir + "/" + name + "/run.sh";
-  if (!fs::exists(runner)) {
-    error = "no anchor '" + name + "' (" + runner + " does not exist)";
-    return false;
-  }
-  const std::string cmd = "bash '" + runner + "' --jobs " + std::to_string(entries) + " --window-ms " +
-                          std::to_string(window_ms) + " --concurrency " + std::to_string(concurrency);
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) {
-    error = "cannot run " + runner;
-    return false;
-  }
-  std::string output, last;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) output += buf;
-  const int status = ::pclose(p);
-  std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.empty()) last = line;
-  }
-  if (status != 0) {
-    error = "the " + name + " anchor failed (exit " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-            "; bench/anchors/" + name + "/install.sh installs what it needs)";
-    return false;
-  }
+  const std::string args = "--jobs " + std::to_string(entries) + " --window-ms " + std::to_string(window_ms) +
+                           " --concurrency " + std::to_string(concurrency);
+  if (!run_anchor_runner(dir, name, args, out.raw, error)) return false;
   try {
-    out.raw = nlohmann::json::parse(last);
     out.occ_per_s = out.raw.at("occurrences_per_s").get<double>();
     out.late_p99 = out.raw.at("lateness_p99_ms").get<double>();
     out.cpu_us_per_occurrence = out.raw.at("cpu_us_per_occurrence").get<double>();
@@ -649,23 +212,14 @@ bool run_anchor(const std::string& dir, const std::string& name, int64_t entries
     out.misses = out.raw.at("misses").get<int64_t>();
     out.early = out.raw.at("early").get<int64_t>();
   } catch (const std::exception& e) {
-    error = "the " + name + " anchor printed no figures (" + e.what() + "): " + last;
+    error = "the " + name + " anchor printed no figures (" + e.what() + "): " + out.raw.dump();
     return false;
   }
   return true;
 }
 
-std::string default_binary() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path sibling = self.parent_path().parent_path() / "node" / "caesium";
-    if (fs::exists(sibling)) return sibling.string();
-  }
-  return "caesium";
-}
-
 int run_cluster(const Args& args) {
+  if (args.has("sustained") || args.has("find-capacity")) return run_cluster_sustained(args);
   const int64_t entries = args.get_int("entries", 100'000);
   const int64_t window_ms = args.get_int("window-ms", 1000);
   const int connections = static_cast<int>(args.get_int("connections", 24));
@@ -687,13 +241,8 @@ int run_cluster(const Args& args) {
                          "--prepare-ahead-ms not negative\n");
     return 2;
   }
-  std::vector<std::string> semantics;
-  if (which == "both" || which == "at_least_once") semantics.push_back("at_least_once");
-  if (which == "both" || which == "at_most_once") semantics.push_back("at_most_once");
-  if (semantics.empty()) {
-    std::fprintf(stderr, "cluster: --semantics is both, at_least_once or at_most_once\n");
-    return 2;
-  }
+  const std::vector<std::string> semantics = semantics_of(which);
+  if (semantics.empty()) return 2;
   std::vector<Figures> all;
   for (const auto& s : semantics) {
     const std::string dir = base + "/caesium-cluster-bench-" + std::to_string(::getpid()) + "-" + s;
@@ -842,7 +391,13 @@ CAESIUM_BENCH("cluster", "three real nodes: 100k one-shot entries due within 1 s
               {"no-baseline", "", "skip the same-run baseline (timer-floor)"},
               {"anchor", "NAME", "also measure the peer in the same run: bullmq (bench/anchors/bullmq/install.sh first)"},
               {"anchor-concurrency", "N", "the peer worker's concurrency (default 200)"},
-              {"anchor-dir", "DIR", "where the anchors are (default: bench/anchors of the source tree)"});
+              {"anchor-dir", "DIR", "where the anchors are (default: bench/anchors of the source tree)"},
+              {"sustained", "N", "sustained load instead of the burst: N entries due every second", 1, 10'000'000},
+              {"duration", "D", "how long --sustained and each --find-capacity trial last (default 60s)"},
+              {"find-capacity", "", "the highest sustained rate with lateness p99 <= --max-p99-ms"},
+              {"start-rate", "N", "--find-capacity's first rate, doubled while trials pass (default 1000)", 1, 10'000'000},
+              {"refine", "N", "--find-capacity's halvings between the last pass and the first fail (default 3)", 0, 10},
+              {"max-p99-ms", "MS", "--find-capacity's bound on lateness p99 (default 50)", 1, 3'600'000});
 
 }  // namespace
 }  // namespace caesium::bench

@@ -2,7 +2,8 @@
 # Runs the BullMQ anchor (anchor.mjs) against a throwaway redis-server that listens on a
 # Unix socket in a fresh temporary directory only (no TCP port, no persistence), and stops
 # it afterwards, whatever happens.  Prints the anchor's JSON line.
-# Usage: run.sh [--jobs N] [--window-ms MS] [--concurrency N]   (install.sh first)
+# Usage: run.sh [--jobs N] [--window-ms MS] [--concurrency N] [--rate R --duration-ms MS]
+#        (install.sh first)
 # Exit 3 when redis-server or the npm packages are missing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
