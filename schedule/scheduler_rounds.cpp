@@ -52,9 +52,10 @@ void Scheduler::prepare_step(Occ& o, Clock now) {
   // (tests/sim/regress_plain_seed_19078.toml).  A prepare with no refusal waits: nobody
   // competes for the replicas it can reach.
   // Spread by node and by round: two processes preparing in step fall apart.
-  const bool refused = !p.ballot.refused.empty();
-  if (majority_impossible(o, p.ballot, e) || (refused && majority_impossible(o, p.ballot, e, /*unreachable_lost=*/true))) {
-    if (refused && !majority_impossible(o, p.ballot, e)) mark(Mark::kPrepareDuelBackedOff);
+  const bool lost = majority_impossible(o, p.ballot, e);
+  const bool duel = !lost && !p.ballot.refused.empty() && majority_impossible(o, p.ballot, e, /*unreachable_lost=*/true);
+  if (lost || duel) {
+    if (duel) mark(Mark::kPrepareDuelBackedOff);
     const int64_t backoff = options_.claim_retry_ms * (1 + static_cast<int64_t>(hash64(self_.node, p.round) % 4));
     to_tracking_from_preparing(o, now);  // p is gone from here on
     set_deadline(o, Deadline::kBackoff, now.mono_ms + backoff);

@@ -198,9 +198,7 @@ Status Node::start(const std::vector<StoredRecord>& records, Clock now) {
   // before it decides (update_synced), instead of deciding alone from stale state.
   forget_peers_not_co_replicas();
   std::vector<std::string> join_through = options_.seeds;
-  for (const auto& [peer, addr] : remembered_peers_) {
-    if (peer != options_.id) join_through.push_back(addr);
-  }
+  for (const auto& [peer, addr] : remembered_peers_) join_through.push_back(addr);  // never self: forgotten above
   membership_->join(join_through, now.mono_ms);
   started_ = true;
   pump(now);

@@ -379,16 +379,9 @@ void Node::retry_config_requests(Clock now) {
 }
 
 bool Node::co_replica(std::string_view node) const {
-  for (const auto& v : config_.volumes) {
-    const bool mine = std::binary_search(v.replicas.begin(), v.replicas.end(), options_.id) ||
-                      std::binary_search(v.previous_replicas.begin(), v.previous_replicas.end(), options_.id);
-    if (!mine) continue;
-    if (std::binary_search(v.replicas.begin(), v.replicas.end(), node) ||
-        std::binary_search(v.previous_replicas.begin(), v.previous_replicas.end(), node)) {
-      return true;
-    }
-  }
-  return false;
+  const std::vector<std::string> mine = config_.volumes_of(options_.id);
+  const std::vector<std::string> theirs = config_.volumes_of(node);
+  return std::find_first_of(mine.begin(), mine.end(), theirs.begin(), theirs.end()) != mine.end();
 }
 
 // The seeds alone do not bring a restarted node back to its replicas when a partition
