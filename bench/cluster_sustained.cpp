@@ -201,13 +201,18 @@ template <class RunTrial>
 bool find_capacity(int64_t start, int refine, RunTrial run, std::vector<Trial>& trials, int64_t& capacity,
                    std::string& error) {
   capacity = 0;
-  int64_t failed_at = 0;
-  for (int64_t rate = start; failed_at == 0 && rate <= 10'000'000; rate *= 2) {
-    Trial t;
+  // One trial, kept and reported as it ends (a search runs for minutes).
+  auto trial = [&](int64_t rate, Trial& t) {
     if (!run(rate, t, error)) return false;
     trials.push_back(t);
     std::fprintf(stderr, "  %s %s %lld/s: %s\n", t.system.c_str(), t.semantics.c_str(), static_cast<long long>(rate),
                  t.passed ? "passed" : t.why.c_str());
+    return true;
+  };
+  int64_t failed_at = 0;
+  for (int64_t rate = start; failed_at == 0 && rate <= 10'000'000; rate *= 2) {
+    Trial t;
+    if (!trial(rate, t)) return false;
     if (t.passed) {
       capacity = rate;
     } else {
@@ -218,10 +223,7 @@ bool find_capacity(int64_t start, int refine, RunTrial run, std::vector<Trial>& 
   for (int i = 0; i < refine && hi - lo > std::max<int64_t>(1, lo / 20); ++i) {
     const int64_t mid = lo + (hi - lo) / 2;
     Trial t;
-    if (!run(mid, t, error)) return false;
-    trials.push_back(t);
-    std::fprintf(stderr, "  %s %s %lld/s: %s\n", t.system.c_str(), t.semantics.c_str(), static_cast<long long>(mid),
-                 t.passed ? "passed" : t.why.c_str());
+    if (!trial(mid, t)) return false;
     (t.passed ? lo : hi) = mid;
   }
   capacity = lo;
