@@ -12,7 +12,7 @@
 namespace caesium {
 namespace {
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 std::string number_text(double v) {
   std::ostringstream os;
@@ -54,11 +54,11 @@ Result<uint64_t> parse_size_bytes(std::string_view text) {
   uint64_t n = 0;
   while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
     const uint64_t d = static_cast<uint64_t>(text[i] - '0');
-    if (n > (std::numeric_limits<uint64_t>::max() - d) / 10) return Error(quoted(text) + " is too large");
+    if (n > (std::numeric_limits<uint64_t>::max() - d) / 10) return Error(in_quotes(text) + " is too large");
     n = n * 10 + d;
     ++i;
   }
-  if (i == 0) return Error(quoted(text) + " is not a size (expected e.g. \"64MiB\", \"1GiB\" or a byte count)");
+  if (i == 0) return Error(in_quotes(text) + " is not a size (expected e.g. \"64MiB\", \"1GiB\" or a byte count)");
   std::string unit(text.substr(i));
   while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
   int shift = 0;
@@ -73,9 +73,9 @@ Result<uint64_t> parse_size_bytes(std::string_view text) {
   } else if (unit == "TiB" || unit == "TB" || unit == "T") {
     shift = 40;
   } else {
-    return Error(quoted(text) + " has an unknown size unit '" + unit + "' (expected B, KiB, MiB, GiB or TiB)");
+    return Error(in_quotes(text) + " has an unknown size unit '" + unit + "' (expected B, KiB, MiB, GiB or TiB)");
   }
-  if (shift > 0 && n > (std::numeric_limits<uint64_t>::max() >> shift)) return Error(quoted(text) + " is too large");
+  if (shift > 0 && n > (std::numeric_limits<uint64_t>::max() >> shift)) return Error(in_quotes(text) + " is too large");
   return n << shift;
 }
 
@@ -194,7 +194,7 @@ std::optional<int64_t> TomlReader::read_duration(const std::string& key, bool al
   } else if (const auto* s = n->as_string()) {
     auto d = allow_negative ? parse_signed_duration_ms(s->get()) : parse_duration_ms(s->get());
     if (!d.ok()) {
-      fail(key, quoted(s->get()) + " is not a duration: " + d.error().message);
+      fail(key, in_quotes(s->get()) + " is not a duration: " + d.error().message);
       return std::nullopt;
     }
     v = *d;
