@@ -241,6 +241,9 @@ class Cluster {
   void delay(const std::string& from, const std::string& to, const Filter& what, int64_t ms);
   std::vector<Packet> in_flight(const std::string& from = "*", const std::string& to = "*",
                                 const Filter& what = any()) const;
+  // The packets in flight, in send order, without copying them (valid until the network
+  // next changes): for random tests that pick one at each step.
+  const std::deque<Packet>& flying() const { return net_; }
   // Every packet ever sent (dropped ones flagged), in send order.
   std::vector<Packet> sent(const std::string& from = "*", const std::string& to = "*",
                            const Filter& what = any()) const;
@@ -348,5 +351,3 @@ const char* kind_name(const Packet& p);
 
 }  // namespace caesium::firing_test
 
-#include "tests/unit/firing_harness_inl.h"
-#include "tests/unit/firing_harness_state_inl.h"

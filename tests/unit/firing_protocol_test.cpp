@@ -149,12 +149,12 @@ TEST_CASE("firing protocol: random delivery, loss and master changes never run a
     c.advance_until_t(c.t_at("n1", kF) - 500);
     for (int step = 0; step < 3'000; ++step) {
       const uint64_t roll = rng.below(100);
-      const auto flying = c.in_flight();
+      const auto& flying = c.flying();
       if (roll < 55 && !flying.empty()) {
-        const Packet& p = flying[rng.below(flying.size())];
+        const Packet p = flying[rng.below(flying.size())];  // a copy: deliver changes the network
         c.deliver(p.from, p.to, [id = p.id](const Packet& q) { return q.id == id; });
       } else if (roll < 60 && !flying.empty()) {
-        const Packet& p = flying[rng.below(flying.size())];
+        const Packet p = flying[rng.below(flying.size())];
         c.drop(p.from, p.to, [id = p.id](const Packet& q) { return q.id == id; });
       } else if (roll < 62) {
         c.make_master(c.ids()[rng.below(c.ids().size())]);  // a new master of a moment

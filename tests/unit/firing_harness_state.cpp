@@ -1,65 +1,64 @@
-// Definitions of tests/unit/firing_harness.h, part 2: configuration and views,
-// processes (start, crash, restart), records, runs and events, entries.  Part 1
-// (firing_harness_inl.h): the host, turns, the network and time.
-#pragma once
+// The harness (tests/unit/firing_harness.h), part 2: configuration and views, processes
+// (start, crash, restart), records, runs and events, entries.  Part 1
+// (firing_harness.cpp): the network and time.
 
-#include "tests/unit/firing_harness_inl.h"
+#include "tests/unit/firing_harness_internal.h"
 
 namespace caesium::firing_test {
 
 // --- configuration and views ---------------------------------------------------------------------
 
-inline void Cluster::set_master(const std::string& id, bool master, const std::string& volume) {
+void Cluster::set_master(const std::string& id, bool master, const std::string& volume) {
   Member& m = member(id);
   if (master) m.masters.insert(volume);
   else m.masters.erase(volume);
   turn(m, [&](Scheduler& s, Clock now) { s.set_master(volume, master, now); });
 }
 
-inline void Cluster::make_master(const std::string& id, const std::string& volume) {
+void Cluster::make_master(const std::string& id, const std::string& volume) {
   for (const auto& n : ids_) {
     if (n != id) set_master(n, false, volume);
   }
   set_master(id, true, volume);
 }
 
-inline void Cluster::set_active(const std::string& id, bool active) {
+void Cluster::set_active(const std::string& id, bool active) {
   Member& m = member(id);
   m.active = active;
   turn(m, [&](Scheduler& s, Clock now) { s.set_active(active, now); });
 }
 
-inline void Cluster::set_topology(const std::string& id, Topology topology) {
+void Cluster::set_topology(const std::string& id, Topology topology) {
   Member& m = member(id);
   m.topology = topology;
   turn(m, [&](Scheduler& s, Clock now) { s.set_topology(topology, now); });
 }
 
-inline ObservedView& Cluster::view(const std::string& observer, const std::string& peer) {
+ObservedView& Cluster::view(const std::string& observer, const std::string& peer) {
   return member(observer).views[peer];
 }
 
-inline void Cluster::notify(const std::string& observer, const std::string& peer) {
+void Cluster::notify(const std::string& observer, const std::string& peer) {
   turn(member(observer), [&](Scheduler& s, Clock now) { s.on_peer_change(peer, now); });
 }
 
-inline void Cluster::change_view(const std::string& observer, const std::string& peer,
+void Cluster::change_view(const std::string& observer, const std::string& peer,
                                  const std::function<void(ObservedView&)>& f) {
   f(view(observer, peer));
   notify(observer, peer);
 }
 
-inline void Cluster::change_views_of(const std::string& peer, const std::function<void(ObservedView&)>& f) {
+void Cluster::change_views_of(const std::string& peer, const std::function<void(ObservedView&)>& f) {
   for (const auto& o : ids_) {
     if (o != peer && up(o)) change_view(o, peer, f);
   }
 }
 
-inline void Cluster::set_indirect(const std::string& observer, const std::string& peer) {
+void Cluster::set_indirect(const std::string& observer, const std::string& peer) {
   change_view(observer, peer, [](ObservedView& v) { v.direct = false; });
 }
 
-inline void Cluster::suspect(const std::string& peer) {
+void Cluster::suspect(const std::string& peer) {
   change_views_of(peer, [&](ObservedView& v) {
     v.suspect = true;
     v.direct = false;
@@ -67,16 +66,16 @@ inline void Cluster::suspect(const std::string& peer) {
   });
 }
 
-inline void Cluster::declare_dead(const std::string& peer) {
+void Cluster::declare_dead(const std::string& peer) {
   suspect(peer);
   change_views_of(peer, [](ObservedView& v) { v.reachable = false; });
 }
 
-inline void Cluster::recover(const std::string& peer) {
+void Cluster::recover(const std::string& peer) {
   change_views_of(peer, [](ObservedView& v) { v = ObservedView{}; });
 }
 
-inline PeerView Cluster::peer_view(const Member& observer, const std::string& peer) const {
+PeerView Cluster::peer_view(const Member& observer, const std::string& peer) const {
   PeerView p;
   if (peer == observer.id) {
     p.reachable = p.known = p.direct = true;
@@ -105,7 +104,7 @@ inline PeerView Cluster::peer_view(const Member& observer, const std::string& pe
 
 // --- processes -----------------------------------------------------------------------------------
 
-inline void Cluster::start(Member& m, Disk disk, bool active) {
+void Cluster::start(Member& m, Disk disk, bool active) {
   const Clock now = clock(m.id);
   if (disk == Disk::kWipe) {
     m.disk_store.clear();
@@ -139,7 +138,7 @@ inline void Cluster::start(Member& m, Disk disk, bool active) {
   });
 }
 
-inline void Cluster::crash(const std::string& id) {
+void Cluster::crash(const std::string& id) {
   Member& m = member(id);
   if (!m.up) return;
   m.up = false;
@@ -150,7 +149,7 @@ inline void Cluster::crash(const std::string& id) {
   m.masters.clear();
 }
 
-inline void Cluster::restart(const std::string& id, Disk disk, bool active) {
+void Cluster::restart(const std::string& id, Disk disk, bool active) {
   Member& m = member(id);
   crash(id);
   start(m, disk, active);
@@ -161,9 +160,9 @@ inline void Cluster::restart(const std::string& id, Disk disk, bool active) {
 
 // --- records -------------------------------------------------------------------------------------
 
-inline void Cluster::put_entry(const Entry& e) { put_entry_on(e, ids_); }
+void Cluster::put_entry(const Entry& e) { put_entry_on(e, ids_); }
 
-inline void Cluster::put_entry_on(const Entry& e, const std::vector<std::string>& nodes) {
+void Cluster::put_entry_on(const Entry& e, const std::vector<std::string>& nodes) {
   if (auto s = schedule::validate(e); !s.ok()) throw HarnessError("invalid entry: " + s.error().message);
   const std::string key = schedule::entry_key(e);
   const Record rec{schedule::encode_entry(e), next_version_++};
@@ -176,7 +175,7 @@ inline void Cluster::put_entry_on(const Entry& e, const std::vector<std::string>
   }
 }
 
-inline void Cluster::delete_entry_on(const std::string& key, const std::vector<std::string>& nodes) {
+void Cluster::delete_entry_on(const std::string& key, const std::vector<std::string>& nodes) {
   const Record rec{{}, next_version_++, true};
   for (const auto& id : nodes) {
     Member& m = member(id);
@@ -187,11 +186,11 @@ inline void Cluster::delete_entry_on(const std::string& key, const std::vector<s
   }
 }
 
-inline void Cluster::set_backup_rank(const std::string& id, uint32_t rank, const std::string& volume) {
+void Cluster::set_backup_rank(const std::string& id, uint32_t rank, const std::string& volume) {
   turn(member(id), [&](Scheduler& s, Clock now) { s.set_backup_rank(volume, rank, now); });
 }
 
-inline OccurrenceId Cluster::start_entry(const Entry& e, const std::string& master) {
+OccurrenceId Cluster::start_entry(const Entry& e, const std::string& master) {
   const auto* timer = std::get_if<schedule::Timer>(&e.timing);
   if (timer == nullptr || timer->kind != schedule::TimerKind::at) throw HarnessError("start_entry takes a one-shot");
   make_master(master);
@@ -199,7 +198,7 @@ inline OccurrenceId Cluster::start_entry(const Entry& e, const std::string& mast
   return occ_of(e, timer->at_utc_ms);
 }
 
-inline std::optional<std::string> Cluster::store_value(const std::string& id, const std::string& key) const {
+std::optional<std::string> Cluster::store_value(const std::string& id, const std::string& key) const {
   const Member& m = member(id);
   auto it = m.store.find({kVolume, key});
   if (it == m.store.end()) return std::nullopt;
@@ -223,18 +222,18 @@ std::map<std::string, R> records_of(const Store& store, const OccurrenceId& occ,
 }
 }  // namespace detail
 
-inline std::map<std::string, OwnerRecord> Cluster::owner_records(const std::string& id, const OccurrenceId& occ) const {
+std::map<std::string, OwnerRecord> Cluster::owner_records(const std::string& id, const OccurrenceId& occ) const {
   return detail::records_of<OwnerRecord>(member(id).store, occ, "m/",
                                          [](std::string_view b) { return schedule::decode_owner_record(b); });
 }
 
-inline std::map<std::string, WorkerRecord> Cluster::worker_records(const std::string& id,
+std::map<std::string, WorkerRecord> Cluster::worker_records(const std::string& id,
                                                                    const OccurrenceId& occ) const {
   return detail::records_of<WorkerRecord>(member(id).store, occ, "w/",
                                           [](std::string_view b) { return schedule::decode_worker_record(b); });
 }
 
-inline std::optional<Vote> Cluster::vote(const std::string& id, const OccurrenceId& occ, bool durable_only) const {
+std::optional<Vote> Cluster::vote(const std::string& id, const OccurrenceId& occ, bool durable_only) const {
   const Member& m = member(id);
   const auto& records = durable_only ? m.disk_local : m.local;
   auto it = records.find(schedule::grant_key(kVolume, occ));
@@ -246,7 +245,7 @@ inline std::optional<Vote> Cluster::vote(const std::string& id, const Occurrence
 
 // One turn for everything copied, as an anti-entropy session's records reach the Node's
 // pump together (and the scheduler decides on them as a batch: Scheduler::settle).
-inline void Cluster::resync(const std::string& id) {
+void Cluster::resync(const std::string& id) {
   Member& m = member(id);
   turn(m, [&](Scheduler&, Clock) {
     for (const auto& o : ids_) {
@@ -265,7 +264,7 @@ inline void Cluster::resync(const std::string& id) {
 
 // --- runs and events -----------------------------------------------------------------------------
 
-inline std::vector<Run> Cluster::runs_of(const OccurrenceId& occ) const {
+std::vector<Run> Cluster::runs_of(const OccurrenceId& occ) const {
   std::vector<Run> out;
   for (const auto& r : runs_) {
     if (schedule::entry_key(r.inv.entity, r.inv.entry) == occ.entry_key && r.inv.scheduled_utc_ms == occ.scheduled_utc_ms) {
@@ -275,7 +274,7 @@ inline std::vector<Run> Cluster::runs_of(const OccurrenceId& occ) const {
   return out;
 }
 
-inline size_t Cluster::complete(const std::string& id, bool ok) {
+size_t Cluster::complete(const std::string& id, bool ok) {
   Member& m = member(id);
   if (!m.up) return 0;
   std::vector<uint64_t> ids;
@@ -290,14 +289,14 @@ inline size_t Cluster::complete(const std::string& id, bool ok) {
   return ids.size();
 }
 
-inline std::map<std::pair<std::string, int64_t>, size_t> Cluster::duplicate_runs() const {
+std::map<std::pair<std::string, int64_t>, size_t> Cluster::duplicate_runs() const {
   std::map<std::pair<std::string, int64_t>, size_t> count;
   for (const auto& r : runs_) ++count[{schedule::entry_key(r.inv.entity, r.inv.entry), r.inv.scheduled_utc_ms}];
   std::erase_if(count, [](const auto& kv) { return kv.second < 2; });
   return count;
 }
 
-inline std::vector<LoggedEvent> Cluster::events(FireEvent::Kind kind, const OccurrenceId& occ,
+std::vector<LoggedEvent> Cluster::events(FireEvent::Kind kind, const OccurrenceId& occ,
                                                 const std::string& node) const {
   std::vector<LoggedEvent> out;
   for (const auto& e : events_) {
@@ -306,7 +305,7 @@ inline std::vector<LoggedEvent> Cluster::events(FireEvent::Kind kind, const Occu
   return out;
 }
 
-inline std::string Cluster::dump() const {
+std::string Cluster::dump() const {
   std::ostringstream s;
   for (const auto& p : log_) s << p.describe() << "\n";
   for (const auto& e : events_) {
@@ -318,7 +317,7 @@ inline std::string Cluster::dump() const {
 
 // --- entries -------------------------------------------------------------------------------------
 
-inline Entry one_shot(const std::string& name, int64_t at_utc, Semantics semantics) {
+Entry one_shot(const std::string& name, int64_t at_utc, Semantics semantics) {
   Entry e;
   e.entity = "e";
   e.name = name;
@@ -333,7 +332,7 @@ inline Entry one_shot(const std::string& name, int64_t at_utc, Semantics semanti
   return e;
 }
 
-inline Entry at_most_once_on(const std::string& origin, const std::string& name, int64_t at_utc) {
+Entry at_most_once_on(const std::string& origin, const std::string& name, int64_t at_utc) {
   Entry e = one_shot(name, at_utc, Semantics::at_most_once);
   e.origin = origin;
   e.prefer_origin = true;
@@ -341,7 +340,7 @@ inline Entry at_most_once_on(const std::string& origin, const std::string& name,
   return e;
 }
 
-inline Entry every(const std::string& name, int64_t interval_ms, uint64_t count, Semantics semantics) {
+Entry every(const std::string& name, int64_t interval_ms, uint64_t count, Semantics semantics) {
   Entry e = one_shot(name, 0, semantics);
   schedule::Timer t;
   t.kind = schedule::TimerKind::interval;
@@ -351,11 +350,11 @@ inline Entry every(const std::string& name, int64_t interval_ms, uint64_t count,
   return e;
 }
 
-inline OccurrenceId occ_of(const Entry& e, int64_t scheduled_utc) {
+OccurrenceId occ_of(const Entry& e, int64_t scheduled_utc) {
   return OccurrenceId{schedule::entry_key(e), scheduled_utc};
 }
 
-inline std::vector<ClaimReply> replies(const Cluster& c, const std::string& from, const std::string& to,
+std::vector<ClaimReply> replies(const Cluster& c, const std::string& from, const std::string& to,
                                        const OccurrenceId& occ) {
   std::vector<ClaimReply> out;
   for (const auto& p : c.sent(from, to, is<ClaimReply>())) {

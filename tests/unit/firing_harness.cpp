@@ -1,116 +1,20 @@
-// Definitions of tests/unit/firing_harness.h, part 1: the node, its host, turns, the
-// network and time (header-only: every unit test is its own executable, built from its one
-// _test.cpp).  Part 2: firing_harness_state_inl.h.
-#pragma once
+// The harness (tests/unit/firing_harness.h), part 1: the network and time.  Part 2
+// (firing_harness_state.cpp): configuration and views, processes, records, runs and
+// events, entries.  Compiled once, with the build's optimisation, into
+// caesium_firing_harness, which the firing_* unit tests link.
 
-#include <algorithm>
-#include <sstream>
-
-#include "tests/unit/firing_harness.h"
+#include "tests/unit/firing_harness_internal.h"
 
 namespace caesium::firing_test {
 
-// One node: its process (scheduler + host), its disk, its queues, its views.
-struct Cluster::Member {
-  std::string id;
-  size_t index = 0;
-  bool up = false;
-  uint64_t boot = 0, generation = 0;
-  int64_t skew_ms = 0;
-  Topology topology;
-  std::set<std::string> masters;
-  bool active = true;
-  int64_t horizon_utc = 0;  // persisted on the disk, like the Node's amnesia record
-  // Disk (durable) and memory (as written).  Store keys are (volume, key).
-  std::map<std::pair<std::string, std::string>, Record> store, disk_store;
-  std::map<std::string, std::string> local, disk_local;
-  struct Op {
-    bool local = false, erase = false;
-    std::string volume, key;
-    Record rec;
-  };
-  std::vector<Op> batch;  // written, not yet durable
-  uint64_t written = 0, durable = 0;
-  bool auto_flush = true;
-  struct Out {
-    uint64_t barrier = 0;
-    std::string to;
-    std::variant<FireMessage, Invocation> what;
-  };
-  std::deque<Out> outbox;        // sends and starts waiting for durability (barriers non-decreasing)
-  std::deque<FireMessage> self;  // released messages to this node itself
-  struct Echo {
-    std::string volume, key;
-    std::optional<std::string> value;
-  };
-  std::deque<Echo> echoes;  // store writes, for on_record after the call returns
-  std::map<std::string, ObservedView> views;
-  std::map<uint64_t, size_t> running;  // invocation id -> index in Cluster::runs_
-  std::unique_ptr<Host> host;
-  std::unique_ptr<Scheduler> sched;
-};
-
-// The SchedulerHost of one node.  It never calls back into the scheduler: it queues,
-// and Cluster::settle feeds the queues back after the scheduler returned.
-class Cluster::Host final : public schedule::SchedulerHost {
- public:
-  Host(Cluster& c, Member& m) : c_(c), m_(m) {}
-  void send(const std::string& node, FireMessage msg, bool after_durable) override {
-    push_out(after_durable ? m_.written : 0, node, std::move(msg));
-  }
-  void store_put(const std::string& volume, const std::string& key, std::string value) override {
-    c_.write(m_, volume, key, std::move(value), false, true);
-  }
-  void store_put_lazy(const std::string& volume, const std::string& key, std::string value) override {
-    c_.write(m_, volume, key, std::move(value), true, true);
-  }
-  void local_put(const std::string& key, std::string value) override {
-    m_.local[key] = value;
-    m_.batch.push_back(Member::Op{true, false, {}, key, Record{std::move(value), 0}});
-    ++m_.written;
-  }
-  void local_erase(const std::string& key) override {
-    m_.local.erase(key);
-    m_.batch.push_back(Member::Op{true, true, {}, key, {}});
-    ++m_.written;
-  }
-  void invoke(Invocation invocation) override { push_out(m_.written, m_.id, std::move(invocation)); }
-  uint64_t write_mark() const override { return m_.written; }
-  void invoke_after(Invocation invocation, uint64_t mark) override { push_out(mark, m_.id, std::move(invocation)); }
-  void emit(const FireEvent& event) override {
-    const Clock now = c_.clock(m_.id);
-    c_.events_.push_back(LoggedEvent{m_.id, now.mono_ms, now.utc_ms, event});
-  }
-  PeerView peer(const std::string& node) const override { return c_.peer_view(m_, node); }
-  std::optional<std::string> store_get(const std::string& volume, const std::string& key) const override {
-    auto it = m_.store.find({volume, key});
-    if (it == m_.store.end() || it->second.deleted) return std::nullopt;
-    return it->second.value;
-  }
-  // The harness's write counter stands for the record's version (last writer wins).
-  std::optional<schedule::Version> entry_version(const std::string& volume, const std::string& key) const override {
-    auto it = m_.store.find({volume, key});
-    if (it == m_.store.end()) return std::nullopt;
-    return schedule::Version{static_cast<int64_t>(it->second.version), 0, "h"};
-  }
-
- private:
-  void push_out(uint64_t barrier, const std::string& to, std::variant<FireMessage, Invocation> what) {
-    if (!m_.outbox.empty()) barrier = std::max(barrier, m_.outbox.back().barrier);  // kept in order
-    m_.outbox.push_back(Member::Out{barrier, to, std::move(what)});
-  }
-  Cluster& c_;
-  Member& m_;
-};
-
-inline const char* kind_name(const Packet& p) {
+const char* kind_name(const Packet& p) {
   if (p.as<StorePush>()) return "push";
   static const char* names[] = {"claim", "claim_reply", "release", "dispatch", "dispatch_reply", "revoke",
                                 "revoke_reply"};
   return names[std::get<FireMessage>(p.body).index()];
 }
 
-inline std::string Packet::describe() const {
+std::string Packet::describe() const {
   std::ostringstream s;
   s << "#" << id << " t=" << sent_t << " " << from << "->" << to << " " << kind_name(*this);
   if (const auto* c = as<Claim>()) {
@@ -135,7 +39,7 @@ inline std::string Packet::describe() const {
   return s.str();
 }
 
-inline Cluster::Cluster(ClusterOptions options) : options_(std::move(options)), rng_(options_.seed) {
+Cluster::Cluster(ClusterOptions options) : options_(std::move(options)), rng_(options_.seed) {
   Topology topology;
   topology.epoch = 1;
   auto& volume = topology.volumes[kVolume];
@@ -153,51 +57,44 @@ inline Cluster::Cluster(ClusterOptions options) : options_(std::move(options)), 
   for (const auto& id : ids_) start(member(id), Disk::kWipe, true);
 }
 
-inline Cluster::~Cluster() = default;
+Cluster::~Cluster() = default;
 
-inline Cluster::Member* Cluster::find(const std::string& id) {
+Cluster::Member* Cluster::find(const std::string& id) {
   auto it = members_.find(id);
   return it == members_.end() ? nullptr : it->second.get();
 }
-inline const Cluster::Member* Cluster::find(const std::string& id) const {
+const Cluster::Member* Cluster::find(const std::string& id) const {
   auto it = members_.find(id);
   return it == members_.end() ? nullptr : it->second.get();
 }
-inline Cluster::Member& Cluster::member(const std::string& id) {
+Cluster::Member& Cluster::member(const std::string& id) {
   if (Member* m = find(id)) return *m;
   throw HarnessError("no node " + id);
 }
-inline const Cluster::Member& Cluster::member(const std::string& id) const {
+const Cluster::Member& Cluster::member(const std::string& id) const {
   if (const Member* m = find(id)) return *m;
   throw HarnessError("no node " + id);
 }
-inline Scheduler& Cluster::sched(const std::string& id) {
+Scheduler& Cluster::sched(const std::string& id) {
   Member& m = member(id);
   if (!m.up) throw HarnessError(id + " is down");
   return *m.sched;
 }
-inline bool Cluster::up(const std::string& id) const { return member(id).up; }
-inline uint64_t Cluster::boot(const std::string& id) const { return member(id).boot; }
-inline Clock Cluster::clock(const std::string& id) const { return Clock{t_, kBaseUtc + t_ + member(id).skew_ms}; }
-inline int64_t Cluster::t_at(const std::string& id, int64_t utc) const { return utc - kBaseUtc - member(id).skew_ms; }
+bool Cluster::up(const std::string& id) const { return member(id).up; }
+uint64_t Cluster::boot(const std::string& id) const { return member(id).boot; }
+Clock Cluster::clock(const std::string& id) const { return Clock{t_, kBaseUtc + t_ + member(id).skew_ms}; }
+int64_t Cluster::t_at(const std::string& id, int64_t utc) const { return utc - kBaseUtc - member(id).skew_ms; }
 
-inline void Cluster::set_skew(const std::string& id, int64_t skew_ms) { member(id).skew_ms = skew_ms; }
-inline Topology Cluster::topology(const std::string& id) const { return member(id).topology; }
-inline void Cluster::set_auto_flush(const std::string& id, bool on) { member(id).auto_flush = on; }
-inline size_t Cluster::unflushed(const std::string& id) const { return member(id).batch.size(); }
-inline int64_t Cluster::amnesia_horizon(const std::string& id) const { return member(id).horizon_utc; }
+void Cluster::set_skew(const std::string& id, int64_t skew_ms) { member(id).skew_ms = skew_ms; }
+Topology Cluster::topology(const std::string& id) const { return member(id).topology; }
+void Cluster::set_auto_flush(const std::string& id, bool on) { member(id).auto_flush = on; }
+size_t Cluster::unflushed(const std::string& id) const { return member(id).batch.size(); }
+int64_t Cluster::amnesia_horizon(const std::string& id) const { return member(id).horizon_utc; }
 
-// --- turns: one input to one scheduler, then what it caused on that node ----------------------
+// --- turns: one input to one scheduler, then what it caused on that node (Cluster::turn is in
+// firing_harness_internal.h) ---------------------------------------------------------------
 
-template <class F>
-void Cluster::turn(Member& m, F&& f) {
-  if (!m.up) return;
-  f(*m.sched, clock(m.id));
-  if (m.up) m.sched->settle(clock(m.id));  // records fed by f are decided on, as the Node's pump does
-  settle(m);
-}
-
-inline void Cluster::check_steps(int64_t& steps, const char* where) const {
+void Cluster::check_steps(int64_t& steps, const char* where) const {
   if (++steps > options_.max_steps) {
     throw HarnessError(std::string("no quiet after ") + std::to_string(options_.max_steps) + " steps in " + where +
                        " at t=" + std::to_string(t_));
@@ -206,7 +103,7 @@ inline void Cluster::check_steps(int64_t& steps, const char* where) const {
 
 // The Node's pump: store echoes to the scheduler, the batch to disk (auto flush), released
 // sends and starts out, messages to itself back in, until nothing moves.
-inline void Cluster::settle(Member& m) {
+void Cluster::settle(Member& m) {
   int64_t steps = 0;
   for (bool progress = true; progress && m.up;) {
     check_steps(steps, "settle");
@@ -240,7 +137,7 @@ inline void Cluster::settle(Member& m) {
   if (m.up) m.sched->check_invariants();  // asserts in debug builds
 }
 
-inline void Cluster::release(Member& m) {
+void Cluster::release(Member& m) {
   while (!m.outbox.empty() && m.outbox.front().barrier <= m.durable) {
     Member::Out out = std::move(m.outbox.front());
     m.outbox.pop_front();
@@ -258,7 +155,7 @@ inline void Cluster::release(Member& m) {
   }
 }
 
-inline void Cluster::flush(const std::string& id) {
+void Cluster::flush(const std::string& id) {
   Member& m = member(id);
   const bool was = m.auto_flush;
   m.auto_flush = true;
@@ -266,7 +163,7 @@ inline void Cluster::flush(const std::string& id) {
   m.auto_flush = was;
 }
 
-inline void Cluster::write(Member& m, const std::string& volume, const std::string& key, std::string value, bool lazy,
+void Cluster::write(Member& m, const std::string& volume, const std::string& key, std::string value, bool lazy,
                            bool push) {
   Record rec{std::move(value), next_version_++};
   m.store[{volume, key}] = rec;
@@ -285,7 +182,7 @@ inline void Cluster::write(Member& m, const std::string& volume, const std::stri
 
 // --- the network ---------------------------------------------------------------------------------
 
-inline bool Cluster::matches_rule(const Packet& p, int action) const {
+bool Cluster::matches_rule(const Packet& p, int action) const {
   for (const auto& r : rules_) {
     if (r.action == action && (r.from == "*" || r.from == p.from) && (r.to == "*" || r.to == p.to) && r.what(p)) {
       return true;
@@ -294,7 +191,7 @@ inline bool Cluster::matches_rule(const Packet& p, int action) const {
   return false;
 }
 
-inline void Cluster::transmit(Member& m, const std::string& to, std::variant<FireMessage, StorePush> body,
+void Cluster::transmit(Member& m, const std::string& to, std::variant<FireMessage, StorePush> body,
                               int64_t ready_t) {
   Packet p{next_packet_++, m.id, to, std::move(body), t_, ready_t};
   p.dropped = matches_rule(p, 0);
@@ -302,7 +199,7 @@ inline void Cluster::transmit(Member& m, const std::string& to, std::variant<Fir
   if (!p.dropped) net_.push_back(std::move(p));
 }
 
-inline void Cluster::deliver_packet(Packet p) {
+void Cluster::deliver_packet(Packet p) {
   Member* m = find(p.to);
   if (m == nullptr || !m->up || matches_rule(p, 0)) return;  // nobody there, or cut since it left
   if (const auto* push = p.as<StorePush>()) {
@@ -319,7 +216,7 @@ inline void Cluster::deliver_packet(Packet p) {
   turn(*m, [&](Scheduler& s, Clock now) { s.on_message(p.from, std::get<FireMessage>(p.body), now); });
 }
 
-inline bool Cluster::pop_ready(bool honour_time, Packet& out) {
+bool Cluster::pop_ready(bool honour_time, Packet& out) {
   for (auto it = net_.begin(); it != net_.end(); ++it) {
     if ((honour_time && it->ready_t > t_) || matches_rule(*it, 1)) continue;
     out = std::move(*it);
@@ -329,7 +226,7 @@ inline bool Cluster::pop_ready(bool honour_time, Packet& out) {
   return false;
 }
 
-inline size_t Cluster::deliver_all() {
+size_t Cluster::deliver_all() {
   size_t n = 0;
   int64_t steps = 0;
   for (Packet p; pop_ready(false, p);) {
@@ -340,7 +237,7 @@ inline size_t Cluster::deliver_all() {
   return n;
 }
 
-inline size_t Cluster::deliver(const std::string& from, const std::string& to, const Filter& what) {
+size_t Cluster::deliver(const std::string& from, const std::string& to, const Filter& what) {
   std::vector<Packet> picked;
   for (auto it = net_.begin(); it != net_.end();) {
     if ((from == "*" || it->from == from) && (to == "*" || it->to == to) && what(*it)) {
@@ -354,7 +251,7 @@ inline size_t Cluster::deliver(const std::string& from, const std::string& to, c
   return picked.size();
 }
 
-inline size_t Cluster::drop(const std::string& from, const std::string& to, const Filter& what) {
+size_t Cluster::drop(const std::string& from, const std::string& to, const Filter& what) {
   const size_t before = net_.size();
   std::erase_if(net_, [&](const Packet& p) {
     return (from == "*" || p.from == from) && (to == "*" || p.to == to) && what(p);
@@ -362,13 +259,13 @@ inline size_t Cluster::drop(const std::string& from, const std::string& to, cons
   return before - net_.size();
 }
 
-inline void Cluster::delay(const std::string& from, const std::string& to, const Filter& what, int64_t ms) {
+void Cluster::delay(const std::string& from, const std::string& to, const Filter& what, int64_t ms) {
   for (auto& p : net_) {
     if ((from == "*" || p.from == from) && (to == "*" || p.to == to) && what(p)) p.ready_t += ms;
   }
 }
 
-inline std::vector<Packet> Cluster::in_flight(const std::string& from, const std::string& to, const Filter& what) const {
+std::vector<Packet> Cluster::in_flight(const std::string& from, const std::string& to, const Filter& what) const {
   std::vector<Packet> out;
   for (const auto& p : net_) {
     if ((from == "*" || p.from == from) && (to == "*" || p.to == to) && what(p)) out.push_back(p);
@@ -376,7 +273,7 @@ inline std::vector<Packet> Cluster::in_flight(const std::string& from, const std
   return out;
 }
 
-inline std::vector<Packet> Cluster::sent(const std::string& from, const std::string& to, const Filter& what) const {
+std::vector<Packet> Cluster::sent(const std::string& from, const std::string& to, const Filter& what) const {
   std::vector<Packet> out;
   for (const auto& p : log_) {
     if ((from == "*" || p.from == from) && (to == "*" || p.to == to) && what(p)) out.push_back(p);
@@ -384,23 +281,23 @@ inline std::vector<Packet> Cluster::sent(const std::string& from, const std::str
   return out;
 }
 
-inline void Cluster::inject(const std::string& from, const std::string& to, FireMessage msg) {
+void Cluster::inject(const std::string& from, const std::string& to, FireMessage msg) {
   transmit(member(from), to, std::move(msg), t_);
 }
-inline void Cluster::cut(const std::string& from, const std::string& to, Filter what) {
+void Cluster::cut(const std::string& from, const std::string& to, Filter what) {
   rules_.push_back(Rule{from, to, std::move(what), 0});
 }
-inline void Cluster::hold(const std::string& from, const std::string& to, Filter what) {
+void Cluster::hold(const std::string& from, const std::string& to, Filter what) {
   rules_.push_back(Rule{from, to, std::move(what), 1});
 }
-inline void Cluster::heal() { rules_.clear(); }
-inline void Cluster::unhold() {
+void Cluster::heal() { rules_.clear(); }
+void Cluster::unhold() {
   std::erase_if(rules_, [](const Rule& r) { return r.action == 1; });
 }
 
 // --- time ----------------------------------------------------------------------------------------
 
-inline void Cluster::progress(int64_t ms, bool network) {
+void Cluster::progress(int64_t ms, bool network) {
   if (ms < 0) throw HarnessError("time does not go back");
   const int64_t end = t_ + ms;
   int64_t steps = 0;
@@ -432,7 +329,7 @@ inline void Cluster::progress(int64_t ms, bool network) {
   t_ = end;
 }
 
-inline void Cluster::advance(int64_t ms) { progress(ms, false); }
-inline void Cluster::run_for(int64_t ms) { progress(ms, true); }
+void Cluster::advance(int64_t ms) { progress(ms, false); }
+void Cluster::run_for(int64_t ms) { progress(ms, true); }
 
 }  // namespace caesium::firing_test
