@@ -271,12 +271,8 @@ Status validate(const Entry& e) {
     return field_error("misfire", "must be skip, fire_once or fire_all");
   }
   if (Status s = duration_field("timeout", e.timeout_ms, true); !s.ok()) return s;
-  if (e.overlap == OverlapPolicy::replace) {
-    // The value is reserved (its encoding too); cancelling a running run is not built yet.
-    return field_error("overlap", "\"replace\" is not supported yet; use \"allow\" or \"forbid\"");
-  }
-  if (e.overlap != OverlapPolicy::allow && e.overlap != OverlapPolicy::forbid) {
-    return field_error("overlap", "must be allow or forbid");
+  if (e.overlap != OverlapPolicy::allow && e.overlap != OverlapPolicy::forbid && e.overlap != OverlapPolicy::replace) {
+    return field_error("overlap", "must be allow, forbid or replace");
   }
   for (const auto& [field, at] : {std::pair{"not_before", e.not_before_utc_ms}, std::pair{"not_after", e.not_after_utc_ms},
                                   std::pair{"resumed", e.resumed_utc_ms}}) {

@@ -111,10 +111,12 @@ struct Entry {
 // drawn from `seed` (the same on every node: the occurrence's key).
 int64_t retry_backoff_ms(const RetryPolicy& retry, uint32_t failed_runs, uint64_t seed);
 
-// At-most-once with overlap = forbid: the votes refuse a second concurrent run
-// (docs/firing.md, "Overlap").  At-least-once forbid is best effort, decided locally.
+// At-most-once with overlap = forbid or replace: the votes refuse a second concurrent run
+// (docs/firing.md, "Overlap"); under replace the later occurrence first asks the running
+// one to stop.  At-least-once is best effort, decided locally.
 inline bool forbids_overlap(const Entry& e) {
-  return e.semantics == Semantics::at_most_once && e.overlap == OverlapPolicy::forbid;
+  return e.semantics == Semantics::at_most_once &&
+         (e.overlap == OverlapPolicy::forbid || e.overlap == OverlapPolicy::replace);
 }
 
 // A pause or resume at `now_utc_ms`, as the API writes it: a resume of a paused entry

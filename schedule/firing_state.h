@@ -249,6 +249,9 @@ struct Occ {
   bool ever_owned = false;          // this process owned o at some point: its grants are never released
   bool overlap_refused = false;     // overlap = forbid: a replica refused a claim of o (kOverlap)
   uint32_t overlap_refusals = 0;    // such refusals, up to 5: the claim's back-off doubles with each
+  // overlap = replace: the latest later occurrence of the entry that asked o to stop (a
+  // replace record, ReplaceRecord); 0: none.  Workers stop o's runs, owners end o.
+  int64_t replaced_by_utc_ms = 0;
   bool backup = false;              // deciding as a backup: the master made no progress (kBackup)
   // Replica side: when this node last granted a claim or accepted an attempt for o that may
   // lead to a dispatch (Scheduler::ack_hold_until_mono); 0: never.

@@ -29,6 +29,7 @@ struct InvocationResult {
   bool ok = false;
   std::string detail;  // exit status, HTTP status, error text
   bool timed_out = false;  // stopped at its timeout (a failure)
+  bool replaced = false;   // stopped by SchedulerHost::cancel (overlap = replace; not a failure)
 };
 
 }  // namespace caesium::schedule

@@ -85,6 +85,12 @@ std::string worker_record_key(const OccurrenceId& occ, std::string_view fire_id)
   return k;
 }
 
+std::string replace_record_key(const OccurrenceId& occ, std::string_view node) {
+  std::string k = occ_key_with(occ, "r/");
+  k += node;
+  return k;
+}
+
 std::string grant_key(std::string_view volume, const OccurrenceId& occ) {
   const std::string prefix = occ_prefix(occ);
   std::string k;
@@ -99,7 +105,7 @@ std::string grant_key(std::string_view volume, const OccurrenceId& occ) {
 std::optional<OccKeyView> split_occ_key(std::string_view key) {
   if (key.substr(0, kOccPrefix.size()) != kOccPrefix) return std::nullopt;
   std::string_view rest = key.substr(kOccPrefix.size());
-  // <entity>/<name>/<T>/<m|w>/<suffix>
+  // <entity>/<name>/<T>/<m|w|r>/<suffix>
   std::string_view parts[5];
   for (int i = 0; i < 4; ++i) {
     const size_t slash = rest.find('/');
@@ -119,6 +125,7 @@ std::optional<OccKeyView> split_occ_key(std::string_view key) {
   out.scheduled_utc_ms = unbias(*t);
   if (parts[3] == "m") out.kind = ParsedOccKey::Kind::kOwner;
   else if (parts[3] == "w") out.kind = ParsedOccKey::Kind::kWorker;
+  else if (parts[3] == "r") out.kind = ParsedOccKey::Kind::kReplace;
   else return std::nullopt;
   out.suffix = parts[4];
   return out;
@@ -186,6 +193,7 @@ const char* to_string(WorkerState s) {
     case WorkerState::kTimedOut: return "timed_out";
     case WorkerState::kRefused: return "refused";
     case WorkerState::kRevoked: return "revoked";
+    case WorkerState::kReplaced: return "replaced";
   }
   return "?";
 }
@@ -230,6 +238,27 @@ std::string encode(const WorkerRecord& r) {
   if (r.run_at_utc_ms != 0 || r.run > 1) w.svarint(r.run_at_utc_ms);
   if (r.run > 1) w.varint(r.run);
   return w.take();
+}
+
+std::string encode(const ReplaceRecord& r) {
+  ByteWriter w(32 + r.by.node.size());
+  w.u8(kRecordFormat);
+  w.u8('r');
+  put(w, r.by);
+  w.svarint(r.by_scheduled_utc_ms);
+  w.svarint(r.requested_utc_ms);
+  return w.take();
+}
+
+Result<ReplaceRecord> decode_replace_record(std::string_view bytes) {
+  ByteReader r(bytes);
+  if (r.u8() != kRecordFormat || r.u8() != 'r') return Error("not a replace record (unknown format)");
+  ReplaceRecord o;
+  o.by = get_process(r);
+  o.by_scheduled_utc_ms = r.svarint();
+  o.requested_utc_ms = r.svarint();
+  if (!r.done()) return Error("replace record: truncated or trailing bytes");
+  return o;
 }
 
 std::string encode(const Vote& v) {
@@ -296,7 +325,7 @@ Result<WorkerRecord> decode_worker_record(std::string_view bytes) {
   o.worker = get_process(r);
   o.attempt = static_cast<uint32_t>(r.varint());
   const uint8_t state = r.u8();
-  if (state > 5) return Error("worker record: bad state");
+  if (state > 6) return Error("worker record: bad state");
   o.state = static_cast<WorkerState>(state);
   o.accepted_utc_ms = r.svarint();
   o.finished_utc_ms = r.svarint();

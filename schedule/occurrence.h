@@ -47,8 +47,8 @@ std::optional<ParsedGrantKey> parse_grant_key(std::string_view key);
 
 struct ParsedOccKey {
   OccurrenceId occ;
-  enum class Kind : uint8_t { kOwner, kWorker } kind = Kind::kOwner;
-  std::string suffix;  // owner node id, or fire id
+  enum class Kind : uint8_t { kOwner, kWorker, kReplace } kind = Kind::kOwner;
+  std::string suffix;  // owner node id, fire id, or the node asking for the replacement
 };
 std::optional<ParsedOccKey> parse_occ_key(std::string_view key);
 // The same into `out`, reusing its strings' storage; false (out unspecified) if malformed.
@@ -96,14 +96,18 @@ enum class WorkerState : uint8_t {
   kRefused = 3,    // never ran, never will (durable)
   kRevoked = 4,    // never ran, never will: promised to the owner (durable)
   kTimedOut = 5,   // the handler ran and was stopped at the entry's timeout (a failure)
+  kReplaced = 6,   // stopped (or never started) for a later occurrence: overlap = replace
 };
 const char* to_string(WorkerState s);
 inline bool ran(WorkerState s) {
   return s == WorkerState::kAccepted || s == WorkerState::kCompleted || s == WorkerState::kFailed ||
-         s == WorkerState::kTimedOut;
+         s == WorkerState::kTimedOut || s == WorkerState::kReplaced;
 }
+// The attempt's run is over (a replaced attempt may have been stopped before it started:
+// it is over all the same, and not a failure: no retry follows it).
 inline bool finished(WorkerState s) {
-  return s == WorkerState::kCompleted || s == WorkerState::kFailed || s == WorkerState::kTimedOut;
+  return s == WorkerState::kCompleted || s == WorkerState::kFailed || s == WorkerState::kTimedOut ||
+         s == WorkerState::kReplaced;
 }
 // Ran and ended in failure (a timeout is one).
 inline bool failed(WorkerState s) { return s == WorkerState::kFailed || s == WorkerState::kTimedOut; }
@@ -124,8 +128,22 @@ struct WorkerRecord {
   bool operator==(const WorkerRecord&) const = default;
 };
 
+// overlap = replace: a node deciding occurrence `by` of the entry asks that occurrence
+// `occ` (an earlier one) stop — every attempt of it, running or not yet started.  Kept
+// under occ's prefix, one key per asking node (replace_record_key); workers stop what
+// they run of occ, refuse what they would start, and the owner of occ ends it.
+struct ReplaceRecord {
+  ProcessId by;
+  int64_t by_scheduled_utc_ms = 0;  // the later occurrence that replaces occ
+  int64_t requested_utc_ms = 0;
+  bool operator==(const ReplaceRecord&) const = default;
+};
+std::string replace_record_key(const OccurrenceId& occ, std::string_view node);
+
 std::string encode(const OwnerRecord& r);
 std::string encode(const WorkerRecord& r);
+std::string encode(const ReplaceRecord& r);
+Result<ReplaceRecord> decode_replace_record(std::string_view bytes);
 // A replica's vote on one occurrence (node-local, durable): the round it promised and
 // the latest attempt it accepted.
 struct Vote {

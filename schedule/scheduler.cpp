@@ -185,10 +185,10 @@ void Scheduler::on_record(const std::string& volume, const std::string& key,
     ++counters_.bad_records;
     return;
   }
-  if (parsed.kind == ParsedOccKey::Kind::kOwner) {
-    on_owner_record(volume, parsed, value, now);
-  } else {
-    on_worker_record(volume, parsed, value, now);
+  switch (parsed.kind) {
+    case ParsedOccKey::Kind::kOwner: on_owner_record(volume, parsed, value, now); break;
+    case ParsedOccKey::Kind::kWorker: on_worker_record(volume, parsed, value, now); break;
+    case ParsedOccKey::Kind::kReplace: on_replace_record(volume, parsed, value, now); break;
   }
 }
 
@@ -476,6 +476,7 @@ void Scheduler::emit(FireEvent::Kind kind, const Occ& o, Clock now, const std::s
   e.path = o.path;
   e.ok = ok;
   e.lateness_ms = now.utc_ms - o.fire_utc_ms;
+  e.replaced = false;
   e.detail = detail;
   host_.emit(e);
 }

@@ -182,6 +182,7 @@ struct FireEvent {
   bool at_most_once = false;
   FirePath path = FirePath::kQuorum;
   bool ok = true;
+  bool replaced = false;  // kCompleted: stopped for a later occurrence (overlap = replace), not a failure
   int64_t lateness_ms = 0;
   std::string detail;
 };
@@ -205,6 +206,11 @@ class SchedulerHost {
   virtual void local_erase(const std::string& key) = 0;
   // Starts a handler, after everything written so far is durable.
   virtual void invoke(Invocation invocation) = 0;
+  // Stops a running handler (overlap = replace): exec is terminated, http aborted, and
+  // the run reports back through on_invocation_done with InvocationResult::replaced (or
+  // as it ended, if it ended first).  A host that cannot stop handlers lets them run to
+  // their end: at-most-once stays safe (the next run waits for this one's end).
+  virtual void cancel(uint64_t invocation_id) { (void)invocation_id; }
   // A mark of everything written so far, and a start that waits only for that much to be
   // durable: a prepared run needs its acceptance durable, which it was long before its
   // instant, not the completion records written since (waiting for each group commit
@@ -267,6 +273,9 @@ struct SchedulerCounters {
   // Dispatches refused here because a running cap was reached, and dispatches of ours
   // refused so (the owner then tries another worker, or waits).
   uint64_t busy_refused = 0, busy_refusals_received = 0;
+  // overlap = replace: runs this node asked to stop for a later occurrence (replace
+  // records written), and runs stopped here (recorded replaced).
+  uint64_t replace_asked = 0, replaced = 0;
 };
 
 class Scheduler {
@@ -463,6 +472,10 @@ class Scheduler {
                        Clock now);
   void on_worker_record(const std::string& volume, const ParsedOccKey& k, const std::optional<std::string>& value,
                         Clock now);
+  void on_replace_record(const std::string& volume, const ParsedOccKey& k, const std::optional<std::string>& value,
+                         Clock now);
+  // The worker side of a replace record: stops o's runs here, and o's held attempts never start.
+  void stop_replaced_runs(const Occ& o, Clock now);
   // A worker record of one of our attempts: what it says of the attempt.
   void apply_worker_record(Occ& o, const std::string& fire_id, const WorkerRecord& w, Clock now);
   bool ran_somewhere(const Occ& o) const;  // a worker record says some attempt finished
@@ -533,8 +546,15 @@ class Scheduler {
   void settle_forgotten(Occ& o);
   // Deciding side: o was due while another occurrence of its entry was running, as this
   // node knows from worker records; finishes o skipped_overlap (releasing a claim's grants)
-  // and returns true.  Only for entries with overlap = forbid.
+  // and returns true.  Only for entries with overlap = forbid.  Under replace: ends o if a
+  // later occurrence replaced it (replaced_stops), else asks the running ones to stop.
   bool overlap_stops(Occ& o, const Entry& e, Clock now);
+  // overlap = replace, deciding side: asks every earlier occurrence of o's entry that this
+  // node sees running to stop (a replace record), once per occurrence.
+  void ask_replace(const Occ& o, Clock now);
+  // An earlier occurrence asked to stop: the deciding side ends it (releasing a claim's
+  // grants) when no attempt of it is open; returns true when it did.
+  bool replaced_stops(Occ& o, Clock now);
 
   // --- round 0 (scheduler_claim.cpp) -------------------------------------------------------
   void claim_step(Occ& o, Clock now);
@@ -680,9 +700,10 @@ class Scheduler {
   bool prepared_never_started(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
                               const WorkerRecord& rec, uint64_t* held_id) const;
   struct Running;
-  void emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail);
+  void emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail, bool replaced = false);
   void emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
-                   bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms = 0);
+                   bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms = 0,
+                   bool replaced = false);
   // Runs held for their instant: starts those whose instant came and whose clock check
   // passes; the others wait for their next look.
   void start_held(Clock now);
@@ -765,6 +786,7 @@ class Scheduler {
     int64_t fire_utc_ms = 0;
     int64_t lateness_ms = 0;
     bool held = false;  // waiting in held_ (not started: a revoke may still stop it)
+    bool stopping = false;  // asked to stop (overlap = replace): SchedulerHost::cancel sent
     std::string handler{};
   };
   std::map<uint64_t, Running> running_;

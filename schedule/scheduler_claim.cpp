@@ -396,8 +396,9 @@ void Scheduler::on_round0_reply(Occ& o, const std::string& from, const ClaimRepl
       // run may also last for hours (or be a lost one that blocks the entry until its
       // vote expires), and every later occurrence is asking too: back off, doubling from
       // claim_retry up to 32 times it.
+      // Under replace the run that blocks o is being stopped: ask again soon.
       o.overlap_refused = true;
-      o.overlap_refusals = std::min<uint32_t>(o.overlap_refusals + 1, 5);
+      o.overlap_refusals = std::min<uint32_t>(o.overlap_refusals + 1, o.entry->overlap == OverlapPolicy::replace ? 1 : 5);
       c.ballot.answered.erase(from);
       c.ballot.not_due_until_mono[from] = now.mono_ms + (options_.claim_retry_ms << o.overlap_refusals);
       break;

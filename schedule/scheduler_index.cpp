@@ -324,6 +324,7 @@ bool Scheduler::drop_untracked_late(const std::string& volume, const OccurrenceI
   e.occ = id;
   e.at_most_once = entry.semantics == Semantics::at_most_once;
   e.lateness_ms = lateness;
+  e.replaced = false;
   e.detail = missed ? "found later than its misfire window" : "found late and superseded by a later occurrence";
   host_.emit(e);
   return true;

@@ -14,9 +14,12 @@
 //             claim refused for overlap whose blocker this node cannot see as running is
 //             asked again (the blocker may have ended with the news still on its way),
 //             for up to the misfire threshold after o was due: then `skipped_overlap`.
+#include <algorithm>
+
 #include "base/time.h"
 #include "schedule/marks.h"
 #include "schedule/scheduler.h"
+#include "schedule/timing.h"
 
 namespace caesium::schedule {
 
@@ -116,6 +119,8 @@ void Scheduler::settle_forgotten(Occ& o) {
 }
 
 bool Scheduler::overlap_stops(Occ& o, const Entry& e, Clock now) {
+  if (replaced_stops(o, now)) return true;
+  if (e.overlap == OverlapPolicy::replace) ask_replace(o, now);
   if (e.overlap != OverlapPolicy::forbid) return false;
   const std::optional<OccKey> key = known_occ_key(o.volume, o.id);
   if (!key) return false;
@@ -139,6 +144,115 @@ bool Scheduler::overlap_stops(Occ& o, const Entry& e, Clock now) {
     }
   }
   return false;
+}
+
+// overlap = replace (docs/firing.md, "Overlap").  Three rules:
+//
+//   decider   o is due while an earlier occurrence p of its entry runs (a worker record
+//             accepted and not finished): it writes a replace record under p, once.  It
+//             then goes on deciding o: at-least-once runs at once (best effort: p may
+//             still be stopping), at-most-once claims as under forbid — the votes refuse
+//             o until p's run is recorded over, which the stop brings about.
+//   worker    a replace record of p stops p's runs here (SchedulerHost::cancel; the run
+//             is recorded replaced when it ends), drops its held attempts (recorded
+//             replaced: they never start) and refuses p's dispatches from then on.
+//   owner     p's decider, seeing the record — or p's successor due already (a backlog
+//             after an outage: a run of p would be stopped as it started) — starts no
+//             new attempt of p: with none open, p ends skipped_overlap ("replaced by ...").
+void Scheduler::ask_replace(const Occ& o, Clock now) {
+  const std::optional<OccKey> key = known_occ_key(o.volume, o.id);
+  if (!key) return;
+  for (auto it = occs_.lower_bound(OccKey{key->entry, INT64_MIN}); it != occs_.end() && it->first.entry == key->entry;
+       ++it) {
+    Occ& p = it->second;
+    if (p.id.scheduled_utc_ms >= o.id.scheduled_utc_ms) break;
+    if (p.volume != o.volume || p.replaced_by_utc_ms >= o.id.scheduled_utc_ms) continue;
+    const bool running = std::any_of(p.worker_records.begin(), p.worker_records.end(),
+                                     [](const auto& w) { return ran(w.second.state) && !finished(w.second.state); });
+    if (!running) continue;
+    mark(Mark::kReplaceAsked);
+    ++counters_.replace_asked;
+    // Written through the store: the record reaches p's workers and deciders, now or
+    // after a heal.  Applied here at once (this node may be p's worker or owner).
+    host_.store_put(o.volume, replace_record_key(p.id, self_.node),
+                    encode(ReplaceRecord{self_, o.id.scheduled_utc_ms, now.utc_ms}));
+    p.replaced_by_utc_ms = o.id.scheduled_utc_ms;
+    stop_replaced_runs(p, now);
+    touch(p);
+  }
+}
+
+void Scheduler::on_replace_record(const std::string& volume, const ParsedOccKey& k,
+                                  const std::optional<std::string>& value, Clock now) {
+  if (!value) return;  // removed by retention: nothing left to stop
+  auto rec = decode_replace_record(*value);
+  if (!rec.ok() || rec->by_scheduled_utc_ms <= k.occ.scheduled_utc_ms) {
+    ++counters_.bad_records;  // only a later occurrence replaces an earlier one
+    return;
+  }
+  if (k.occ.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms) return;
+  Occ* existing = find_occ(volume, k.occ);
+  Occ& o = existing ? *existing : track(volume, k.occ, now);
+  if (o.replaced_by_utc_ms >= rec->by_scheduled_utc_ms) return;
+  o.replaced_by_utc_ms = rec->by_scheduled_utc_ms;
+  stop_replaced_runs(o, now);
+  touch(o);
+}
+
+void Scheduler::stop_replaced_runs(const Occ& o, Clock now) {
+  std::vector<uint64_t> held;
+  for (auto& [id, run] : running_) {
+    if (run.volume != o.volume || !(run.occ == o.id)) continue;
+    if (run.held) {
+      held.push_back(id);
+    } else if (!run.stopping) {
+      mark(Mark::kReplaceStopped);
+      run.stopping = true;
+      host_.cancel(id);
+    }
+  }
+  for (uint64_t id : held) {
+    const Running r = running_.at(id);
+    drop_held(id);
+    WorkerRecord rec;
+    rec.worker = self_;
+    rec.attempt = r.attempt;
+    rec.state = WorkerState::kReplaced;
+    rec.accepted_utc_ms = r.accepted_utc_ms;
+    rec.finished_utc_ms = now.utc_ms;
+    rec.run = r.run;
+    rec.run_at_utc_ms = r.fire_utc_ms;
+    rec.detail = "replaced before its instant by the occurrence due at " + format_rfc3339_utc(o.replaced_by_utc_ms);
+    ++counters_.replaced;
+    put_worker_record(r.volume, r.occ, r.fire_id, rec, now);
+  }
+}
+
+bool Scheduler::replaced_stops(Occ& o, Clock now) {
+  int64_t by = o.replaced_by_utc_ms;
+  if (by == 0 && o.entry != nullptr && o.entry->overlap == OverlapPolicy::replace) {
+    // Its successor is due already (a backlog after an outage): a run of o would be
+    // stopped as soon as it started.
+    const std::optional<int64_t> next = next_occurrence(*o.entry, o.id.scheduled_utc_ms);
+    if (next && fire_time(*o.entry, *next) <= now.utc_ms) by = *next;
+  }
+  if (by == 0) return false;
+  bool ran_once = false;  // a run of o failed (no retry follows it now)
+  if (auto* own = std::get_if<firing::Owned>(&o.phase)) {
+    for (const Attempt& a : own->attempts) {
+      if (!may_be_followed(a)) return false;  // open, or it ran: its own end concludes o
+      ran_once = ran_once || a.state == AttemptState::kFinished;
+    }
+  }
+  if (o.is<firing::Claiming>()) release_grants(o);
+  const std::string why = "replaced by the occurrence due at " + format_rfc3339_utc(by);
+  if (ran_once) {
+    to_finished(o, Outcome::kDone, why, now);
+    return true;
+  }
+  mark(Mark::kOverlapSkipped);
+  to_finished(o, Outcome::kSkippedOverlap, why, now);
+  return true;
 }
 
 }  // namespace caesium::schedule

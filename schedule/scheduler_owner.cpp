@@ -56,6 +56,7 @@ void Scheduler::owner_step(Occ& o, Clock now) {
   firing::Owned& own = o.as<firing::Owned>();
   const Entry& e = *o.entry;
   o.deadlines.clear();  // each path below arms what it waits for
+  if (replaced_stops(o, now)) return;
   if (own.attempts.empty()) {
     step_no_attempt(o, now);
     return;

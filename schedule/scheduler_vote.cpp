@@ -272,6 +272,7 @@ void Scheduler::emit_grant(const Claim& c) {
   e.path = FirePath::kQuorum;
   e.ok = true;
   e.lateness_ms = 0;
+  e.replaced = false;
   e.detail = c.attempt.worker;
   host_.emit(e);
 }

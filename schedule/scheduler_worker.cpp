@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "base/time.h"
 #include "schedule/marks.h"
 #include "schedule/scheduler.h"
 #include "schedule/timing.h"
@@ -69,6 +70,10 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   }
   if (now.utc_ms > d.accept_by_utc_ms) {
     refuse("the attempt's accept deadline has passed");
+    return;
+  }
+  if (known != nullptr && known->replaced_by_utc_ms != 0) {
+    refuse("replaced by the occurrence due at " + format_rfc3339_utc(known->replaced_by_utc_ms));
     return;
   }
   // A running cap is reached: refused "busy" (durably, as every refusal), so the owner
@@ -234,7 +239,8 @@ void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
         case WorkerState::kAccepted: reply.outcome = RevokeOutcome::kAccepted; break;
         case WorkerState::kCompleted:
         case WorkerState::kFailed:
-        case WorkerState::kTimedOut: reply.outcome = RevokeOutcome::kCompleted; break;
+        case WorkerState::kTimedOut:
+        case WorkerState::kReplaced: reply.outcome = RevokeOutcome::kCompleted; break;
         case WorkerState::kRefused:
         case WorkerState::kRevoked: reply.outcome = RevokeOutcome::kRevoked; break;
       }
@@ -335,12 +341,12 @@ bool Scheduler::prepared_never_started(const std::string& volume, const Occurren
   return rec.run_at_utc_ms > started_utc_ms_ + 2 * options_.max_clock_skew_ms;
 }
 
-void Scheduler::emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail) {
-  emit_worker(kind, r.volume, r.occ, r.attempt, r.at_most_once, ok, detail, r.lateness_ms);
+void Scheduler::emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail, bool replaced) {
+  emit_worker(kind, r.volume, r.occ, r.attempt, r.at_most_once, ok, detail, r.lateness_ms, replaced);
 }
 
 void Scheduler::emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
-                            bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms) {
+                            bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms, bool replaced) {
   FireEvent& e = event_scratch_;  // every field is set: the event is the reused one
   e.kind = kind;
   e.volume = volume;
@@ -351,6 +357,7 @@ void Scheduler::emit_worker(FireEvent::Kind kind, const std::string& volume, con
   e.path = FirePath::kQuorum;
   e.ok = ok;
   e.lateness_ms = lateness_ms;
+  e.replaced = replaced;
   e.detail = detail;
   host_.emit(e);
 }
@@ -368,7 +375,10 @@ void Scheduler::on_invocation_done(const InvocationResult& result, Clock now) {
   WorkerRecord rec;
   rec.worker = self_;
   rec.attempt = r.attempt;
-  rec.state = result.ok ? WorkerState::kCompleted : result.timed_out ? WorkerState::kTimedOut : WorkerState::kFailed;
+  rec.state = result.ok          ? WorkerState::kCompleted
+              : result.replaced  ? WorkerState::kReplaced
+              : result.timed_out ? WorkerState::kTimedOut
+                                 : WorkerState::kFailed;
   rec.accepted_utc_ms = r.accepted_utc_ms;
   rec.finished_utc_ms = now.utc_ms;
   rec.run = r.run;
@@ -380,9 +390,10 @@ void Scheduler::on_invocation_done(const InvocationResult& result, Clock now) {
   // could run an at-most-once occurrence again.
   put_worker_record(r.volume, r.occ, r.fire_id, rec, now, r.lazy_completion);
   if (result.ok) ++counters_.completed;
+  else if (result.replaced) ++counters_.replaced;
   else ++counters_.failed;
   if (result.timed_out) ++counters_.timed_out;
-  emit_run(FireEvent::Kind::kCompleted, r, result.ok, result.detail);
+  emit_run(FireEvent::Kind::kCompleted, r, result.ok, result.detail, !result.ok && result.replaced);
   if (Occ* o = find_occ(r.volume, r.occ)) touch(*o);
   drain(now);
 }

@@ -30,7 +30,9 @@ struct Execution {
   uint32_t generation = 0;     // process lifetime on that node
   Invocation invocation;       // everything the handler was given
   // kTimedOut: stopped at the entry's timeout (Invocation::timeout_ms), a hang included.
-  enum class Outcome : uint8_t { kRunning = 0, kOk = 1, kFailed = 2, kAbandoned = 3, kHung = 4, kTimedOut = 5 };
+  // kReplaced: stopped by its node for a later occurrence (overlap = replace).
+  enum class Outcome : uint8_t { kRunning = 0, kOk = 1, kFailed = 2, kAbandoned = 3, kHung = 4, kTimedOut = 5,
+                                 kReplaced = 6 };
   Outcome outcome = Outcome::kRunning;  // kAbandoned: the node crashed first
   int64_t done_ms = -1;                 // when it completed (kOk/kFailed)
 };

@@ -19,6 +19,12 @@ std::string occ_name(const std::string& volume, const std::string& key, int64_t 
   return volume + "/" + key + "@" + format_rfc3339_utc(scheduled_utc_ms);
 }
 
+// overlap = forbid or replace: one run of the entry at a time (replace stops the earlier
+// run first; at-most-once waits for its end).
+bool one_run_at_a_time(const schedule::Entry& e) {
+  return e.overlap == schedule::OverlapPolicy::forbid || e.overlap == schedule::OverlapPolicy::replace;
+}
+
 }  // namespace
 
 FireChecker::FireChecker(const Scenario& scenario, Options options) : scenario_(scenario), options_(options) {
@@ -346,8 +352,9 @@ void FireChecker::finish(const World& world, Report& report) {
         // runs themselves.
         // (At-least-once: some node's skipped_overlap verdict may stand beside a run of
         // another that then died with its node — best effort, and no takeover follows.)
-        const bool overlap_skipped = c.entry.overlap == schedule::OverlapPolicy::forbid &&
-                                     (d.skipped_overlap || (amo && overlap_blocked(world, k, due_ms)));
+        // overlap = replace: an occurrence replaced before it ran is skipped_overlap too.
+        const bool overlap_skipped =
+            one_run_at_a_time(c.entry) && (d.skipped_overlap || (amo && overlap_blocked(world, k, due_ms)));
 
         if (first_start >= 0) {
           const int64_t late = first_start - due_ms;
@@ -355,8 +362,7 @@ void FireChecker::finish(const World& world, Report& report) {
           const bool quiet = quiet_between(world, elig, std::max<int64_t>(0, due_ms - options_.liveness_before_ms), first_start);
           (quiet ? lateness_healthy : lateness_faulty).push_back(late);
           // A forbid occurrence may wait for the news that the run before it ended.
-          const bool waited_for_overlap = c.entry.overlap == schedule::OverlapPolicy::forbid && amo &&
-                                          overlap_blocked(world, k, due_ms);
+          const bool waited_for_overlap = one_run_at_a_time(c.entry) && amo && overlap_blocked(world, k, due_ms);
           // With a running cap, waiting for a free slot is lateness by design (cap.exceeded
           // and the liveness rules judge those runs instead).
           if (quiet && judged && late > options_.healthy_lateness_ms && due_ms - c.at_ms > options_.replication_grace_ms &&
@@ -586,6 +592,7 @@ const char* outcome_name(Execution::Outcome o) {
     case Execution::Outcome::kAbandoned: return "died with its node";
     case Execution::Outcome::kHung: return "hung";
     case Execution::Outcome::kTimedOut: return "timed out";
+    case Execution::Outcome::kReplaced: return "stopped (replaced)";
   }
   return "?";
 }
@@ -720,8 +727,8 @@ void FireChecker::check_overlap(const World& world, Report& report) const {
   for (const auto& [ck, versions] : created_) {
     bool forbid = true;
     for (const Created& c : versions) {
-      forbid = forbid && (c.deleted || (c.entry.semantics == schedule::Semantics::at_most_once &&
-                                        c.entry.overlap == schedule::OverlapPolicy::forbid));
+      forbid = forbid &&
+               (c.deleted || (c.entry.semantics == schedule::Semantics::at_most_once && one_run_at_a_time(c.entry)));
     }
     if (!forbid) continue;
     struct Run {
@@ -745,7 +752,7 @@ void FireChecker::check_overlap(const World& world, Report& report) const {
     for (const Run& r : runs) {
       if (furthest != nullptr && r.start_ms < furthest->end_ms && r.scheduled_utc_ms != furthest->scheduled_utc_ms) {
         report.violate({"overlap.forbid",
-                        occ_name(ck.first, ck.second, r.scheduled_utc_ms) + " (at-most-once, overlap = forbid) started on " +
+                        occ_name(ck.first, ck.second, r.scheduled_utc_ms) + " (at-most-once, one run at a time) started on " +
                             world.spec(execs[r.index].node).id + " while the run of " +
                             occ_name(ck.first, ck.second, furthest->scheduled_utc_ms) + " on " +
                             world.spec(execs[furthest->index].node).id + " was still running",

@@ -34,7 +34,7 @@
 //                  (Each manual occurrence is an occurrence like any other: the rules
 //                  above hold for it, so a trigger of an at-most-once entry runs at most
 //                  once, and one of an at-least-once entry runs when they say.)
-//   overlap.forbid two runs of one at-most-once entry with overlap = "forbid" overlapped
+//   overlap.forbid two runs of one at-most-once entry with overlap = "forbid" or "replace" overlapped
 //                  in time (invocation to completion, crash, or the end of the run)  (always)
 //   cap.exceeded   a node ran more handlers at once than its running cap (node option
 //                  max_running), on the real execution intervals               (always)

@@ -174,6 +174,7 @@ class NodeProcess final : public Process {
   bool poll_transmit(Transmit& out) override { return node_->poll_transmit(out); }
   bool poll_storage(StorageBatch& out) override { return node_->poll_storage(out); }
   bool poll_invocation(Invocation& out) override { return node_->poll_invocation(out); }
+  bool poll_cancel(uint64_t& invocation_id) override { return node_->poll_cancel(invocation_id); }
   bool poll_reconnect(std::string& stream_addr) override { return node_->poll_reconnect(stream_addr); }
   std::vector<std::pair<std::string, double>> counters() const override {
     if (!started_) return {};

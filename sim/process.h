@@ -93,6 +93,11 @@ class Process {
   virtual bool poll_transmit(Transmit& out) = 0;
   virtual bool poll_storage(StorageBatch& out) = 0;
   virtual bool poll_invocation(Invocation& out) = 0;
+  // A running invocation to stop (node::Node::poll_cancel).  Default: never.
+  virtual bool poll_cancel(uint64_t& invocation_id) {
+    (void)invocation_id;
+    return false;
+  }
   virtual bool poll_observation(Observation& out) = 0;
   // A peer's process restarted: drop the reconnect back-off towards its stream address
   // and connect at once (the daemon's Transport::reconnect_now).  Default: never.

@@ -37,7 +37,7 @@ struct SwarmOptions {
   // that created them, some retried with the same Idempotency-Key (drawn from a stream of
   // their own, so every seed's other choices stay what they are without it).
   bool triggers = false;
-  // Also entries with overlap = "forbid" whose handler runs longer than their period
+  // Also entries with overlap = "forbid" or "replace" whose handler runs longer than their period
   // (add_overlap_workload, a stream of its own, so every seed's other choices stay what
   // they are without it): the overlap.forbid rule then has runs to judge.
   bool overlap = false;

@@ -192,6 +192,8 @@ void add_overlap_workload(uint64_t seed, Scenario& s) {
   const int64_t run_ms = rng.between(6, 40) * kMsPerSecond;
   s.world.handler.fixed_duration_ms["long"] = run_ms;
   const int entries = static_cast<int>(rng.between(1, 3));
+  // forbid or replace, from a stream of its own (the other draws stay what they were).
+  Rng policy(seed ^ 0x2E91ACEULL);
   for (int i = 0; i < entries; ++i) {
     WorkloadEntry w = workload_entry_on_a_volume(rng, s, "ov", "long" + std::to_string(i));
     // After the nodes' amnesia horizon (they start wiped): see docs/firing.md, Overlap.
@@ -201,7 +203,7 @@ void add_overlap_workload(uint64_t seed, Scenario& s) {
     // A timeout bounds how long a wiped replica abstains on the entry's claims.
     if (rng.chance(0.5)) f["timeout"] = std::to_string(run_ms / kMsPerSecond + 20) + "s";
     f["semantics"] = i == 0 || rng.chance(0.7) ? "at_most_once" : "at_least_once";
-    f["overlap"] = "forbid";
+    f["overlap"] = policy.chance(0.4) ? "replace" : "forbid";
     if (rng.chance(0.5)) {
       f["cron"] = "*/" + std::to_string(rng.between(2, 10)) + " * * * * *";
     } else {

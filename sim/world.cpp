@@ -294,6 +294,8 @@ void World::drain(uint32_t node) {
   if (n.disk.wants_sync()) start_sync(node);
   node::Invocation inv;
   while (p.poll_invocation(inv)) execute(node, inv);
+  uint64_t stop = 0;
+  while (p.poll_cancel(stop)) stop_execution(node, stop);
   Observation obs;
   while (p.poll_observation(obs)) observe(node, obs);
   std::string addr;
@@ -442,11 +444,38 @@ void World::execute(uint32_t node, node::Invocation& invocation) {
   queue_.push(e);
 }
 
+// A stop (SIGTERM, an aborted request) takes a moment to end the run.
+constexpr int64_t kStopDelayMs = 50;
+
+void World::stop_execution(uint32_t node, uint64_t invocation_id) {
+  const SimNode& n = nodes_[node];
+  for (size_t i = executions_.size(); i-- > 0;) {
+    const Execution& ex = executions_[i];
+    if (ex.node != node || ex.generation != n.generation || ex.invocation.id != invocation_id) continue;
+    if (ex.outcome != Execution::Outcome::kRunning && ex.outcome != Execution::Outcome::kHung) return;  // ended
+    trace(spec(node).id + " stop fire " + ex.invocation.fire_id);
+    mix(0x5709 ^ i);
+    Event e;
+    e.kind = EventKind::kInvocationDone;
+    e.node = node;
+    e.generation = n.generation;
+    e.a = i;
+    e.aux = 3;  // stopped: replaced
+    e.time_ms = now_ms_ + kStopDelayMs;
+    queue_.push(e);
+    return;
+  }
+}
+
 void World::on_invocation_done(const Event& e) {
   SimNode& n = nodes_[e.node];
   if (!n.up || e.generation != n.generation) return;  // crashed first: abandoned
   Execution& ex = executions_[e.a];
-  ex.outcome = e.aux == 2 ? Execution::Outcome::kTimedOut : e.aux ? Execution::Outcome::kOk : Execution::Outcome::kFailed;
+  if (ex.done_ms >= 0) return;  // stopped before its natural end, or ended before the stop
+  ex.outcome = e.aux == 3   ? Execution::Outcome::kReplaced
+               : e.aux == 2 ? Execution::Outcome::kTimedOut
+               : e.aux      ? Execution::Outcome::kOk
+                            : Execution::Outcome::kFailed;
   ex.done_ms = now_ms_;
   mix(0xD0E ^ e.a);
   for (Checker* c : checkers_) c->on_execution_done(*this, ex);
@@ -454,7 +483,11 @@ void World::on_invocation_done(const Event& e) {
   result.id = ex.invocation.id;
   result.ok = e.aux == 1;
   result.timed_out = e.aux == 2;
-  result.detail = result.ok ? "ok" : result.timed_out ? "stopped at its timeout" : "simulated handler failure";
+  result.replaced = e.aux == 3;
+  result.detail = result.ok          ? "ok"
+                  : result.timed_out ? "stopped at its timeout"
+                  : result.replaced  ? "stopped: replaced by a later occurrence"
+                                     : "simulated handler failure";
   n.process->on_invocation_done(result, clock_of(e.node));
   drain(e.node);
 }

@@ -323,6 +323,9 @@ class World {
   void submit_storage(uint32_t node, node::StorageBatch& batch);
   void start_sync(uint32_t node);
   void execute(uint32_t node, node::Invocation& invocation);
+  // The node stops a run of its own (overlap = replace): it ends kStopDelayMs later,
+  // unless it ended first.
+  void stop_execution(uint32_t node, uint64_t invocation_id);
   void observe(uint32_t node, const Observation& obs);
   void schedule_tick(uint32_t node, bool after_tick);
   // Applies `edit` to a copy of the current links, records it, breaks broken streams.

@@ -362,7 +362,7 @@ void World::finish(Report& report) {
   report.set("sim.api.writes_acked", static_cast<double>(acked));
   report.set("sim.config.applied", static_cast<double>(configs_applied_));
   report.set("sim.config.refused", static_cast<double>(configs_refused_));
-  uint64_t ok = 0, failed = 0, abandoned = 0, hung = 0, running = 0, timed_out = 0;
+  uint64_t ok = 0, failed = 0, abandoned = 0, hung = 0, running = 0, timed_out = 0, replaced = 0;
   for (const Execution& ex : executions_) {
     switch (ex.outcome) {
       case Execution::Outcome::kOk: ++ok; break;
@@ -370,6 +370,7 @@ void World::finish(Report& report) {
       case Execution::Outcome::kAbandoned: ++abandoned; break;
       case Execution::Outcome::kHung: ++hung; break;
       case Execution::Outcome::kTimedOut: ++timed_out; break;
+      case Execution::Outcome::kReplaced: ++replaced; break;
       case Execution::Outcome::kRunning: ++running; break;
     }
   }
@@ -388,6 +389,7 @@ void World::finish(Report& report) {
   report.set("handler.abandoned", static_cast<double>(abandoned));
   report.set("handler.hung", static_cast<double>(hung));
   if (timed_out > 0) report.set("handler.timed_out", static_cast<double>(timed_out));
+  if (replaced > 0) report.set("handler.replaced", static_cast<double>(replaced));
   report.set("handler.running_at_end", static_cast<double>(running));
   size_t faults = 0;
   for (const FaultRecord& f : fault_log_) faults += f.kind != FaultKind::kSlowEnd ? 1 : 0;

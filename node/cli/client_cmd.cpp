@@ -55,7 +55,7 @@ const ValueOption kEntryFields[] = {
     {"--run-timeout", "DURATION", "stop a run that takes longer (the entry's timeout)"},
     {"--not-before", "RFC3339", "no occurrence before this instant"},
     {"--not-after", "RFC3339", "no occurrence after this instant"},
-    {"--overlap", "POLICY", "allow or forbid: what an occurrence due while the last run runs does"},
+    {"--overlap", "POLICY", "allow, forbid or replace: what an occurrence due while the last run runs does"},
     {"--retry-attempts", "N", "runs in all after definite failures, the first included (1..100; 1 = no retry)"},
     {"--retry-backoff", "DURATION", "wait before the first retry, doubled before each further one (default 1s)"},
     {"--retry-max-backoff", "DURATION", "the doubling stops here (default 1m)"},

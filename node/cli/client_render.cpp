@@ -162,7 +162,7 @@ std::string render_status(const json& s) {
   out += "occurrences decided here: missed " + field(sched, "missed") + "  lost " + field(sched, "lost") + "  skipped " +
          field(sched, "skipped") + "  skipped_overlap " + field(sched, "skipped_overlap") + "\n" +
          "runs here: failed " + field(sched, "failed") + "  timed_out " + field(sched, "timed_out") +
-         "  retries decided " + field(sched, "retried") + "\n\n";
+         "  replaced " + field(sched, "replaced") + "  retries decided " + field(sched, "retried") + "\n\n";
   std::vector<std::vector<std::string>> members;
   for (const auto& m : array_at(s, "members")) {
     const json load = m.is_object() && m.contains("load") ? m["load"] : json::object();

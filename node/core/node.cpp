@@ -558,6 +558,19 @@ void Node::invoke_after(Invocation invocation, uint64_t mark) {
   invocations_out_.push_back(PendingInvocation{std::move(invocation), mark});
 }
 
+void Node::cancel(uint64_t invocation_id) {
+  uint64_t barrier = invocations_out_.empty() ? 0 : invocations_out_.back().barrier;
+  if (!cancels_out_.empty()) barrier = std::max(barrier, cancels_out_.back().second);
+  cancels_out_.emplace_back(invocation_id, barrier);
+}
+
+bool Node::poll_cancel(uint64_t& invocation_id) {
+  if (cancels_out_.empty() || cancels_out_.front().second > durable_seq_) return false;
+  invocation_id = cancels_out_.front().first;
+  cancels_out_.pop_front();
+  return true;
+}
+
 bool Node::poll_invocation(Invocation& out) {
   if (invocations_out_.empty() || invocations_out_.front().barrier > durable_seq_) return false;
   out = std::move(invocations_out_.front().inv);

@@ -176,6 +176,11 @@ class Node final : private schedule::SchedulerHost {
   bool poll_transmit(Transmit& out);
   bool poll_storage(StorageBatch& out);
   bool poll_invocation(Invocation& out);
+  // A running invocation to stop (overlap = replace), by Invocation::id: released after
+  // every invocation queued before it, so a driver that polls invocations first has
+  // started it.  The driver stops it and reports it through on_invocation_done
+  // (InvocationResult::replaced), or as it ended if it ended first.
+  bool poll_cancel(uint64_t& invocation_id);
   bool poll_event(NodeEvent& out);
   // A peer restarted (its frames name a new boot id): the driver should drop any
   // reconnect backoff towards its stream address and connect at once.  Our frames to the
@@ -427,6 +432,7 @@ class Node final : private schedule::SchedulerHost {
   void invoke(Invocation invocation) override;
   uint64_t write_mark() const override { return write_barrier(); }
   void invoke_after(Invocation invocation, uint64_t mark) override;
+  void cancel(uint64_t invocation_id) override;
   void emit(const schedule::FireEvent& event) override;
   schedule::PeerView peer(const std::string& node) const override;
   int64_t clock_ahead(const std::string& node) const override;
@@ -608,6 +614,7 @@ class Node final : private schedule::SchedulerHost {
   std::deque<PendingMessage> self_out_;
   std::deque<PendingMessage> remote_out_;
   std::deque<PendingInvocation> invocations_out_;
+  std::deque<std::pair<uint64_t, uint64_t>> cancels_out_;  // (invocation id, barrier)
   std::deque<NodeEvent> events_;
   std::function<void(const schedule::FireEvent&)> fire_observer_;
   struct DeferredRecord {

@@ -143,9 +143,9 @@ std::vector<Node::OccurrenceHistory> Node::history(const std::string& volume, co
     h.occ = parsed->occ;
     if (parsed->kind == schedule::ParsedOccKey::Kind::kOwner) {
       if (auto o = schedule::decode_owner_record(*r.value)) h.owners.push_back(std::move(*o));
-    } else if (auto w = schedule::decode_worker_record(*r.value)) {
-      h.workers.emplace_back(parsed->suffix, std::move(*w));
-    }
+    } else if (parsed->kind == schedule::ParsedOccKey::Kind::kWorker) {
+      if (auto w = schedule::decode_worker_record(*r.value)) h.workers.emplace_back(parsed->suffix, std::move(*w));
+    }  // a replace record (overlap = replace) shows through the records it brought about
   });
   // Most recent first.
   for (auto rit = by_time.rbegin(); rit != by_time.rend() && out.size() < limit; ++rit) out.push_back(std::move(rit->second));

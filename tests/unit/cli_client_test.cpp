@@ -402,7 +402,7 @@ TEST_CASE("cli: config apply sends the file, history and status render") {
   CHECK(f.run("history", {"v", "acme", "x"}).out == "no occurrences recorded yet\n");
   f.answers = {answer(200, {{"node", "n1"}, {"config_epoch", 3}, {"active", true}, {"pending", {{"running_invocations", 0}}},
                             {"scheduler", {{"missed", 1}, {"lost", 0}, {"skipped", 2}, {"skipped_overlap", 3}, {"failed", 4},
-                                           {"timed_out", 1}, {"retried", 5}}},
+                                           {"timed_out", 1}, {"replaced", 2}, {"retried", 5}}},
                             {"members", {{{"id", "n1"}, {"state", "alive"}, {"incarnation", 4},
                                           {"load", {{"running", 1}}}, {"capacity", {{"cores", 8}, {"memory_mb", 4096}, {"max_running", 16}}},
                                           {"priority", 30}, {"tags", {"eu"}}, {"api_addr", "127.0.0.1:7113"},
@@ -415,7 +415,7 @@ TEST_CASE("cli: config apply sends the file, history and status render") {
   auto s = f.run("status", {});
   CHECK(s.out.find("node n1  config epoch 3  active yes  running invocations 0\n") == 0);
   CHECK(s.out.find("occurrences decided here: missed 1  lost 0  skipped 2  skipped_overlap 3\n"
-                   "runs here: failed 4  timed_out 1  retries decided 5\n") != std::string::npos);
+                   "runs here: failed 4  timed_out 1  replaced 2  retries decided 5\n") != std::string::npos);
   CHECK(s.out.find("n1      alive  4            1/16  8c 4096MB  30        eu    127.0.0.1:7113  -\n") != std::string::npos);
   // A peer whose clock is known to be ahead shows by how much, at least.
   CHECK(s.out.find("n2      alive  2            0/16  8c 4096MB  20        -     127.0.0.1:7123  +2500ms\n") !=

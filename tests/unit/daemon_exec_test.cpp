@@ -270,6 +270,33 @@ TEST_CASE("exec: a timeout kills the child and its process group") {
   }
 }
 
+// overlap = replace: stop() ends the run as a timeout does (SIGTERM to the group, SIGKILL
+// after the grace), and the result says replaced — not a failure, not timed out.
+TEST_CASE("exec: stop ends the run and its process group, and the result says replaced") {
+  TestLoop loop;
+  TempDir dir;
+  const std::string pids = dir.file("pids");
+  auto ex = make_exec_executor(loop.get(), "n1", sh("sleep 30 & echo $! > " + pids + "; wait", 60'000));
+  const node::Invocation inv = sample_invocation();
+  std::optional<node::InvocationResult> result;
+  ex->run(inv, [&](const node::InvocationResult& r) { result = r; });
+  REQUIRE(loop.run_until([&] { return read_pid(pids).has_value(); }));
+  CHECK_FALSE(ex->stop(inv.id + 1));  // not one of its runs
+  CHECK(ex->stop(inv.id));
+  REQUIRE(loop.run_until([&] { return result.has_value(); }));
+  CHECK_FALSE(result->ok);
+  CHECK(result->replaced);
+  CHECK_FALSE(result->timed_out);
+  CHECK(result->detail.rfind("stopped: replaced by a later occurrence; sent SIGTERM", 0) == 0);
+  const auto grandchild = read_pid(pids);
+  REQUIRE(grandchild.has_value());
+  CHECK(loop.run_until([&] { return process_gone(*grandchild); }));
+  CHECK(ex->running() == 0);
+  CHECK_FALSE(ex->stop(inv.id));  // ended: nothing left to stop
+  ex.reset();
+  CHECK(loop.drain());
+}
+
 TEST_CASE("exec: the entry's timeout, when set, replaces the handler's, and the result says timed_out") {
   TestLoop loop;
   node::Invocation inv = sample_invocation();

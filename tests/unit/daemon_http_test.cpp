@@ -375,6 +375,37 @@ TEST_CASE("http: cancel_all and destruction abort requests without calling back"
   CHECK(loop.drain());
 }
 
+// overlap = replace: stop() aborts that run's request and reports it replaced; the
+// executor's other runs go on.
+TEST_CASE("http: stop aborts one run's request and reports it replaced") {
+  TestLoop loop;
+  {
+    TestServer silent(loop.get(), -1);
+    auto client = std::make_unique<HttpClient>(loop.get());
+    auto ex = make_http_executor(*client, "n1", http({silent.url()}));
+    node::Invocation first = sample_invocation(), second = sample_invocation();
+    second.id = first.id + 1;
+    std::optional<node::InvocationResult> stopped;
+    int other_calls = 0;
+    ex->run(first, [&](const node::InvocationResult& r) { stopped = r; });
+    ex->run(second, [&](const node::InvocationResult&) { ++other_calls; });
+    REQUIRE(loop.run_until([&] { return silent.requests().size() == 2; }));
+    CHECK_FALSE(ex->stop(second.id + 1));
+    CHECK(ex->stop(first.id));
+    REQUIRE(stopped.has_value());
+    CHECK(stopped->id == first.id);
+    CHECK_FALSE(stopped->ok);
+    CHECK(stopped->replaced);
+    CHECK(stopped->detail.rfind("aborted: replaced by a later occurrence", 0) == 0);
+    CHECK(ex->running() == 1);
+    CHECK(client->in_flight() == 1);
+    CHECK(other_calls == 0);
+    ex.reset();
+    client.reset();
+  }
+  CHECK(loop.drain());
+}
+
 TEST_CASE("HttpClient: destroying it with requests in flight, or from a callback, is clean") {
   TestLoop loop;
   {

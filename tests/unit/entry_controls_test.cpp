@@ -230,5 +230,11 @@ TEST_CASE("overlap in JSON: read, written back and validated", "[entry][controls
         "overlap: expected allow or forbid or replace");
   CHECK(json_error({{"cron", "* * * * *"}, {"handler", "noop"}, {"overlap", true}}) ==
         "overlap: expected allow or forbid or replace");
-  CHECK(json_error({{"cron", "* * * * *"}, {"handler", "noop"}, {"overlap", "replace"}}).rfind("overlap: ", 0) == 0);
+  const Entry r = from_json({{"cron", "* * * * *"}, {"handler", "noop"}, {"overlap", "replace"}});
+  CHECK(r.overlap == OverlapPolicy::replace);
+  CHECK(entry_to_json(r)["overlap"] == "replace");
+  CHECK(from_json(entry_to_json(r)) == r);
+  const auto back = decode_entry(encode_entry(r));
+  REQUIRE(back.ok());
+  CHECK(*back == r);
 }

@@ -164,6 +164,8 @@ struct Run {
   Invocation inv;
   int64_t start_t = 0, start_utc = 0;  // start_utc: the worker's clock
   bool finished = false, ok = false, crashed = false;
+  bool stop_requested = false;  // SchedulerHost::cancel (overlap = replace)
+  bool replaced = false;        // ended by finish_stopped
 };
 
 struct LoggedEvent {
@@ -279,6 +281,9 @@ class Cluster {
   const std::vector<Run>& runs() const { return runs_; }
   std::vector<Run> runs_of(const OccurrenceId& occ) const;
   size_t complete(const std::string& id, bool ok = true);  // every unfinished run of the node
+  // Every unfinished run of the node that its scheduler asked to stop ends, replaced (as a
+  // host reports a stopped handler).
+  size_t finish_stopped(const std::string& id);
   // Occurrences (entry key, instant) started more than once across the cluster, with their
   // run count: at-most-once entries must never appear here.
   std::map<std::pair<std::string, int64_t>, size_t> duplicate_runs() const;

@@ -77,6 +77,9 @@ class Cluster::Host final : public schedule::SchedulerHost {
   void invoke(Invocation invocation) override { push_out(m_.written, m_.id, std::move(invocation)); }
   uint64_t write_mark() const override { return m_.written; }
   void invoke_after(Invocation invocation, uint64_t mark) override { push_out(mark, m_.id, std::move(invocation)); }
+  void cancel(uint64_t invocation_id) override {
+    if (auto it = m_.running.find(invocation_id); it != m_.running.end()) c_.runs_[it->second].stop_requested = true;
+  }
   void emit(const FireEvent& event) override {
     const Clock now = c_.clock(m_.id);
     c_.events_.push_back(LoggedEvent{m_.id, now.mono_ms, now.utc_ms, event});

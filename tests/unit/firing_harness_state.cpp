@@ -289,6 +289,25 @@ size_t Cluster::complete(const std::string& id, bool ok) {
   return ids.size();
 }
 
+size_t Cluster::finish_stopped(const std::string& id) {
+  Member& m = member(id);
+  if (!m.up) return 0;
+  std::vector<uint64_t> ids;
+  for (const auto& [inv, index] : m.running) {
+    if (runs_[index].stop_requested) ids.push_back(inv);
+  }
+  for (uint64_t inv : ids) {
+    Run& r = runs_[m.running[inv]];
+    r.finished = true;
+    r.replaced = true;
+    m.running.erase(inv);
+    schedule::InvocationResult result{inv, false, "stopped"};
+    result.replaced = true;
+    turn(m, [&](Scheduler& s, Clock now) { s.on_invocation_done(result, now); });
+  }
+  return ids.size();
+}
+
 std::map<std::pair<std::string, int64_t>, size_t> Cluster::duplicate_runs() const {
   std::map<std::pair<std::string, int64_t>, size_t> count;
   for (const auto& r : runs_) ++count[{schedule::entry_key(r.inv.entity, r.inv.entry), r.inv.scheduled_utc_ms}];

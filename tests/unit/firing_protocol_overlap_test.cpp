@@ -241,3 +241,80 @@ TEST_CASE("firing overlap: an owner's own vote on an attempt it never sent does 
   for (const auto& r : replies(c, "n1", "n2", second)) CHECK(r.outcome != ClaimOutcome::kOverlap);
   CHECK(c.runs_of(second).size() == 1);
 }
+
+namespace {
+// overlap = replace: an entry due every 5 s, three times, whose runs outlast the period.
+Entry replace_entry(Semantics semantics) {
+  Entry e = every("long", 5'000, 3, semantics);
+  e.created_utc_ms = kCreated;
+  e.overlap = schedule::OverlapPolicy::replace;
+  return e;
+}
+
+// A replace entry of `semantics` on a cluster mastered by n1, run until 1 s after its
+// second occurrence was due, the first having started.
+struct ReplaceRun {
+  Entry e;
+  OccurrenceId first, second;
+};
+ReplaceRun run_into_second(Cluster& c, Semantics semantics) {
+  ReplaceRun r{replace_entry(semantics), {}, {}};
+  c.make_master("n1");
+  c.put_entry(r.e);
+  r.first = occ_of(r.e, kCreated + 5'000);
+  r.second = occ_of(r.e, kCreated + 10'000);
+  c.run_until_t(c.t_at("n1", r.first.scheduled_utc_ms) + 500);
+  REQUIRE(c.runs_of(r.first).size() == 1);
+  c.run_until_t(c.t_at("n1", r.second.scheduled_utc_ms) + 1'000);
+  return r;
+}
+}  // namespace
+
+// Rule (decider, worker, replica): the decider of the second occurrence asks the running
+// first one to stop; at-most-once, the second starts only once the first is recorded over
+// (the votes refuse it before), and the first is recorded replaced — never two at once.
+TEST_CASE("firing overlap: replace stops the running run, and at-most-once starts the next only after it ended",
+          "[firing][overlap][replace]") {
+  Cluster c;
+  const auto [e, first, second] = run_into_second(c, Semantics::at_most_once);
+  const std::string worker = c.runs_of(first).front().node;
+  INFO("worker " << worker << "\n" << c.dump());
+  CHECK(c.runs_of(first).front().stop_requested);
+  CHECK(c.runs_of(second).empty());  // asked to stop, not stopped yet: nothing beside it
+  CHECK(c.sched("n1").counters().replace_asked == 1);
+  REQUIRE(c.finish_stopped(worker) == 1);
+  c.run_for(2'000);
+  CHECK(c.runs_of(second).size() == 1);
+  const auto records = c.worker_records(worker, first);
+  REQUIRE(records.size() == 1);
+  CHECK(records.begin()->second.state == WorkerState::kReplaced);
+  CHECK(c.sched(worker).counters().replaced == 1);
+  CHECK(c.duplicate_runs().empty());
+  // The first occurrence's outcome stands as run (replaced), not missed.
+  CHECK(c.events(FireEvent::Kind::kMissed, first).empty());
+}
+
+// At-least-once replace is best effort: the next run starts at once, the first is asked
+// to stop beside it.
+TEST_CASE("firing overlap: replace at-least-once runs the next at once and stops the previous",
+          "[firing][overlap][replace]") {
+  Cluster c;
+  const auto [e, first, second] = run_into_second(c, Semantics::at_least_once);
+  INFO(c.dump());
+  CHECK(c.runs_of(first).front().stop_requested);
+  CHECK(c.runs_of(second).size() == 1);
+  CHECK_FALSE(c.runs_of(second).front().stop_requested);
+}
+
+// Without replace (forbid), nothing is ever asked to stop.
+TEST_CASE("firing overlap: forbid never stops a running run", "[firing][overlap][replace]") {
+  Cluster c;
+  Entry e = replace_entry(Semantics::at_most_once);
+  e.overlap = schedule::OverlapPolicy::forbid;
+  c.make_master("n1");
+  c.put_entry(e);
+  c.run_until_t(c.t_at("n1", kCreated + 10'000) + 1'000);
+  REQUIRE(c.runs_of(occ_of(e, kCreated + 5'000)).size() == 1);
+  CHECK_FALSE(c.runs_of(occ_of(e, kCreated + 5'000)).front().stop_requested);
+  CHECK(c.sched("n1").counters().replace_asked == 0);
+}

@@ -124,6 +124,7 @@ json status_json(const node::Node& node) {
                          {"owned_takeover", s.owned_takeover}, {"dispatched", s.dispatched},
                          {"redispatched", s.redispatched}, {"accepted", s.accepted}, {"completed", s.completed},
                          {"failed", s.failed}, {"timed_out", s.timed_out}, {"retried", s.retried},
+                         {"replace_asked", s.replace_asked}, {"replaced", s.replaced},
                          {"ran_claims_refused", s.ran_claims_refused}, {"withheld", s.withheld}, {"missed", s.missed}, {"lost", s.lost},
                          {"skipped", s.skipped}, {"skipped_overlap", s.skipped_overlap},
                          {"overlap_refused", s.overlap_refused}, {"granted", s.granted}, {"refused_claims", s.refused_claims},

@@ -26,9 +26,10 @@ std::string hex64(uint64_t v) {
 // failed one; an owner's verdict (lost, missed, skipped) beats an attempt still shown
 // as running (a lost at-most-once attempt stays "accepted" in its worker record).
 std::string outcome(const node::Node::OccurrenceHistory& h, bool retries) {
-  bool completed = false, failed = false, timed_out = false, running = false, dispatched = false;
+  bool completed = false, failed = false, timed_out = false, running = false, dispatched = false, replaced = false;
   for (const auto& [fire_id, w] : h.workers) {
     completed |= w.state == schedule::WorkerState::kCompleted;
+    replaced |= w.state == schedule::WorkerState::kReplaced;
     timed_out |= w.state == schedule::WorkerState::kTimedOut;
     failed |= schedule::failed(w.state);
     running |= w.state == schedule::WorkerState::kAccepted;
@@ -42,6 +43,7 @@ std::string outcome(const node::Node::OccurrenceHistory& h, bool retries) {
     dispatched |= !o.attempts.empty();
   }
   if (completed) return "completed";
+  if (replaced) return "replaced";  // stopped for a later occurrence (overlap = replace)
   if (retries && failed && running) return "running";  // a retry of a failed run
   if (timed_out) return "timed_out";
   if (failed) return "failed";

@@ -187,6 +187,15 @@ size_t HandlerSet::running() const {
   return n;
 }
 
+void HandlerSet::stop(uint64_t invocation_id) {
+  for (auto& [name, h] : impl_->handlers) {
+    if (h.executor && h.executor->stop(invocation_id)) return;
+  }
+  for (auto& e : impl_->retired) {
+    if (e->stop(invocation_id)) return;
+  }
+}
+
 void HandlerSet::cancel_all() {
   impl_->deferred.clear();
   for (auto& [name, h] : impl_->handlers) {

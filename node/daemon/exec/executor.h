@@ -36,6 +36,13 @@ class Executor {
   virtual size_t running() const = 0;
   // Stop everything now (kill processes, abort requests); no more callbacks.
   virtual void cancel_all() = 0;
+  // Stops one run (overlap = replace): exec gets SIGTERM, then SIGKILL kExecKillGraceMs
+  // later; an http request is aborted.  Its `done` reports InvocationResult::replaced
+  // (possibly before stop returns).  False when this executor does not run it.
+  virtual bool stop(uint64_t invocation_id) {
+    (void)invocation_id;
+    return false;
+  }
 };
 
 // Checks what the executors need of a handler's configuration (a name; exec: a
@@ -66,6 +73,8 @@ class HandlerSet {
   void reload(std::vector<HandlerConfig> handlers);
   size_t running() const;
   void cancel_all();
+  // Executor::stop on whichever executor runs the invocation (none: nothing to stop).
+  void stop(uint64_t invocation_id);
 
  private:
   struct Impl;

@@ -8,6 +8,9 @@
 //                ▼                 │
 //           terminating (SIGTERM to the group; SIGKILL kExecKillGraceMs later)
 //
+// stop() (overlap = replace) enters terminating from running as a timeout does; the run
+// then reports `replaced` instead of `timed_out`.
+//
 // Invariants:
 //   - `done` is called at most once, from `finish`, always from a loop callback;
 //   - the process handle is closed only after libuv reaped the child (its exit
@@ -66,6 +69,7 @@ struct Child {
   bool spawned = false;
   bool exited = false;
   bool timed_out = false;
+  bool replaced = false;  // stopped by ExecExecutor::stop
   bool out_eof = false;
   bool err_eof = false;
   int64_t exit_status = 0;
@@ -96,6 +100,7 @@ class ExecExecutor final : public Executor {
 
   void run(const node::Invocation& invocation, DoneFn done) override;
   size_t running() const override { return children_.size() + deferred_.pending(); }
+  bool stop(uint64_t invocation_id) override;
   void cancel_all() override {
     deferred_.clear();
     auto children = std::move(children_);
@@ -149,6 +154,13 @@ void Child::detach() {
 }
 
 std::string Child::describe_end() const {
+  if (replaced) {
+    std::string s = std::string("stopped: replaced by a later occurrence; sent ") +
+                    (last_signal_sent == SIGKILL ? "SIGKILL" : "SIGTERM");
+    if (term_signal != 0) s += ", killed by signal " + std::to_string(term_signal);
+    else s += ", then it exited with status " + std::to_string(exit_status);
+    return s;
+  }
   if (timed_out) {
     std::string s = "timed out after " + format_duration_ms(timeout_ms) + "; sent " +
                     (last_signal_sent == SIGKILL ? "SIGKILL" : "SIGTERM");
@@ -169,8 +181,9 @@ void Child::finish() {
   close_handles();
   node::InvocationResult result;
   result.id = invocation_id;
-  result.ok = !timed_out && term_signal == 0 && exit_status == 0;
+  result.ok = !timed_out && !replaced && term_signal == 0 && exit_status == 0;
   result.timed_out = timed_out;
+  result.replaced = replaced;
   result.detail = describe_end() + output_section("stdout", out_tail) +
                   output_section("stderr", err_tail);
   DoneFn d = std::move(done);
@@ -204,7 +217,7 @@ void on_child_exit(uv_process_t* p, int64_t exit_status, int term_signal) {
   Child* c = child_of(p);
   // On a timeout, sweep the rest of the group now, while the group id is still
   // reserved by its members (the kernel does not reuse a pid that names a group).
-  if (c->timed_out && kill(-p->pid, SIGKILL) != 0) { /* the group is already empty */ }
+  if ((c->timed_out || c->replaced) && kill(-p->pid, SIGKILL) != 0) { /* the group is already empty */ }
   c->exited = true;
   c->exit_status = exit_status;
   c->term_signal = term_signal;
@@ -218,6 +231,20 @@ void on_child_exit(uv_process_t* p, int64_t exit_status, int term_signal) {
   } else {
     uv_timer_start(&c->timer, on_timer, kDrainMs, 0);
   }
+}
+
+bool ExecExecutor::stop(uint64_t invocation_id) {
+  for (Child* c : children_) {
+    if (c->invocation_id != invocation_id) continue;
+    if (c->phase == Child::Phase::kRunning) {  // terminating, draining: it is ending already
+      c->replaced = true;
+      c->phase = Child::Phase::kTerminating;
+      c->signal_group(SIGTERM);
+      uv_timer_start(&c->timer, on_timer, kExecKillGraceMs, 0);
+    }
+    return true;
+  }
+  return false;
 }
 
 void on_alloc(uv_handle_t* h, size_t /*suggested*/, uv_buf_t* buf) {

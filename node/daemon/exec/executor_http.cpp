@@ -43,6 +43,23 @@ class HttpExecutor final : public Executor {
 
   size_t running() const override { return calls_.size(); }
 
+  bool stop(uint64_t invocation_id) override {
+    for (auto it = calls_.begin(); it != calls_.end(); ++it) {
+      if (it->second.invocation_id != invocation_id) continue;
+      client_.cancel(it->second.request_id);
+      node::InvocationResult result;
+      result.id = invocation_id;
+      result.replaced = true;
+      result.detail = "aborted: replaced by a later occurrence";
+      if (!it->second.failures.empty()) result.detail += " (before: " + join(it->second.failures) + ")";
+      DoneFn d = std::move(it->second.done);
+      calls_.erase(it);
+      d(result);  // last: it may destroy this executor
+      return true;
+    }
+    return false;
+  }
+
   void cancel_all() override {
     auto calls = std::move(calls_);
     calls_.clear();

@@ -43,7 +43,9 @@ void FireMetrics::on_fire(const schedule::FireEvent& f) {
       ++counts_.accepted;
       if (f.attempt > 1) ++counts_.duplicate_runs;
       break;
-    case K::kCompleted: ++(f.ok ? counts_.completed_ok : counts_.completed_failed); break;
+    case K::kCompleted:
+      if (!f.replaced) ++(f.ok ? counts_.completed_ok : counts_.completed_failed);  // replaced: its own counter
+      break;
     case K::kWithheld: ++counts_.withheld; break;
     case K::kMissed: ++counts_.missed; break;
     case K::kLost: ++counts_.lost; break;
@@ -182,6 +184,12 @@ void render_node(PromWriter& w, const node::Node& node) {
   counter(w, "caesium_handler_timeouts_total",
           "Handler runs on this node stopped at their entry's timeout (counted as failed runs too).",
           node.scheduler_counters().timed_out);
+  counter(w, "caesium_replace_asked_total",
+          "overlap = replace: earlier runs this node, deciding a later occurrence, asked to stop.",
+          node.scheduler_counters().replace_asked);
+  counter(w, "caesium_handler_replaced_total",
+          "overlap = replace: handler runs on this node stopped (or dropped before their instant) for a later occurrence.",
+          node.scheduler_counters().replaced);
   counter(w, "caesium_dispatches_refused_busy_total",
           "Dispatches this node refused as worker because a running cap was reached ([capacity] or handler max_running).",
           node.scheduler_counters().busy_refused);

@@ -87,7 +87,7 @@ EventLine describe_fire(const schedule::FireEvent& f) {
       m = "accepted " + attempt_text(f) + " on " + f.node;
       break;
     case K::kCompleted:
-      m = std::string("completed ") + (f.ok ? "ok" : "failed") + " (" + attempt_text(f) + " on " + f.node +
+      m = std::string("completed ") + (f.ok ? "ok" : f.replaced ? "replaced" : "failed") + " (" + attempt_text(f) + " on " + f.node +
           ", " + std::to_string(f.lateness_ms) + " ms late)";
       append_detail(m, f.detail);
       break;
@@ -108,7 +108,7 @@ EventLine describe_fire(const schedule::FireEvent& f) {
       append_detail(m, f.detail);
       break;
     case K::kSkippedOverlap:
-      m = "skipped_overlap (overlap = forbid: due while a run of the entry was running)";
+      m = "skipped_overlap";  // the detail says why: a run going on (forbid), or replaced
       append_detail(m, f.detail);
       break;
     case K::kRetryScheduled:
@@ -147,7 +147,7 @@ LogLevel fire_level(const schedule::FireEvent& f) {
     case K::kDispatched:
     case K::kAccepted: return LogLevel::kDebug;
     case K::kOwned: return f.path == schedule::FirePath::kQuorum ? LogLevel::kDebug : LogLevel::kInfo;
-    case K::kCompleted: return f.ok ? LogLevel::kInfo : LogLevel::kWarn;
+    case K::kCompleted: return f.ok || f.replaced ? LogLevel::kInfo : LogLevel::kWarn;
     case K::kWithheld:
     case K::kMissed:
     case K::kRedispatched: return LogLevel::kWarn;

@@ -308,6 +308,10 @@ void Runtime::drain() {
     while (node_->poll_storage(batch)) storage_->submit(std::move(batch));
     node::Invocation inv;
     while (node_->poll_invocation(inv)) run_invocation(std::move(inv));
+    uint64_t stop = 0;
+    while (node_->poll_cancel(stop)) {
+      if (handlers_) handlers_->stop(stop);  // overlap = replace (Chronos timers have no policy)
+    }
     node::NodeEvent e;
     while (node_->poll_event(e)) log_event(e);
   } while (drain_again_ || !finished_.empty());
