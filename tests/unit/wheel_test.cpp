@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "tests/unit/test_seed.h"
 #include "wheel/timing_wheel.h"
 
 using caesium::Rng;
@@ -323,7 +324,7 @@ std::vector<uint64_t> payloads(const std::vector<Expired>& v) {
 }  // namespace
 
 TEST_CASE("wheel matches the reference model over random operation sequences", "[wheel][property]") {
-  for (const uint64_t seed : seeds_to_run(1, 1500)) {
+  for (const uint64_t seed : seeds_to_run(1, caesium::test::seed_count(1500, 300))) {
     INFO("seed " << seed << "  (replay: CAESIUM_SEED=" << seed << ")");
     Run run(seed);
     CAPTURE(run.exact, run.churn, run.vector_form);
