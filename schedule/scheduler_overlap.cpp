@@ -229,20 +229,23 @@ void Scheduler::stop_replaced_runs(const Occ& o, Clock now) {
 }
 
 bool Scheduler::replaced_stops(Occ& o, Clock now) {
-  int64_t by = o.replaced_by_utc_ms;
-  if (by == 0 && o.entry != nullptr && o.entry->overlap == OverlapPolicy::replace) {
-    // Its successor is due already (a backlog after an outage): a run of o would be
-    // stopped as soon as it started.
-    const std::optional<int64_t> next = next_occurrence(*o.entry, o.id.scheduled_utc_ms);
-    if (next && fire_time(*o.entry, *next) <= now.utc_ms) by = *next;
-  }
-  if (by == 0) return false;
+  if (o.replaced_by_utc_ms == 0 && (o.entry == nullptr || o.entry->overlap != OverlapPolicy::replace)) return false;
+  // First what is cheap: an open attempt (the common case, owner_step runs often while a
+  // run goes on) concludes o by its own end.
   bool ran_once = false;  // a run of o failed (no retry follows it now)
   if (auto* own = std::get_if<firing::Owned>(&o.phase)) {
     for (const Attempt& a : own->attempts) {
       if (!may_be_followed(a)) return false;  // open, or it ran: its own end concludes o
       ran_once = ran_once || a.state == AttemptState::kFinished;
     }
+  }
+  int64_t by = o.replaced_by_utc_ms;
+  if (by == 0) {
+    // Its successor is due already (a backlog after an outage): a run of o would be
+    // stopped as soon as it started.
+    const std::optional<int64_t> next = next_occurrence(*o.entry, o.id.scheduled_utc_ms);
+    if (!next || fire_time(*o.entry, *next) > now.utc_ms) return false;
+    by = *next;
   }
   if (o.is<firing::Claiming>()) release_grants(o);
   const std::string why = "replaced by the occurrence due at " + format_rfc3339_utc(by);
