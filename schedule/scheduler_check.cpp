@@ -1,7 +1,7 @@
 // Scheduler: invariants.  check_occ runs after every step of every occurrence an input
 // touched, and check_vote after every vote, when SchedulerOptions::check_invariants is on
 // (the simulator, debug builds); check_invariants walks everything (the simulator calls
-// it after each tick of each node).  Failures abort (base/check.h): they are bugs here,
+// it once per simulated second of each node).  Failures abort (base/check.h): they are bugs here,
 // never bad input.
 #include <algorithm>
 #include <cassert>

@@ -157,9 +157,15 @@ class NodeProcess final : public Process {
     node_->on_tick(now);
     drain();
 #ifndef NDEBUG
-    // Debug and sanitizer builds: the node's internal consistency (scheduler, membership,
-    // stores) after every tick of every simulated node.
-    node_->check_invariants();
+    // Debug and sanitizer builds: the node's whole internal consistency (scheduler,
+    // membership, stores), walked at most once per kFullCheckEveryMs of simulated time per
+    // node.  The walk costs the size of the stores, which grow through a run; the firing
+    // core's own checks (check_occ, check_vote) still follow every input that touches an
+    // occurrence or a vote (SchedulerOptions::check_invariants).
+    if (now.mono_ms >= next_full_check_mono_ms_) {
+      next_full_check_mono_ms_ = now.mono_ms + kFullCheckEveryMs;
+      node_->check_invariants();
+    }
 #endif
   }
   void on_durable(uint64_t seq, Clock now) override {
@@ -325,6 +331,9 @@ class NodeProcess final : public Process {
   }
 
  private:
+  static constexpr int64_t kFullCheckEveryMs = 1000;
+  int64_t next_full_check_mono_ms_ = 0;
+
   void note(std::string text) {
     Observation o;
     o.kind = Observation::Kind::kNote;

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -173,22 +174,24 @@ class Cluster {
   // True if every up node sees every up node alive and all of them hold the same records
   // (id, address, incarnation, state) for the up nodes.
   bool converged() const {
+    std::set<std::pair<std::string, std::string>> up_nodes;  // (id, address)
+    size_t up = 0;
+    for (const auto& n : nodes_) {
+      if (!n.up) continue;
+      up_nodes.emplace(n.id, n.addr);
+      ++up;
+    }
     std::vector<MemberRecord> reference;
     bool first = true;
     for (const auto& observer : nodes_) {
       if (!observer.up) continue;
       std::vector<MemberRecord> view;
       for (auto& r : observer.m->members()) {
-        const bool subject_up = std::any_of(nodes_.begin(), nodes_.end(), [&](const Node& n) {
-          return n.up && n.id == r.node && n.addr == r.addr;
-        });
-        if (!subject_up) continue;
+        if (up_nodes.count({r.node, r.addr}) == 0) continue;
         if (r.state != MemberState::kAlive) return false;
         r.meta = {};  // meta is compared by the tests that care
         view.push_back(std::move(r));
       }
-      const size_t up = static_cast<size_t>(
-          std::count_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.up; }));
       if (view.size() != up) return false;
       if (first) {
         reference = view;
