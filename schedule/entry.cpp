@@ -283,6 +283,9 @@ Status validate(const Entry& e) {
   }
   if (Status s = validate_triggers(e.triggers); !s.ok()) return s;
   if (Status s = validate_retry(e.retry); !s.ok()) return s;
+  if (!e.on_failure.empty()) {
+    if (Status s = validate_identifier(e.on_failure, "on_failure"); !s.ok()) return s;
+  }
   if (e.payload.size() > kMaxPayloadBytes) {
     return field_error("payload", "is " + std::to_string(e.payload.size()) + " bytes; at most 65536 are allowed");
   }

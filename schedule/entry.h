@@ -92,12 +92,15 @@ struct Entry {
   std::vector<Trigger> triggers;
   OverlapPolicy overlap = OverlapPolicy::allow;  // allow: occurrences run regardless of one another
   RetryPolicy retry;
+  // A handler run once when an occurrence's last run fails (docs/entries.md, "Notifications");
+  // empty: none.
+  std::string on_failure;
 
   // Whether any control is set (the entry then needs encoding version 2).
   bool has_controls() const {
     return paused || timeout_ms != 0 || not_before_utc_ms.has_value() || not_after_utc_ms.has_value() ||
            resumed_utc_ms.has_value() || overlap != OverlapPolicy::allow || !triggers.empty() ||
-           retry != RetryPolicy{};
+           retry != RetryPolicy{} || !on_failure.empty();
   }
   // The trigger due at `at_utc_ms`, or null.
   const Trigger* trigger_at(int64_t at_utc_ms) const;

@@ -47,7 +47,12 @@ constexpr size_t kMaxZoneBytes = 64;
 constexpr uint8_t kOverlapFlag = 16;
 constexpr uint8_t kFlagRetry = 32;
 constexpr uint8_t kFlagTriggers = 64;
-constexpr uint8_t kKnownControlFlags = 1 | 2 | 4 | 8 | kOverlapFlag | kFlagRetry | kFlagTriggers;
+// Bit 128: a second flags byte follows the first (the first has no bit left).
+constexpr uint8_t kFlagMore = 128;
+constexpr uint8_t kKnownControlFlags = 1 | 2 | 4 | 8 | kOverlapFlag | kFlagRetry | kFlagTriggers | kFlagMore;
+// The second flags byte.
+constexpr uint8_t kFlag2OnFailure = 1;
+constexpr uint8_t kKnownControlFlags2 = kFlag2OnFailure;
 
 }  // namespace
 
@@ -88,7 +93,9 @@ std::string encode_entry(const Entry& e) {
   if (e.has_controls()) {
     w.u8(static_cast<uint8_t>((e.paused ? 1 : 0) | (e.not_before_utc_ms ? 2 : 0) | (e.not_after_utc_ms ? 4 : 0) |
                               (e.resumed_utc_ms ? 8 : 0) | (e.overlap != OverlapPolicy::allow ? kOverlapFlag : 0) |
-                              (e.retry != RetryPolicy{} ? kFlagRetry : 0) | (e.triggers.empty() ? 0 : kFlagTriggers)));
+                              (e.retry != RetryPolicy{} ? kFlagRetry : 0) | (e.triggers.empty() ? 0 : kFlagTriggers) |
+                              (e.on_failure.empty() ? 0 : kFlagMore)));
+    if (!e.on_failure.empty()) w.u8(kFlag2OnFailure);
     w.svarint(e.timeout_ms);
     if (e.not_before_utc_ms) w.svarint(*e.not_before_utc_ms);
     if (e.not_after_utc_ms) w.svarint(*e.not_after_utc_ms);
@@ -107,6 +114,7 @@ std::string encode_entry(const Entry& e) {
         w.svarint(t.at_utc_ms);
       }
     }
+    if (!e.on_failure.empty()) w.str(e.on_failure);
   }
   return w.take();
 }
@@ -159,6 +167,10 @@ void read_retry(Reader& r, RetryPolicy& retry) {
 void read_controls(Reader& r, Entry& e) {
   const uint8_t flags = r.u8("controls");
   if ((flags & ~kKnownControlFlags) != 0) r.fail("controls", "unknown flag bits");
+  const uint8_t flags2 = (flags & kFlagMore) != 0 ? r.u8("controls") : 0;
+  if ((flags2 & ~kKnownControlFlags2) != 0) r.fail("controls", "unknown flag bits");
+  // The second byte is written only when it has a flag set: one entry, one encoding.
+  if ((flags & kFlagMore) != 0 && flags2 == 0) r.fail("controls", "a second flags byte without any flag");
   e.paused = (flags & 1) != 0;
   e.timeout_ms = r.svarint("timeout");
   if ((flags & 2) != 0) e.not_before_utc_ms = r.svarint("not_before");
@@ -180,6 +192,10 @@ void read_controls(Reader& r, Entry& e) {
       t.at_utc_ms = r.svarint("triggers.at");
       e.triggers.push_back(std::move(t));
     }
+  }
+  if ((flags2 & kFlag2OnFailure) != 0) {
+    e.on_failure = r.str("on_failure", kMaxIdentifierBytes);
+    if (r.ok() && e.on_failure.empty()) r.fail("on_failure", "empty (no handler is written as the flag's absence)");
   }
   if (r.ok() && !e.has_controls()) r.fail("controls", "version 2 without any control (version 1 is its form)");
 }

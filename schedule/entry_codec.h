@@ -15,11 +15,13 @@
 //   u8 misfire, str payload
 // Version 2 ("CE" 0x02) appends the controls:
 //   u8 flags (1 paused, 2 not_before, 4 not_after, 8 resumed, 16 overlap, 32 retry,
-//   64 triggers; bit 128 must be 0), svarint timeout, then, each only when its flag is
+//   64 triggers, 128 a second flags byte follows), [u8 flags2 (1 on_failure; written only
+//   with a bit set)], svarint timeout, then, each only when its flag is
 //   set, in the order of the bits: svarint not_before, not_after, resumed; u8 overlap
 //   (1 forbid, 2 replace); retry: varint attempts (1..100), svarint backoff_ms,
 //   svarint max_backoff_ms (0..24 h, max >= backoff), varint jitter_permille (0..1000);
-//   varint n (1..16), n x (str id, svarint at) triggers.  A flag whose control has its
+//   varint n (1..16), n x (str id, svarint at) triggers; str on_failure (a handler
+//   name, not empty).  A flag whose control has its
 //   default (overlap allow, the default RetryPolicy) is not set: its absence is the
 //   default's only encoding.
 // Nothing may follow, and varints must be minimal: each entry has exactly one

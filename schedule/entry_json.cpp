@@ -170,20 +170,9 @@ struct TimingFields {
   const json* timer = nullptr;
 };
 
-Status entry_field_from_json(const std::string& field, const json& v, Entry& e, bool& has_payload) {
-  if (field == "handler") {
-    auto h = get_string(v, field);
-    if (!h.ok()) return h.error();
-    e.handler = std::move(*h);
-  } else if (field == "semantics") {
-    auto s = get_enum(v, field, kSemantics);
-    if (!s.ok()) return s.error();
-    e.semantics = *s;
-  } else if (field == "misfire") {
-    auto m = get_enum(v, field, kMisfire);
-    if (!m.ok()) return m.error();
-    e.misfire = *m;
-  } else if (field == "overlap") {
+// The operator controls (docs/entries.md, Controls): nullopt when `field` is none of them.
+std::optional<Status> control_field_from_json(const std::string& field, const json& v, Entry& e) {
+  if (field == "overlap") {
     auto o = get_enum(v, field, kOverlap);
     if (!o.ok()) return o.error();
     e.overlap = *o;
@@ -191,16 +180,12 @@ Status entry_field_from_json(const std::string& field, const json& v, Entry& e, 
     auto r = retry_from_json(v);
     if (!r.ok()) return r.error();
     e.retry = *r;
-  } else if (field == "bind") {
-    if (!v.is_array()) return field_error(field, "expected an array of node ids and \"tag:<t>\" selectors");
-    for (size_t i = 0; i < v.size(); ++i) {
-      auto b = get_string(v[i], "bind[" + std::to_string(i) + "]");
-      if (!b.ok()) return b.error();
-      e.bind.push_back(std::move(*b));
-    }
-  } else if (field == "prefer_origin") {
-    if (!v.is_boolean()) return field_error(field, "expected true or false");
-    e.prefer_origin = v.get<bool>();
+  } else if (field == "on_failure") {
+    if (v.is_null()) return Status::success();
+    auto h = get_string(v, field);
+    if (!h.ok()) return h.error();
+    if (h->empty()) return field_error(field, "must not be empty (null: no handler)");
+    e.on_failure = std::move(*h);
   } else if (field == "paused") {
     if (!v.is_boolean()) return field_error(field, "expected true or false");
     e.paused = v.get<bool>();
@@ -215,6 +200,36 @@ Status entry_field_from_json(const std::string& field, const json& v, Entry& e, 
     auto at = parse_rfc3339_ms(*t);
     if (!at.ok()) return field_error(field, "expected an RFC 3339 instant like 2026-05-01T00:00:00Z: " + at.error().message);
     (field == "not_before" ? e.not_before_utc_ms : e.not_after_utc_ms) = *at;
+  } else {
+    return std::nullopt;
+  }
+  return Status::success();
+}
+
+Status entry_field_from_json(const std::string& field, const json& v, Entry& e, bool& has_payload) {
+  if (std::optional<Status> control = control_field_from_json(field, v, e)) return *control;
+  if (field == "handler") {
+    auto h = get_string(v, field);
+    if (!h.ok()) return h.error();
+    e.handler = std::move(*h);
+  } else if (field == "semantics") {
+    auto s = get_enum(v, field, kSemantics);
+    if (!s.ok()) return s.error();
+    e.semantics = *s;
+  } else if (field == "misfire") {
+    auto m = get_enum(v, field, kMisfire);
+    if (!m.ok()) return m.error();
+    e.misfire = *m;
+  } else if (field == "bind") {
+    if (!v.is_array()) return field_error(field, "expected an array of node ids and \"tag:<t>\" selectors");
+    for (size_t i = 0; i < v.size(); ++i) {
+      auto b = get_string(v[i], "bind[" + std::to_string(i) + "]");
+      if (!b.ok()) return b.error();
+      e.bind.push_back(std::move(*b));
+    }
+  } else if (field == "prefer_origin") {
+    if (!v.is_boolean()) return field_error(field, "expected true or false");
+    e.prefer_origin = v.get<bool>();
   } else if (field == "accept_timeout" || field == "complete_time" || field == "misfire_window") {
     auto d = get_duration(v, field);
     if (!d.ok()) return d.error();
@@ -236,7 +251,7 @@ Status entry_field_from_json(const std::string& field, const json& v, Entry& e, 
     return field_error(field.empty() ? "\"\"" : field,
                        "unknown field; expected cron, tz, jitter, timer, handler, semantics, bind, "
                        "prefer_origin, accept_timeout, complete_time, misfire_window, misfire, "
-                       "paused, timeout, not_before, not_after, overlap, retry, payload or payload_base64");
+                       "paused, timeout, not_before, not_after, on_failure, overlap, retry, payload or payload_base64");
   }
   return Status::success();
 }
@@ -352,6 +367,7 @@ json entry_to_json(const Entry& e) {
                 {"jitter", e.retry.jitter_permille / 1000.0}};
   j["not_before"] = e.not_before_utc_ms ? json(format_rfc3339_utc(*e.not_before_utc_ms)) : json(nullptr);
   j["not_after"] = e.not_after_utc_ms ? json(format_rfc3339_utc(*e.not_after_utc_ms)) : json(nullptr);
+  j["on_failure"] = e.on_failure.empty() ? json(nullptr) : json(e.on_failure);
   if (e.resumed_utc_ms) j["resumed"] = format_rfc3339_utc(*e.resumed_utc_ms);
   if (!e.triggers.empty()) {
     json list = json::array();

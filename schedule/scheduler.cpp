@@ -303,6 +303,13 @@ Scheduler::Occ* Scheduler::find_occ(const std::string& volume, const OccurrenceI
   return it == occs_.end() ? nullptr : &it->second;
 }
 
+bool Scheduler::withheld(const std::string& volume, const OccurrenceId& id) const {
+  const auto key = known_occ_key(volume, id);
+  if (!key) return false;
+  auto it = occs_.find(*key);
+  return it != occs_.end() && it->second.is<firing::Withheld>();
+}
+
 void Scheduler::touch(Occ& o) {
   if (o.queued) return;
   o.queued = true;
@@ -472,6 +479,7 @@ void Scheduler::emit(FireEvent::Kind kind, const Occ& o, Clock now, const std::s
   e.occ = o.id;
   e.node = node;
   e.attempt = attempt;
+  e.run = 0;
   e.at_most_once = o.at_most_once;
   e.path = o.path;
   e.ok = ok;

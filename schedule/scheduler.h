@@ -179,6 +179,7 @@ struct FireEvent {
   OccurrenceId occ;
   std::string node;
   uint32_t attempt = 0;
+  uint32_t run = 0;  // worker events: the run's number (1 = the first; retries count up)
   bool at_most_once = false;
   FirePath path = FirePath::kQuorum;
   bool ok = true;
@@ -345,6 +346,9 @@ class Scheduler {
   // Handlers of `volume`'s occurrences running here: their completion records are still
   // to be written (a node that stops replicating the volume keeps it open until then).
   bool running_in(const std::string& volume) const;
+  // Whether this node still withholds the occurrence (at-most-once, no quorum in view; a
+  // FireEvent kWithheld said when it began).  False once it moved on or is forgotten.
+  bool withheld(const std::string& volume, const OccurrenceId& id) const;
   size_t grant_count() const { return votes_.size(); }
   // Rows of the interned (volume, entry key) table, free ones included: it never grows
   // past the most entries occurrences and votes named at one time.
@@ -387,7 +391,7 @@ class Scheduler {
   uint32_t intern(const std::string& volume, const std::string& entry_key);
   void retain_interned(uint32_t id) { ++interned_[id].refs; }
   void release_interned(uint32_t id);  // a key naming it left occs_ or votes_; the last one frees it
-  std::optional<OccKey> known_occ_key(const std::string& volume, const OccurrenceId& id);  // without interning
+  std::optional<OccKey> known_occ_key(const std::string& volume, const OccurrenceId& id) const;  // without interning
   OccKey occ_key(const std::string& volume, const OccurrenceId& id) {
     return OccKey{intern(volume, id.entry_key), id.scheduled_utc_ms};
   }
@@ -703,7 +707,7 @@ class Scheduler {
   void emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail, bool replaced = false);
   void emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
                    bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms = 0,
-                   bool replaced = false);
+                   bool replaced = false, uint32_t run = 0);
   // Runs held for their instant: starts those whose instant came and whose clock check
   // passes; the others wait for their next look.
   void start_held(Clock now);

@@ -367,7 +367,7 @@ void Scheduler::release_interned(uint32_t id) {
   free_interned_.push_back(id);
 }
 
-std::optional<Scheduler::OccKey> Scheduler::known_occ_key(const std::string& volume, const OccurrenceId& id) {
+std::optional<Scheduler::OccKey> Scheduler::known_occ_key(const std::string& volume, const OccurrenceId& id) const {
   const auto found = find_interned(volume, id.entry_key, SlotIndex::tag(interned_hash(volume, id.entry_key)));
   if (!found) return std::nullopt;
   return OccKey{*found, id.scheduled_utc_ms};

@@ -268,6 +268,7 @@ void Scheduler::emit_grant(const Claim& c) {
   e.occ = c.occ;
   e.node = c.claimant.node;
   e.attempt = c.attempt.attempt;
+  e.run = 0;
   e.at_most_once = false;
   e.path = FirePath::kQuorum;
   e.ok = true;

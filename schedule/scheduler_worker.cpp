@@ -342,17 +342,19 @@ bool Scheduler::prepared_never_started(const std::string& volume, const Occurren
 }
 
 void Scheduler::emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail, bool replaced) {
-  emit_worker(kind, r.volume, r.occ, r.attempt, r.at_most_once, ok, detail, r.lateness_ms, replaced);
+  emit_worker(kind, r.volume, r.occ, r.attempt, r.at_most_once, ok, detail, r.lateness_ms, replaced, r.run);
 }
 
 void Scheduler::emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
-                            bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms, bool replaced) {
+                            bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms, bool replaced,
+                            uint32_t run) {
   FireEvent& e = event_scratch_;  // every field is set: the event is the reused one
   e.kind = kind;
   e.volume = volume;
   e.occ = occ;
   e.node = self_.node;
   e.attempt = attempt;
+  e.run = run;
   e.at_most_once = at_most_once;
   e.path = FirePath::kQuorum;
   e.ok = ok;

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "base/time.h"
+#include "node/core/notify.h"
 #include "schedule/entry_codec.h"
 #include "schedule/entry_json.h"
 #include "schedule/occurrence.h"
@@ -121,6 +122,7 @@ void FireChecker::on_observation(const World& world, uint32_t node, const Observ
 
 void FireChecker::on_execution(const World& world, const Execution& execution) {
   const auto& inv = execution.invocation;
+  if (inv.entity == node::kNotifyEntity) return;  // notifications: the notify rules (notify_checker.h)
   OccKey k{inv.volume, schedule::entry_key(inv.entity, inv.entry), inv.scheduled_utc_ms};
   executions_[k].push_back(world.executions().size() - 1);
 }

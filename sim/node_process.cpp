@@ -10,6 +10,7 @@
 #include "schedule/entry_json.h"
 #include "schedule/occurrence.h"
 #include "sim/fire_checker.h"
+#include "sim/notify_checker.h"
 #include "sim/scenario.h"
 #include "sim/restart_checker.h"
 #include "sim/write_checker.h"
@@ -67,6 +68,9 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
       s.running_cap = n.capacity.max_running;
       o.checker.running_cap = s.running_cap;
     }
+    // The cluster's notify handler ([notify] handler / withheld_after; every event).
+    n.notify.handler = r.string("notify_handler").value_or("");
+    n.notify.withheld_after_ms = r.duration("notify_withheld_after", 1000).value_or(n.notify.withheld_after_ms);
     o.checker.detection_bound_ms = r.duration("checker_detection_bound").value_or(o.checker.detection_bound_ms);
     o.checker.misfire_threshold_ms = s.misfire_threshold_ms;
     r.finish();
@@ -198,7 +202,8 @@ class NodeProcess final : public Process {
             {"scheduler.dispatches_ignored_after_wipe",
              static_cast<double>(node_->scheduler_counters().dispatches_ignored_after_wipe)},
             {"config.votes_refused", static_cast<double>(c.config_votes_refused)},
-            {"clock.skew_warnings", static_cast<double>(c.clock_skew_warnings)}};
+            {"clock.skew_warnings", static_cast<double>(c.clock_skew_warnings)},
+            {"notify.written", static_cast<double>(c.notifications_written)}};
   }
   bool poll_observation(Observation& out) override {
     drain();
@@ -493,6 +498,8 @@ ProcessKind node_process_kind() {
     out.push_back(std::make_unique<FireChecker>(s, o.ok() ? o->checker : FireChecker::Options{}));
     out.push_back(std::make_unique<WriteChecker>(s));
     out.push_back(std::make_unique<RestartChecker>(s));
+    out.push_back(std::make_unique<NotifyChecker>(s, o.ok() ? o->node.notify.handler : "",
+                                                  o.ok() ? o->node.notify.failed : true));
     return out;
   };
   k.swarm_workload = swarm_workload;

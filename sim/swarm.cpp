@@ -190,6 +190,7 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
   if (o.overlap) add_overlap_workload(seed, s);
   if (o.retries) add_retry_workload(seed, s);
   if (o.caps) add_caps_workload(seed, s);
+  if (o.notify) add_notify_workload(seed, s);
   if (o.reconfig) s.swarm_kinds.insert("config");
   if (o.triggers && o.process == "node") {
     add_trigger_workload(seed, s);
@@ -268,6 +269,7 @@ std::string swarm_replay_command(uint64_t seed, const SwarmOptions& o) {
   if (o.overlap) cmd += " --overlap";
   if (o.retries) cmd += " --retries";
   if (o.caps) cmd += " --caps";
+  if (o.notify) cmd += " --notify";
   return cmd;
 }
 

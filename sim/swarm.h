@@ -49,6 +49,10 @@ struct SwarmOptions {
   // takes seconds (add_caps_workload, a stream of its own): workers refuse dispatches at
   // their cap, owners go elsewhere or wait, and cap.exceeded judges the runs.
   bool caps = false;
+  // Also a cluster notify handler ("notify") and entries whose handler fails often, some with
+  // an on_failure handler (add_notify_workload, a stream of its own): the notify rules
+  // (sim/notify_checker.h) then have failures, misses and losses to judge.
+  bool notify = false;
 };
 
 // A workload entry of `entity`/`name` on a volume drawn from `s` (first the volume, then the
@@ -67,6 +71,9 @@ void add_retry_workload(uint64_t seed, Scenario& s);
 // SwarmOptions::caps: sets the nodes' running cap and adds the busy entries and handler.
 void add_caps_workload(uint64_t seed, Scenario& s);
 
+// SwarmOptions::notify: sets the nodes' notify handler and adds the failing entries.
+void add_notify_workload(uint64_t seed, Scenario& s);
+
 // SwarmOptions::issue33_kinds: adds those faults and writes to a derived scenario.
 void add_issue33_faults(uint64_t seed, Scenario& s);
 
@@ -74,7 +81,7 @@ void add_issue33_faults(uint64_t seed, Scenario& s);
 Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& options);
 
 // "caesium sim --swarm --seeds 17..17 [--nodes N] [--duration D] [--process K] [--reconfig]
-//  [--prepare-ahead D] [--classic-faults] [--triggers] [--overlap] [--retries] [--caps]"
+//  [--prepare-ahead D] [--classic-faults] [--triggers] [--overlap] [--retries] [--caps] [--notify]"
 std::string swarm_replay_command(uint64_t seed, const SwarmOptions& options);
 
 // A short description of what the seed chose, for the per-seed line of the report.

@@ -281,4 +281,35 @@ void add_caps_workload(uint64_t seed, Scenario& s) {
   s.swarm_kinds.insert("caps");
 }
 
+// A cluster notify handler ("notify", told of failed, missed, lost and withheld) on every
+// node, and entries whose handler ("fails") fails half the time, of both semantics, some
+// with an on_failure handler ("on-fail") and some that retry: every last run that fails
+// is then notified, once (sim/notify_checker.h), and the misses, losses and withholdings
+// the seed's faults cause are notified too (judged once each).
+void add_notify_workload(uint64_t seed, Scenario& s) {
+  Rng rng(seed ^ 0x40F1ULL);
+  if (s.cluster.volumes.empty()) return;
+  auto options = std::make_shared<toml::table>(*s.node_options);
+  options->insert_or_assign("notify_handler", "notify");
+  options->insert_or_assign("notify_withheld_after", std::to_string(rng.between(10, 60)) + "s");
+  s.node_options = std::move(options);
+  s.world.handler.fail_by_handler["fails"] = 0.5;
+  const int entries = static_cast<int>(rng.between(1, 3));
+  for (int i = 0; i < entries; ++i) {
+    WorkloadEntry w = workload_entry_on_a_volume(rng, s, "nt", "fails" + std::to_string(i));
+    w.at_ms = rng.between(5, 40) * kMsPerSecond;
+    nlohmann::json f;
+    f["handler"] = "fails";
+    f["semantics"] = rng.chance(0.6) ? "at_most_once" : "at_least_once";
+    if (i == 0 || rng.chance(0.5)) f["on_failure"] = "on-fail";
+    if (rng.chance(0.4)) f["retry"] = {{"attempts", rng.between(2, 3)}, {"backoff", "1s"}};
+    f["timer"] = {{"interval", std::to_string(rng.between(10, 40)) + "s"},
+                  {"repeat_for", std::to_string(rng.between(2, 10)) + "m"}};
+    f["misfire_window"] = rng.chance(0.5) ? "30m" : "1m";
+    w.fields = std::move(f);
+    s.workload.push_back(std::move(w));
+  }
+  s.swarm_kinds.insert("notify");
+}
+
 }  // namespace caesium::sim

@@ -153,7 +153,7 @@ Result<std::string> entry_body(const ClientArgs& a) {
       "--cron", "--tz", "--jitter", "--at", "--after", "--interval", "--repeat-for", "--count", "--handler",
       "--semantics", "--misfire", "--misfire-window", "--accept-timeout", "--complete-time", "--payload",
       "--payload-file", "--bind", "--run-timeout", "--not-before", "--not-after", "--overlap",
-      "--retry-attempts", "--retry-backoff", "--retry-max-backoff", "--retry-jitter"};
+      "--retry-attempts", "--retry-backoff", "--retry-max-backoff", "--retry-jitter", "--on-failure"};
   bool any_field = a.has("--prefer-origin") || a.has("--paused");
   for (const auto& f : kFields) any_field |= a.values.count(f) > 0;
   if (from_doc && any_field) return Error("give the entry with --file/--data or with field options, not both");
@@ -186,7 +186,8 @@ Result<std::string> entry_body(const ClientArgs& a) {
            {"--handler", "handler"}, {"--semantics", "semantics"}, {"--misfire", "misfire"},
            {"--misfire-window", "misfire_window"}, {"--accept-timeout", "accept_timeout"},
            {"--complete-time", "complete_time"}, {"--payload", "payload"}, {"--run-timeout", "timeout"},
-           {"--not-before", "not_before"}, {"--not-after", "not_after"}, {"--overlap", "overlap"}}) {
+           {"--not-before", "not_before"}, {"--not-after", "not_after"}, {"--overlap", "overlap"},
+           {"--on-failure", "on_failure"}}) {
     if (auto v = a.value(flag)) j[key] = *v;
   }
   auto retry = retry_from_flags(a);

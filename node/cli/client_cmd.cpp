@@ -60,6 +60,7 @@ const ValueOption kEntryFields[] = {
     {"--retry-backoff", "DURATION", "wait before the first retry, doubled before each further one (default 1s)"},
     {"--retry-max-backoff", "DURATION", "the doubling stops here (default 1m)"},
     {"--retry-jitter", "FRACTION", "shorten each wait by up to this fraction, 0 to 1 (default 0)"},
+    {"--on-failure", "NAME", "a handler run once when an occurrence's last run fails"},
 };
 
 // The arguments as given, by option name, for client.h.

@@ -115,6 +115,9 @@ std::string render_entry(const json& e) {
     if (e.is_object() && e.contains(k) && e[k].is_string()) rows.push_back({k, field(e, k)});
   }
   if (std::string retry = describe_retry(e); !retry.empty()) rows.push_back({"retry", retry});
+  if (e.is_object() && e.contains("on_failure") && e["on_failure"].is_string()) {
+    rows.push_back({"on_failure", field(e, "on_failure")});
+  }
   if (e.is_object() && e.contains("payload")) rows.push_back({"payload", field(e, "payload")});
   if (e.is_object() && e.contains("payload_base64")) rows.push_back({"payload", "(binary, base64) " + field(e, "payload_base64")});
   std::string out;

@@ -3,7 +3,7 @@
 //
 //   caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]
 //   caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig]
-//                     [--prepare-ahead D] [--classic-faults] [--triggers] [--overlap] [--retries] [--caps] [--json]
+//                     [--prepare-ahead D] [--classic-faults] [--triggers] [--overlap] [--retries] [--caps] [--notify] [--json]
 //   caesium sim --swarm --seeds N..N [...] --dump-scenario FILE   (a seed as a frozen scenario)
 //   caesium sim --kinds | --list-marks | --check-marks DIR
 //   (--marks-out FILE with --scenario or --swarm: the coverage marks the run hit)
@@ -45,7 +45,7 @@ struct Args {
   std::string scenario, seeds, process, duration, prepare_ahead, marks_out, check_marks, dump_scenario;
   int64_t nodes = 0;
   bool has_seed = false, swarm = false, json = false, trace = false, kinds = false, reconfig = false,
-       list_marks = false, classic_faults = false, triggers = false, overlap = false, caps = false,
+       list_marks = false, classic_faults = false, triggers = false, overlap = false, caps = false, notify = false,
        retries = false;
   uint64_t seed = 0;
 };
@@ -184,6 +184,7 @@ int run_swarm(const Args& a) {
   o.triggers = a.triggers;
   o.overlap = a.overlap;
   o.caps = a.caps;
+  o.notify = a.notify;
   o.retries = a.retries;
   if (!a.duration.empty()) o.duration_ms = caesium::parse_duration_ms(a.duration).value();
   if (!a.prepare_ahead.empty()) o.prepare_ahead_ms = caesium::parse_duration_ms(a.prepare_ahead).value();
@@ -348,10 +349,10 @@ int run_sim(const CLI::App& command, const Args& a, Io& io) {
   }
   if (a.scenario.empty()) return usage_error(command, "give --scenario FILE or --swarm --seeds A..B", io.err);
   if (!a.seeds.empty() || a.nodes > 0 || !a.duration.empty() || a.reconfig || !a.prepare_ahead.empty() ||
-      a.classic_faults || a.triggers || a.overlap || a.retries || a.caps || !a.dump_scenario.empty()) {
+      a.classic_faults || a.triggers || a.overlap || a.retries || a.caps || a.notify || !a.dump_scenario.empty()) {
     return usage_error(command,
                        "--seeds, --nodes, --duration, --reconfig, --prepare-ahead, --classic-faults, --triggers, "
-                       "--overlap, --retries, --caps and --dump-scenario go with --swarm",
+                       "--overlap, --retries, --caps, --notify and --dump-scenario go with --swarm",
                        io.err);
   }
   return run_one(a);
@@ -364,7 +365,7 @@ void add_sim_command(CLI::App& root, Io& io, int& exit_code) {
   sim->footer(
       "  caesium sim --scenario FILE [--seed N] [--process KIND] [--json] [--trace]\n"
       "  caesium sim --swarm --seeds A..B [--nodes N] [--duration D] [--process KIND] [--reconfig]\n"
-      "                    [--prepare-ahead D] [--classic-faults] [--triggers] [--overlap] [--retries] [--caps] [--json] [--dump-scenario FILE]\n"
+      "                    [--prepare-ahead D] [--classic-faults] [--triggers] [--overlap] [--retries] [--caps] [--notify] [--json] [--dump-scenario FILE]\n"
       "  caesium sim --kinds | --list-marks | --check-marks DIR\n"
       "  --marks-out FILE with --scenario or --swarm writes the coverage marks the run hit.\n"
       "Scenario format: tests/sim/README.md; the simulator: docs/simulator.md.");
@@ -404,6 +405,7 @@ void add_sim_command(CLI::App& root, Io& io, int& exit_code) {
              &a->classic_faults);
   add_switch(*sim, "--overlap", "the swarm also runs long handlers of overlap = forbid entries", &a->overlap);
   add_switch(*sim, "--caps", "the swarm also caps the handlers each node runs at once (max_running 2..3)", &a->caps);
+  add_switch(*sim, "--notify", "the swarm also sets a notify handler and adds failing entries with on_failure", &a->notify);
   add_switch(*sim, "--retries", "the swarm also runs entries that retry, with a handler that fails often", &a->retries);
   sim->add_option("--dump-scenario", a->dump_scenario, "write the seed (one) as a scenario file with its faults")
       ->type_name("FILE");

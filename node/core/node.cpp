@@ -360,6 +360,7 @@ void Node::on_tick(Clock now) {
   membership_->on_tick(now.mono_ms);
   maybe_activate(now);
   scheduler_->on_tick(now);
+  check_withheld(now);
   merge_inbound(now, left_);
   release_held_acks(now);
   expire_sessions(now);
@@ -419,6 +420,7 @@ void Node::pump(Clock now) {
     }
     for (auto& m : mine) on_core_message(options_.id, m, now);
     progress = progress || !mine.empty();
+    progress = write_notices(now) || progress;
     drain_membership(now);
     if (!progress && deferred_records_.empty()) break;
   }
@@ -586,6 +588,7 @@ bool Node::poll_event(NodeEvent& out) {
 }
 
 void Node::emit(const schedule::FireEvent& event) {
+  notice(event);
   if (fire_observer_) return fire_observer_(event);
   NodeEvent e;
   e.kind = NodeEvent::Kind::kFire;
@@ -602,6 +605,7 @@ int64_t Node::next_deadline_mono() const {
   int64_t best = std::min(membership_->next_deadline_ms(), scheduler_->next_deadline_mono());
   best = std::min(best, maintenance_running_ ? last_.mono_ms : next_maintenance_mono_ms_);
   best = std::min(best, config_retry_mono_);
+  best = std::min(best, next_withheld_check_mono());
   if (proposal_) {
     best = std::min(best, proposal_->started_mono_ms + kConfigVoteTimeoutMs);
     best = std::min(best, proposal_->retry_mono_ms != 0 ? proposal_->retry_mono_ms

@@ -39,6 +39,7 @@
 #include "node/core/clock_watch.h"
 #include "node/core/cluster_config.h"
 #include "node/core/io.h"
+#include "node/core/notify.h"
 #include "node/wire/codec.h"
 #include "node/wire/frame.h"
 #include "schedule/entry.h"
@@ -92,6 +93,7 @@ struct NodeOptions {
   int64_t burst_horizon_ms = 100;
   int64_t burst_hold_ms = 2'000;
   size_t max_push_release = 1'000;  // lazy writes released into one flush's pushes, at most
+  NotifyOptions notify;  // the cluster's notify handler (notify.h)
 };
 
 // What happened inside the node: for logs, metrics, the simulator's report.
@@ -130,6 +132,9 @@ struct NodeCounters {
   // Peers found further ahead of this node's clock than the skew bound allows (clock_watch.h):
   // one per warning, at most one per peer per minute.
   uint64_t clock_skew_warnings = 0;
+  // Notifications (notify.h): entries written, events noticed too late to be notified
+  // (past the notification window), notification entries deleted past retention.
+  uint64_t notifications_written = 0, notifications_too_late = 0, notifications_deleted = 0;
 };
 
 // The result of an API write: the record written and the storage sequence that must be
@@ -376,6 +381,7 @@ class Node final : private schedule::SchedulerHost {
     // what was written before it began (its digest was taken then).
     uint64_t local_writes = 0;
     std::map<std::string, schedule::Record> push;  // local writes not yet pushed, by key
+    std::string notify_purge_after;  // purge_notifications goes on after this key
     // Lazy writes not yet pushed, by key (never also in `push`), and when each may wait
     // no longer (mono ms, in write order).
     std::map<std::string, schedule::Record> held;
@@ -559,6 +565,19 @@ class Node final : private schedule::SchedulerHost {
   void maintenance(Clock now);
   void maintenance_step(Clock now);
 
+  // --- notifications (node_notify.cpp; notify.h) -------------------------------------------
+  // Notes what a fire event calls for: notices to write, or a withheld occurrence to watch.
+  void notice(const schedule::FireEvent& event);
+  // Writes the queued notices as notification entries (from pump: never inside a
+  // scheduler call, since a write feeds the scheduler).  True when there were any.
+  bool write_notices(Clock now);
+  // Withheld occurrences whose watch ended: a notice for each one still withheld.
+  void check_withheld(Clock now);
+  // Deletes up to `budget` notification entries of `volume` past the occurrence
+  // retention; returns how many it looked at.
+  size_t purge_notifications(const std::string& volume, Clock now, size_t budget);
+  int64_t next_withheld_check_mono() const;
+
   NodeOptions options_;
   Rng rng_;
   uint64_t triggers_made_ = 0;  // names triggers made without an Idempotency-Key
@@ -617,6 +636,11 @@ class Node final : private schedule::SchedulerHost {
   std::deque<std::pair<uint64_t, uint64_t>> cancels_out_;  // (invocation id, barrier)
   std::deque<NodeEvent> events_;
   std::function<void(const schedule::FireEvent&)> fire_observer_;
+  std::deque<Notice> notices_;
+  // Withheld occurrences watched for notify.withheld_after, by when the watch ends (UTC):
+  // the kWithheld event, kept whole for its notice.  At most kMaxWithheldWatched.
+  std::multimap<int64_t, schedule::FireEvent> withheld_watch_;
+  static constexpr size_t kMaxWithheldWatched = 100'000;
   struct DeferredRecord {
     std::string volume;
     std::string key;

@@ -545,6 +545,10 @@ void Node::expire_sessions(Clock now) {
   }
 }
 
+// Notification entries looked at per volume per maintenance round (they are few: one per
+// failure, miss or loss notified, kept an occurrence retention).
+constexpr size_t kNotificationsPurgedPerRound = 512;
+
 void Node::maintenance(Clock now) {
   for (auto& [name, v] : volumes_) {
     // Acknowledgements only matter while an API write waits for them.
@@ -554,6 +558,7 @@ void Node::maintenance(Clock now) {
     }
     v.purging_tombstones = true;
     v.sweep.start();
+    purge_notifications(name, now, kNotificationsPurgedPerRound);
   }
   maintenance_running_ = true;
   maintenance_step(now);

@@ -559,3 +559,55 @@ TEST_CASE("config: sizes") {
   CHECK_FALSE(parse_size_bytes("99999999999999999999").ok());
   CHECK_FALSE(parse_size_bytes("20000000TiB").ok());
 }
+
+TEST_CASE("config: [notify] names a handler of the node, its events and withheld_after") {
+  const std::string handler = "[[handler]]\nname = \"pager\"\nkind = \"exec\"\nargv = [\"/bin/true\"]\n";
+  auto c = parse_config(std::string(kMinimal) + handler +
+                            "[notify]\nhandler = \"pager\"\nevents = [\"failed\", \"lost\"]\nwithheld_after = \"5m\"\n",
+                        "/cfg/n1.toml");
+  REQUIRE(c.ok());
+  const node::NotifyOptions& n = c->tuning.notify;
+  CHECK(n.handler == "pager");
+  CHECK(n.failed);
+  CHECK(n.lost);
+  CHECK_FALSE(n.missed);
+  CHECK_FALSE(n.withheld);
+  CHECK(n.withheld_after_ms == 300'000);
+  // Without [notify] nothing is notified cluster-wide; the events default to all four.
+  auto none = parse_config(kMinimal, "/cfg/n1.toml");
+  REQUIRE(none.ok());
+  CHECK(none->tuning.notify.handler.empty());
+  auto all = parse_config(std::string(kMinimal) + handler + "[notify]\nhandler = \"pager\"\n", "/cfg/n1.toml");
+  REQUIRE(all.ok());
+  CHECK((all->tuning.notify.failed && all->tuning.notify.missed && all->tuning.notify.lost && all->tuning.notify.withheld));
+  CHECK(all->tuning.notify.withheld_after_ms == 60'000);
+  // Errors name the key.
+  auto error = [&](const std::string& section) {
+    auto r = parse_config(std::string(kMinimal) + handler + section, "/cfg/n1.toml");
+    return r.ok() ? std::string("(accepted)") : r.error().message;
+  };
+  CHECK_THAT(error("[notify]\nevents = [\"failed\"]\n"), Catch::Contains("notify.handler: is required"));
+  CHECK_THAT(error("[notify]\nhandler = \"nobody\"\n"), Catch::Contains("notify.handler: \"nobody\" is not a [[handler]]"));
+  CHECK_THAT(error("[notify]\nhandler = \"pager\"\nevents = [\"exploded\"]\n"),
+             Catch::Contains("notify.events: unknown event \"exploded\""));
+  CHECK_THAT(error("[notify]\nhandler = \"pager\"\nwithheld_after = \"10ms\"\n"), Catch::Contains("notify.withheld_after"));
+  CHECK_THAT(error("[notify]\nhandler = \"pager\"\ncolour = 1\n"), Catch::Contains("notify.colour: unknown key"));
+}
+
+TEST_CASE("config: a static entry may name an on_failure handler") {
+  auto c = parse_config(std::string(kMinimal) +
+                            "[[entry]]\nvolume = \"v\"\nentity = \"acme\"\nname = \"report\"\nhandler = \"h\"\n"
+                            "cron = \"*/5 * * * *\"\non_failure = \"pager\"\n",
+                        "/cfg/n1.toml");
+  REQUIRE(c.ok());
+  const auto& se = c->entries[0];
+  auto entry = caesium::schedule::entry_from_json(nlohmann::json::parse(se.json), se.entity, se.name, 0, "n1");
+  REQUIRE(entry.ok());
+  CHECK(entry->on_failure == "pager");
+  auto bad = parse_config(std::string(kMinimal) +
+                              "[[entry]]\nvolume = \"v\"\nentity = \"acme\"\nname = \"report\"\nhandler = \"h\"\n"
+                              "cron = \"*/5 * * * *\"\non_failure = 7\n",
+                          "/cfg/n1.toml");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message, Catch::Contains("on_failure"));
+}

@@ -71,8 +71,8 @@ TEST_CASE("a version 2 encoding with no control set, or unknown flags, is refuse
   CHECK(d.error().message.find("version 2 without any control") != std::string::npos);
   // Version 2 without the controls block at all is truncated.
   CHECK_FALSE(decode_entry(bytes).ok());
-  // A flag bit this version does not define.
-  auto unknown = decode_entry(bytes + std::string("\x80\x00", 2));
+  // A flag bit this version does not define (128 says a second flags byte follows).
+  auto unknown = decode_entry(bytes + std::string("\x80\x02\x00", 3));
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.error().message.find("unknown flag bits") != std::string::npos);
 }
@@ -211,10 +211,42 @@ TEST_CASE("overlap: allow keeps the encoding, forbid is flag 16 and a policy byt
     REQUIRE_FALSE(bad.ok());
     CHECK(bad.error().message.find(why) != std::string::npos);
   }
-  // Bit 128 is nothing: refused (32 is the retry policy, entry_retry_test.cpp).
-  auto reserved = decode_entry(v1 + std::string("\x80\x00", 2));
-  REQUIRE_FALSE(reserved.ok());
-  CHECK(reserved.error().message.find("unknown flag bits") != std::string::npos);
+}
+
+TEST_CASE("on_failure: flag 128 and the handler's name, in JSON a name or null", "[entry][controls][notify]") {
+  Entry e = every_minute();
+  e.on_failure = "page-ops";
+  REQUIRE(validate(e).ok());
+  CHECK(e.has_controls());
+  const std::string bytes = encode_entry(e);
+  CHECK(bytes[2] == 2);
+  // flags = 128 (a second byte follows), second flags = 1, timeout 0, then the name.
+  CHECK(bytes.substr(bytes.size() - 12) == std::string("\x80\x01\x00\x08page-ops", 12));
+  auto back = decode_entry(bytes);
+  REQUIRE(back.ok());
+  CHECK(*back == e);
+  for (size_t n = 0; n < bytes.size(); ++n) CHECK_FALSE(decode_entry(std::string_view(bytes).substr(0, n)).ok());
+  // No handler is written as the flag's absence: an empty name is not canonical.
+  std::string v1 = encode_entry(every_minute());
+  v1[2] = 2;
+  auto empty = decode_entry(v1 + std::string("\x80\x01\x00\x00", 4));
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.error().message.find("on_failure") != std::string::npos);
+  // The second flags byte is written only with a flag in it.
+  auto bare = decode_entry(v1 + std::string("\x81\x00\x00", 3));
+  REQUIRE_FALSE(bare.ok());
+  CHECK(bare.error().message.find("second flags byte") != std::string::npos);
+  // JSON.
+  const Entry j = from_json({{"cron", "* * * * *"}, {"handler", "noop"}, {"on_failure", "page-ops"}});
+  CHECK(j.on_failure == "page-ops");
+  CHECK(entry_to_json(j)["on_failure"] == "page-ops");
+  CHECK(from_json(entry_to_json(j)) == j);
+  const Entry none = from_json({{"cron", "* * * * *"}, {"handler", "noop"}, {"on_failure", nullptr}});
+  CHECK(none.on_failure.empty());
+  CHECK(entry_to_json(none)["on_failure"].is_null());
+  CHECK(json_error({{"cron", "* * * * *"}, {"handler", "noop"}, {"on_failure", 3}}).find("on_failure") == 0);
+  CHECK(json_error({{"cron", "* * * * *"}, {"handler", "noop"}, {"on_failure", "a b"}}).find("on_failure") == 0);
+  CHECK(json_error({{"cron", "* * * * *"}, {"handler", "noop"}, {"on_failure", ""}}) == "on_failure: must not be empty (null: no handler)");
 }
 
 TEST_CASE("overlap in JSON: read, written back and validated", "[entry][controls][overlap][json]") {

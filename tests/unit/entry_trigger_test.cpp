@@ -46,11 +46,11 @@ TEST_CASE("triggers: version 2 with flag 64, round trip, truncations and bad lis
   }
 
   // The flags byte follows the payload; bits other than the known ones are refused (32 is
-  // the retry policy, entry_retry_test.cpp; 128 is nothing).
+  // the retry policy, entry_retry_test.cpp; 128 says a second flags byte follows).
   Entry plain = every_minute();
   std::string v1 = encode_entry(plain);
   v1[2] = 2;
-  auto unknown = decode_entry(v1 + std::string("\x80\x00", 2));
+  auto unknown = decode_entry(v1 + std::string("\x80\x02\x00", 3));
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.error().message.find("unknown flag bits") != std::string::npos);
   // Flag 64 with a count of 0 is not canonical (no triggers: the flag is clear).

@@ -136,6 +136,8 @@ json status_json(const node::Node& node) {
                         {"frames_in", c.frames_in}, {"frames_out", c.frames_out},
                         {"auth_failures", c.auth_failures}, {"replays", c.replays}, {"malformed", c.malformed},
                         {"misrouted", c.misrouted}, {"clock_skew_warnings", c.clock_skew_warnings},
+                        {"notifications_written", c.notifications_written},
+                        {"notifications_too_late", c.notifications_too_late},
                         {"syncs_completed", c.syncs_completed},
                         {"syncs_failed", c.syncs_failed}, {"config_conflicts", c.config_conflicts},
                         {"config_agreed", c.config_agreed}, {"config_not_agreed", c.config_not_agreed},

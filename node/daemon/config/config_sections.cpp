@@ -168,6 +168,32 @@ void read_scheduler(TomlReader& top, schedule::SchedulerOptions& s) {
   }
 }
 
+// [notify]: the cluster's notify handler (node/core/notify.h; docs/entries.md,
+// "Notifications").  The handler must be one of this node's [[handler]]s.
+void read_notify(TomlReader& top, const std::vector<HandlerConfig>& handlers, node::NotifyOptions& n) {
+  auto r = top.section("notify");
+  if (!r) return;
+  set_if(r->string("handler"), n.handler);
+  if (auto events = r->strings("events")) {
+    n.failed = n.missed = n.lost = n.withheld = false;
+    for (const std::string& ev : *events) {
+      if (ev == "failed") n.failed = true;
+      else if (ev == "missed") n.missed = true;
+      else if (ev == "lost") n.lost = true;
+      else if (ev == "withheld") n.withheld = true;
+      else r->fail("events", "unknown event \"" + ev + "\"; expected failed, missed, lost or withheld");
+    }
+  }
+  set_if(r->duration("withheld_after", 1000), n.withheld_after_ms);
+  const bool has_handler = r->has("handler");
+  r->finish();
+  if (!has_handler) {
+    r->fail("handler", "is required: the handler that is run for each notification");
+  } else if (std::none_of(handlers.begin(), handlers.end(), [&](const HandlerConfig& h) { return h.name == n.handler; })) {
+    r->fail("handler", "\"" + n.handler + "\" is not a [[handler]] of this node");
+  }
+}
+
 void read_store(TomlReader& top, schedule::VolumeStoreOptions& s) {
   auto r = top.section("store");
   if (!r) return;
@@ -411,6 +437,7 @@ void read_tuning(TomlReader& top, const std::string& base_dir, DaemonConfig& c) 
   c.tuning.scheduler.running_cap = running_cap;
   c.tuning.scheduler.handler_caps = handler_caps(c.handlers);
   read_store(top, c.tuning.store);
+  read_notify(top, c.handlers, c.tuning.notify);
   read_limits(top, c);
   read_storage(top, c);
 }

@@ -208,6 +208,12 @@ void render_node(PromWriter& w, const node::Node& node) {
   counter(w, "caesium_clock_skew_warnings_total",
           "Warnings that a peer's clock is ahead of this node's by more than twice max_clock_skew.",
           c.clock_skew_warnings);
+  w.family("caesium_notifications_total", "counter",
+           "Notification entries (docs/entries.md, Notifications): written by this node, events noticed too late "
+           "to notify, entries deleted past retention.");
+  w.sample("caesium_notifications_total", {{"result", "written"}}, d(c.notifications_written));
+  w.sample("caesium_notifications_total", {{"result", "too_late"}}, d(c.notifications_too_late));
+  w.sample("caesium_notifications_total", {{"result", "deleted"}}, d(c.notifications_deleted));
   counter(w, "caesium_messages_misrouted_total", "Messages for volumes this node does not replicate.", c.misrouted);
   in_out(w, "caesium_store_pushes_total", "Pushes of local writes to other replicas.", c.store_pushes_in, c.store_pushes_out);
   w.family("caesium_sync_sessions_total", "counter", "Anti-entropy sessions this node started, by result.");
