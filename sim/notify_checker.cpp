@@ -56,10 +56,12 @@ std::map<Occ, const Execution*> last_failures(const NotifyJudgeInput& in) {
   return out;
 }
 
-bool crashed_after(const std::vector<FaultRecord>& faults, uint32_t node, int64_t from_ms) {
+// Whether a node crashed or restarted at or after from_ms: the failing run's worker (its
+// notice may have died with it), or any other (the notification's own run, at most once,
+// may have been dispatched to it and be lost).
+bool crash_after(const std::vector<FaultRecord>& faults, int64_t from_ms) {
   return std::any_of(faults.begin(), faults.end(), [&](const FaultRecord& f) {
-    return f.time_ms >= from_ms && (f.kind == FaultKind::kCrash || f.kind == FaultKind::kRestart) &&
-           std::find(f.nodes.begin(), f.nodes.end(), node) != f.nodes.end();
+    return f.time_ms >= from_ms && (f.kind == FaultKind::kCrash || f.kind == FaultKind::kRestart);
   });
 }
 
@@ -106,7 +108,7 @@ std::vector<Violation> judge_notifications(const NotifyJudgeInput& in) {
   for (const auto& [occ, e] : failures) {
     auto s = in.subjects.find(subject_key(std::get<0>(occ), std::get<1>(occ), std::get<2>(occ)));
     if (s == in.subjects.end() || !s->second.judged) continue;
-    if (e->done_ms < 0 || e->done_ms > in.end_ms - in.settle_ms || crashed_after(in.faults, e->node, e->start_ms)) continue;
+    if (e->done_ms < 0 || e->done_ms > in.end_ms - in.settle_ms || crash_after(in.faults, e->start_ms)) continue;
     std::vector<std::string> due;
     if (!s->second.on_failure.empty()) due.push_back("on_failure");
     if (!in.notify_handler.empty() && in.notify_failed) due.push_back("failed");

@@ -9,8 +9,10 @@
 //                    whose executions was its entry's last run ending in a failure (failed
 //                    or timed out)                                             (always)
 //   notify.sent      an occurrence's last run failed — at least `settle_ms` before the end
-//                    of a run whose last fault ended `settle_ms` before the end, on a
-//                    worker that never crashed after it — and the entry has `on_failure`
+//                    of a run whose last fault ended `settle_ms` before the end, with no
+//                    node crashing after it began (the notice may die with its worker, and
+//                    an at-most-once notification may be lost with its own worker, as
+//                    swarm --retries --notify seed 194 showed) — and the entry has `on_failure`
 //                    (or the scenario a notify handler for failed), but no notification
 //                    of it ran
 //

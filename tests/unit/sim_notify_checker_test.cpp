@@ -126,10 +126,13 @@ TEST_CASE("notify.sent bites on a last failed run nobody notified, once the run 
   in.faults.push_back(FaultRecord{in.end_ms - 30'000, FaultKind::kHeal, {}, ""});
   CHECK(judge_notifications(in).empty());
   in.faults.clear();
-  // ...or the worker crashed after the run (its notice may have died with it).
+  // ...or a node crashed after the run began (the worker: its notice may have died with
+  // it; another: the notification's own at-most-once run may have been lost with it).
   in.faults.push_back(FaultRecord{20'000, FaultKind::kCrash, {0}, ""});
   CHECK(judge_notifications(in).empty());
-  // Another node's crash does not excuse it.
   in.faults = {FaultRecord{20'000, FaultKind::kCrash, {1}, ""}};
+  CHECK(judge_notifications(in).empty());
+  // A crash before the run does not excuse it.
+  in.faults = {FaultRecord{5'000, FaultKind::kCrash, {0}, ""}};
   CHECK(kinds(judge_notifications(in)) == std::vector<std::string>{"notify.sent"});
 }
