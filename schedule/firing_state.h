@@ -100,6 +100,12 @@ inline bool may_be_followed(const Attempt& a) {
 
 struct Ballot {
   std::set<std::string> granted, refused, answered;
+  // Replicas known to hold a round-0 grant of ours, under this lease or an earlier one.
+  // A renewed lease stops counting the older grants toward a majority, but the replicas
+  // still hold them (with our first attempt accepted): a claim that stops hands every one
+  // back (Scheduler::release_grants), or it would block an overlap = forbid entry there
+  // until the vote expires.
+  std::set<std::string> holding;
   // Replicas that answered "not due yet" or "stale": asked again at this instant (mono ms).
   std::map<std::string, int64_t> not_due_until_mono;
   int64_t started_mono_ms = 0;
@@ -116,6 +122,7 @@ struct Ballot {
   }
   void clear(int64_t now_mono_ms) {
     granted.clear();
+    holding.clear();
     refused.clear();
     answered.clear();
     not_due_until_mono.clear();

@@ -243,8 +243,14 @@ int64_t Scheduler::split_vote_backoff_ms(const Occ& o) const {
 void Scheduler::release_grants(Occ& o) {
   auto* c = std::get_if<firing::Claiming>(&o.phase);
   if (c == nullptr || o.ever_owned) return;
-  for (const auto& n : c->ballot.granted) host_.send(n, Release{o.volume, o.id, self_}, false);
+  std::set<std::string> to = c->ballot.holding;
+  if (std::any_of(to.begin(), to.end(), [c](const std::string& n) { return c->ballot.granted.count(n) == 0; })) {
+    mark(Mark::kOldLeaseGrantReleased);
+  }
+  to.insert(c->ballot.granted.begin(), c->ballot.granted.end());
+  for (const auto& n : to) host_.send(n, Release{o.volume, o.id, self_}, false);
   c->ballot.granted.clear();
+  c->ballot.holding.clear();
 }
 
 // --- sending --------------------------------------------------------------------------------
@@ -370,6 +376,7 @@ void Scheduler::on_round0_reply(Occ& o, const std::string& from, const ClaimRepl
   switch (r.outcome) {
     case ClaimOutcome::kGranted:
     case ClaimOutcome::kHeld:
+      if (r.holder == self_ && r.promised_round == 0) c.ballot.holding.insert(from);
       if (r.holder == self_ && r.promised_round == 0 && r.lease != c.ballot.lease) {
         c.ballot.answered.erase(from);  // a grant of an earlier lease: asked again under this one
       } else if (r.holder == self_ && r.promised_round == 0) {

@@ -242,6 +242,56 @@ TEST_CASE("firing overlap: an owner's own vote on an attempt it never sent does 
   CHECK(c.runs_of(second).size() == 1);
 }
 
+// A claim's round-0 grant given under an earlier lease (the claim reached the replica late,
+// after the claimant had renewed its lease) is not counted toward a majority, but the
+// replica holds it, with the claimant's first attempt accepted.  When the claim stops
+// without owning, the claimant hands that grant back too: otherwise the vote names an
+// attempt nobody will send or end, and refuses every forbid claim of the entry until it
+// expires (a real cluster: claims queued during a partition granted after the heal, the
+// entry blocked for the occurrence retention; tests/sim/overlap_forbid_claims_after_heal.toml).
+TEST_CASE("firing overlap: a stopping claim hands back grants given under an earlier lease", "[firing][overlap]") {
+  Cluster c;
+  Entry e = every("long", 10'000, 3, Semantics::at_most_once);
+  e.created_utc_ms = kCreated;
+  e.overlap = schedule::OverlapPolicy::forbid;
+  e.misfire_window_ms = 3'000;
+  c.make_master("n1");
+  c.put_entry(e);
+  const OccurrenceId first = occ_of(e, kCreated + 10'000);
+  const OccurrenceId second = occ_of(e, kCreated + 20'000);
+  // n1's claims reach neither peer (n2: its claims only, so a release would pass).
+  c.cut("n1", "n2", is<Claim>());
+  c.cut("n1", "n3");
+  c.run_until_t(c.t_at("n1", first.scheduled_utc_ms) + 300);
+  // One of n1's claims arrives late at n2, under a lease n1 has renewed since.
+  const auto sent = c.sent("n1", "n2", is<Claim>());
+  REQUIRE_FALSE(sent.empty());
+  Claim late = *sent.front().as<Claim>();
+  late.lease -= 1;
+  c.heal();  // time stands still while it is delivered: n1 sends nothing new
+  c.inject("n1", "n2", late);
+  c.deliver_all();
+  c.cut("n1", "n2", is<Claim>());
+  c.cut("n1", "n3");
+  INFO(c.dump());
+  auto v = c.vote("n2", first);
+  REQUIRE(v.has_value());
+  REQUIRE(v->has_accepted);
+  REQUIRE(v->accepted_by.node == "n1");
+  // n1's claim stops at the close of the misfire window, never owned: n2's grant is handed back.
+  c.run_for(e.misfire_window_ms + 1'000);
+  REQUIRE(c.runs_of(first).empty());
+  CHECK_FALSE(c.sent("n1", "n2", is<schedule::Release>()).empty());
+  CHECK_FALSE(c.vote("n2", first).has_value());
+  // So the next occurrence runs where it needs n2's grant (n3 down).
+  c.heal();
+  c.crash("n3");
+  c.declare_dead("n3");
+  c.run_until_t(c.t_at("n1", second.scheduled_utc_ms) + 2'000);
+  for (const auto& r : replies(c, "n2", "n1", second)) CHECK(r.outcome != ClaimOutcome::kOverlap);
+  CHECK(c.runs_of(second).size() == 1);
+}
+
 namespace {
 // overlap = replace: an entry due every 5 s, three times, whose runs outlast the period.
 Entry replace_entry(Semantics semantics) {
