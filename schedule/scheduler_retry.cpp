@@ -12,6 +12,7 @@
 #include <cassert>
 
 #include "base/hash.h"
+#include "base/time.h"
 #include "schedule/marks.h"
 #include "schedule/scheduler.h"
 
@@ -97,7 +98,7 @@ bool Scheduler::retry_step(Occ& o, Clock now) {
     own.retry_announced = failed_runs;
     emit(FireEvent::Kind::kRetryScheduled, o, now, {}, failed_runs + 1,
          "run " + std::to_string(failed_runs) + " of " + std::to_string(e.retry.attempts) + " failed; next at " +
-             std::to_string(*at));
+             format_rfc3339_utc(*at));
   }
   if (now.utc_ms < *at) {
     set_deadline(o, Deadline::kRetry, std::max(utc_to_mono(*at), now.mono_ms + 1));

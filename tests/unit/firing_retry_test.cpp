@@ -4,6 +4,7 @@
 // a takeover between two runs continues the chain; a replica that holds the record that
 // an occurrence's runs are over refuses claims of it.
 #include <catch2/catch.hpp>
+#include <regex>
 
 #include "tests/unit/firing_harness.h"
 
@@ -84,7 +85,11 @@ TEST_CASE("firing retry: a failed run is retried after the back-off, doubling, u
   REQUIRE(c.complete(running(c, occ).node, true) == 1);
   c.run_for(60'000);
   CHECK(c.runs_of(occ).size() == 3);
-  CHECK(c.events(FireEvent::Kind::kRetryScheduled, occ, "n1").size() == 2);
+  const auto scheduled = c.events(FireEvent::Kind::kRetryScheduled, occ, "n1");
+  REQUIRE(scheduled.size() == 2);
+  // The history line says when the next run is due, as a time a reader can read.
+  CHECK(std::regex_match(scheduled[0].ev.detail,
+                         std::regex(R"(run 1 of 4 failed; next at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z)")));
   CHECK(c.sched("n1").counters().retried == 2);
 }
 
