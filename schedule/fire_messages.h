@@ -160,6 +160,10 @@ struct Dispatch {
   // Which run of the occurrence this attempt is: 1, or n + 1 after n runs that failed
   // definitely (a retry; docs/firing.md, Retries).  Redispatches of one run keep it.
   uint32_t run = 1;
+  // The most runs the occurrence may have under the definition dispatched with (retry
+  // attempts; 1 without retries), so that a worker that does not hold the definition
+  // still knows whether a failure of this run is the occurrence's last.  0: not said.
+  uint32_t runs = 0;
   bool operator==(const Dispatch&) const = default;
 };
 

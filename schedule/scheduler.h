@@ -180,6 +180,7 @@ struct FireEvent {
   std::string node;
   uint32_t attempt = 0;
   uint32_t run = 0;  // worker events: the run's number (1 = the first; retries count up)
+  uint32_t runs = 0;  // worker events: the most runs the occurrence may have (Dispatch::runs; 0: not said)
   bool at_most_once = false;
   FirePath path = FirePath::kQuorum;
   bool ok = true;
@@ -707,7 +708,7 @@ class Scheduler {
   void emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail, bool replaced = false);
   void emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
                    bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms = 0,
-                   bool replaced = false, uint32_t run = 0);
+                   bool replaced = false, uint32_t run = 0, uint32_t runs = 0);
   // Runs held for their instant: starts those whose instant came and whose clock check
   // passes; the others wait for their next look.
   void start_held(Clock now);
@@ -784,6 +785,7 @@ class Scheduler {
     bool at_most_once = false;
     int64_t accepted_utc_ms = 0;
     uint32_t run = 1;  // Dispatch::run, written into the worker records
+    uint32_t runs = 0;  // Dispatch::runs
     // The fire time as this worker knows it (run_at, or the entry's jittered instant; the
     // scheduled instant when the definition had not arrived), and how late the handler
     // started after it.

@@ -333,6 +333,7 @@ Dispatch Scheduler::make_dispatch(const Occ& o, const Attempt& a) const {
   d.payload = e.payload;
   d.timeout_ms = e.timeout_ms;
   d.run = a.info.run;
+  d.runs = e.retry.enabled() ? e.retry.attempts : 1;
   if (const auto* timer = std::get_if<Timer>(&e.timing)) {
     d.sequence = timer_sequence(*timer, e.created_utc_ms, o.id.scheduled_utc_ms);
   }

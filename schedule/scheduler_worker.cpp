@@ -124,6 +124,7 @@ void Scheduler::accept_dispatch(const std::string& from, const Dispatch& d, std:
   Running& run = running_[id];
   run = Running{d.volume, d.occ, d.fire_id, d.attempt, possible_duplicate, lazy_completion, d.at_most_once, now.utc_ms};
   run.run = d.run;
+  run.runs = d.runs;
   run.handler = d.handler;
   ++running_per_handler_[d.handler];
   run.fire_utc_ms = d.run_at_utc_ms != 0 ? d.run_at_utc_ms
@@ -342,12 +343,12 @@ bool Scheduler::prepared_never_started(const std::string& volume, const Occurren
 }
 
 void Scheduler::emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail, bool replaced) {
-  emit_worker(kind, r.volume, r.occ, r.attempt, r.at_most_once, ok, detail, r.lateness_ms, replaced, r.run);
+  emit_worker(kind, r.volume, r.occ, r.attempt, r.at_most_once, ok, detail, r.lateness_ms, replaced, r.run, r.runs);
 }
 
 void Scheduler::emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
                             bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms, bool replaced,
-                            uint32_t run) {
+                            uint32_t run, uint32_t runs) {
   FireEvent& e = event_scratch_;  // every field is set: the event is the reused one
   e.kind = kind;
   e.volume = volume;
@@ -355,6 +356,7 @@ void Scheduler::emit_worker(FireEvent::Kind kind, const std::string& volume, con
   e.node = self_.node;
   e.attempt = attempt;
   e.run = run;
+  e.runs = runs;
   e.at_most_once = at_most_once;
   e.path = FirePath::kQuorum;
   e.ok = ok;

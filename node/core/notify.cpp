@@ -44,9 +44,13 @@ Notice notice_of(NotifyEvent kind, std::string handler, const schedule::FireEven
   return n;
 }
 
-// A failed run is the occurrence's last when no retry follows it: the entry does not
-// retry, or this was its last attempt (or the entry is gone).
+// A failed run is the occurrence's last when no retry follows it: this was its last
+// run by the definition it was dispatched with (FireEvent::runs) — which the worker knows
+// even when the definition has not reached it — or, from a sender that does not say, by
+// the definition held here: the entry does not retry, or this was its last attempt (or
+// the entry is gone).
 bool last_run(const schedule::FireEvent& event, const schedule::Entry* subject) {
+  if (event.runs > 0) return event.run >= event.runs;
   return subject == nullptr || !subject->retry.enabled() || event.run >= subject->retry.attempts;
 }
 

@@ -209,6 +209,7 @@ struct Dispatch {
   runAtUtcMs @12 :Int64;    # prepared: start no earlier than this (worker's clock and a majority's); 0 = at once
   timeoutMs @13 :Int64;     # the entry's timeout for the handler; 0 = the handler's own
   run @14 :UInt32;          # which run of the occurrence (a retry: > 1); 0 = 1
+  runs @15 :UInt32;         # the most runs the occurrence may have (retry attempts; 1 without); 0 = not said
 }
 
 enum DispatchOutcome { accepted @0; refused @1; busy @2; }

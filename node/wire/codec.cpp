@@ -435,6 +435,7 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setRunAtUtcMs(m.run_at_utc_ms);
           x.setTimeoutMs(m.timeout_ms);
           x.setRun(m.run);
+          x.setRuns(m.runs);
         } else if constexpr (std::is_same_v<T, schedule::DispatchReply>) {
           auto x = b.initDispatchReply();
           x.setVolume(text(m.volume));
@@ -569,6 +570,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       d.run_at_utc_ms = x.getRunAtUtcMs();
       d.timeout_ms = x.getTimeoutMs();
       d.run = std::max<uint32_t>(1, x.getRun());
+      d.runs = x.getRuns();
       return CoreMessage{std::move(d)};
     }
     case cp::CoreMessage::DISPATCH_REPLY: {

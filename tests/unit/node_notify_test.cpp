@@ -81,7 +81,8 @@ TEST_CASE("notify: runs that succeed, are replaced, or are followed by a retry c
   CHECK(notices_for(event(FireEvent::Kind::kCompleted, false, 1), &retries, cluster("ops"), "n2").empty());
   CHECK(notices_for(event(FireEvent::Kind::kCompleted, false, 2), &retries, cluster("ops"), "n2").empty());
   CHECK(notices_for(event(FireEvent::Kind::kCompleted, false, 3), &retries, cluster("ops"), "n2").size() == 2);
-  // The entry is gone: the cluster still hears of the failure.
+  // The entry is gone and the event does not say how many runs there may be (an older
+  // sender): the cluster still hears of the failure.
   CHECK(kinds(notices_for(event(FireEvent::Kind::kCompleted, false, 1), nullptr, cluster("ops"), "n2")) ==
         std::vector<NotifyEvent>{NotifyEvent::kFailed});
   // Other events call for nothing.
@@ -163,4 +164,26 @@ TEST_CASE("notify: withheld is told at least once, at due + withheld_after", "[n
   const auto e = notification_entry(n, "n1", 1000);
   CHECK(e.semantics == schedule::Semantics::at_least_once);
   CHECK(e.name.rfind("withheld-", 0) == 0);
+}
+
+// The worker judges "last run" by the run count its dispatch carried (FireEvent::runs), not
+// by whatever definition it holds: a worker the definition had not reached (swarm --notify
+// seed 396: cut off by a one-way link when the entry was written) told the cluster that
+// run 1 of 3 had failed for good, and the owner retried it.
+TEST_CASE("notify: a worker without the definition judges the last run by the dispatch", "[notify]") {
+  FireEvent first = event(FireEvent::Kind::kCompleted, false, 1);
+  first.runs = 3;
+  CHECK(notices_for(first, nullptr, cluster("ops"), "n2").empty());
+  FireEvent last = event(FireEvent::Kind::kCompleted, false, 3);
+  last.runs = 3;
+  CHECK(kinds(notices_for(last, nullptr, cluster("ops"), "n2")) == std::vector<NotifyEvent>{NotifyEvent::kFailed});
+  // The dispatch wins over a definition held here that differs (edited since): the owner
+  // decides retries with the one it dispatched under.
+  const auto once = subject(1, "page-me");
+  CHECK(notices_for(first, &once, cluster("ops"), "n2").empty());
+  FireEvent single = event(FireEvent::Kind::kCompleted, false, 1);
+  single.runs = 1;
+  const auto retries = subject(3, "page-me");
+  CHECK(kinds(notices_for(single, &retries, cluster("ops"), "n2")) ==
+        std::vector<NotifyEvent>{NotifyEvent::kOnFailure, NotifyEvent::kFailed});
 }

@@ -161,6 +161,7 @@ CoreMessage random_core(Rng& rng) {
       d.run_at_utc_ms = rng.chance(0.5) ? 0 : rng.between(0, int64_t{1} << 42);
       d.timeout_ms = rng.chance(0.5) ? 0 : rng.between(1, 86'400'000);
       d.run = static_cast<uint32_t>(1 + rng.below(5));
+      d.runs = static_cast<uint32_t>(rng.below(6));
       return d;
     }
     case 4: return schedule::DispatchReply{random_text(rng, 8), random_occ(rng), random_text(rng, 16),
