@@ -164,6 +164,18 @@ struct Dispatch {
   // attempts; 1 without retries), so that a worker that does not hold the definition
   // still knows whether a failure of this run is the occurrence's last.  0: not said.
   uint32_t runs = 0;
+  // The version of the entry's record the attempt was decided under.  A worker holding a
+  // newer one that governs the occurrence (a delete, a pause, an edit written before its
+  // instant) refuses the attempt, and drops it if held (prepared) when its instant comes
+  // (docs/firing.md, Preparing ahead).  Zero: not said, never refused so.
+  Version entry_version;
+  // The worker's boot the owner addressed when it first issued this fire id (its view of
+  // the worker then; 0: not known).  A worker whose own boot it is knows that no previous
+  // process of it received the dispatch, so its amnesia horizon does not apply to it.
+  uint64_t worker_boot = 0;
+  // The entry's on_failure handler under the definition dispatched with ("" for none), for
+  // the same reason as `runs`: the worker notices a failed last run (node/core/notify.cpp).
+  std::string on_failure;
   bool operator==(const Dispatch&) const = default;
 };
 
@@ -194,6 +206,11 @@ struct Revoke {
   OccurrenceId occ;
   std::string fire_id;
   int64_t issued_utc_ms = 0;  // when the revoked dispatch was first issued (owner's clock)
+  // Prepared: the revoked dispatch's run_at.  A worker that lost its disk since can still
+  // promise never to run it while its instant is beyond anything its previous process
+  // can have reached (docs/firing.md, Preparing ahead).  0: not prepared (or not said).
+  int64_t run_at_utc_ms = 0;
+  uint64_t worker_boot = 0;  // Dispatch::worker_boot of the revoked dispatch
   bool operator==(const Revoke&) const = default;
 };
 

@@ -68,6 +68,7 @@ struct Attempt {
   int64_t accept_by_utc_ms = 0;
   int64_t accepted_mono_ms = 0;
   uint64_t worker_boot = 0;  // the process that accepted it, from its reply (0: not known yet)
+  uint64_t addressed_boot = 0;  // the worker's boot in our view when first issued (Dispatch::worker_boot)
   // Dispatched prepared (run_at = F): a worker that restarts before F can tell that it
   // never started it, so a vanished worker is asked (a revoke) before o counts as lost.
   bool prepared = false;
@@ -182,6 +183,10 @@ struct Owned {
   int64_t takeover_wait_until_utc_ms = 0;  // at-least-once takeover: a running attempt's complete_time
   bool recorded = false;  // this ownership's owner record was written
   uint32_t retry_announced = 0;  // failed runs for which a retry was announced (kRetryScheduled)
+  // The entry changed in a way that governs o while it had prepared attempts (a delete, a
+  // pause, an edit written before its instant): they are revoked, and any new attempt
+  // follows a fresh look at the definition (Scheduler::supersede_owned).
+  bool superseded = false;
   std::vector<Attempt> attempts;
 };
 

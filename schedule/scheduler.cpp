@@ -481,6 +481,7 @@ void Scheduler::emit(FireEvent::Kind kind, const Occ& o, Clock now, const std::s
   e.attempt = attempt;
   e.run = 0;
   e.runs = 0;
+  e.on_failure.clear();
   e.at_most_once = o.at_most_once;
   e.path = o.path;
   e.ok = ok;

@@ -181,6 +181,7 @@ struct FireEvent {
   uint32_t attempt = 0;
   uint32_t run = 0;  // worker events: the run's number (1 = the first; retries count up)
   uint32_t runs = 0;  // worker events: the most runs the occurrence may have (Dispatch::runs; 0: not said)
+  std::string on_failure;  // worker events with runs > 0: Dispatch::on_failure
   bool at_most_once = false;
   FirePath path = FirePath::kQuorum;
   bool ok = true;
@@ -265,7 +266,7 @@ struct SchedulerCounters {
   uint64_t stale_claims_refused = 0, stale_claims_sent = 0;
   // Accepted attempts held for their instant (prepare_ahead_ms), counted at acceptance,
   // and those revoked before they started (held here, or accepted by a previous process).
-  uint64_t prepared = 0, prepared_revoked = 0;
+  uint64_t prepared = 0, prepared_revoked = 0, prepared_superseded = 0;
   // Claims refused because this replica holds a newer version of the entry (an edit or a
   // delete), and claims of ours refused so.
   uint64_t superseded_claims_refused = 0, superseded_claims_sent = 0;
@@ -322,7 +323,10 @@ class Scheduler {
   // entry `key` (an edit or a delete): until every grant it gave for an occurrence of the
   // entry that may still lead to a dispatch is older than the claim lease plus a margin.
   // Now or earlier: no hold.  See SchedulerOptions::claim_lease_ms.
-  int64_t ack_hold_until_mono(const std::string& volume, const std::string& key) const;
+  // `written_mono_ms`: when the write arrived here (a grant given after it was given under
+  // its version or a newer one); INT64_MAX: any time.
+  int64_t ack_hold_until_mono(const std::string& volume, const std::string& key,
+                              int64_t written_mono_ms = INT64_MAX) const;
   // A node-local record loaded at start (grants).
   void on_local_record(const std::string& key, const std::string& value);
   void on_message(const std::string& from, const FireMessage& msg, Clock now);
@@ -592,10 +596,14 @@ class Scheduler {
   void step_no_attempt(Occ& o, Clock now);
   void step_proposing(Occ& o, Attempt& a, bool window_over, Clock now);
   void step_sent(Occ& o, Attempt& a, bool worker_up, bool window_over, Clock now);
-  void step_revoking(Occ& o, Attempt& a, bool window_over, Clock now);
+  void step_revoking(Occ& o, Attempt& a, bool worker_up, bool window_over, Clock now);
   void step_accepted(Occ& o, Attempt& a, bool worker_up, bool window_over, Clock now);
   void abandon_and_redispatch(Occ& o, Attempt& a, bool window_over, const char* why, Clock now);
   void send_revoke(Occ& o, Attempt& a, Clock now);
+  Revoke make_revoke(const Occ& o, const Attempt& a) const;
+  void supersede_owned(Occ& o, const std::optional<Version>& now_version, bool stops, Clock now);
+  bool revoke_superseded(Occ& o, Attempt& a, Clock now);
+  bool redecide_superseded(Occ& o, Clock now);
   void dispatch_attempt(Occ& o, Clock now, const std::set<std::string>& exclude);
   void send_dispatch(Occ& o, Attempt& a, Clock now);
   Dispatch make_dispatch(const Occ& o, const Attempt& a) const;
@@ -680,6 +688,11 @@ class Scheduler {
   // refuse it; nullopt when it is granted (written, durable before the reply).
   bool stale_claim(const Claim& c) const;
   bool superseded_claim(const Claim& c) const;
+  // This replica holds a version of the entry newer than `decided` that governs the
+  // occurrence firing at `fire_utc_ms`: a delete or a pause, or an edit written no later.
+  bool superseded_here(const std::string& volume, const std::string& key, const Version& decided,
+                       int64_t fire_utc_ms) const;
+  int64_t prepared_hold_mono(const OccKey& key, const Occ& o, int64_t written_mono_ms) const;
   bool stops_everything(const std::string& volume, const std::string& key) const;
   bool refuse_before_vote(const std::string& from, const Claim& c, ClaimReply& reply);
   int64_t ack_hold_ms() const { return options_.claim_lease_ms + 200; }
@@ -708,7 +721,7 @@ class Scheduler {
   void emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail, bool replaced = false);
   void emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
                    bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms = 0,
-                   bool replaced = false, uint32_t run = 0, uint32_t runs = 0);
+                   bool replaced = false, uint32_t run = 0, uint32_t runs = 0, const std::string& on_failure = {});
   // Runs held for their instant: starts those whose instant came and whose clock check
   // passes; the others wait for their next look.
   void start_held(Clock now);
@@ -786,6 +799,7 @@ class Scheduler {
     int64_t accepted_utc_ms = 0;
     uint32_t run = 1;  // Dispatch::run, written into the worker records
     uint32_t runs = 0;  // Dispatch::runs
+    std::string on_failure = {};  // Dispatch::on_failure
     // The fire time as this worker knows it (run_at, or the entry's jittered instant; the
     // scheduled instant when the definition had not arrived), and how late the handler
     // started after it.
@@ -799,6 +813,7 @@ class Scheduler {
   // Accepted and not finished, per handler name, for SchedulerOptions::handler_caps.
   std::map<std::string, uint32_t> running_per_handler_;
   void erase_running(std::map<uint64_t, Running>::iterator it);
+  void drop_superseded(const std::map<uint64_t, Running>::iterator& run, Clock now);
   // Why a dispatch of `handler` would exceed a running cap here; empty when it would not.
   std::string at_running_cap(const std::string& handler) const;
   // Owner side: a worker that refused a dispatch "busy" is not chosen again until then.
@@ -812,6 +827,7 @@ class Scheduler {
     std::shared_ptr<const Entry> entry;  // for the eligible sets of the clock check (null: the volume's)
     bool own_clock_only = false;        // decided by one node, or not prepared: this clock suffices
     uint64_t accepted_mark = 0;         // SchedulerHost::write_mark() after the acceptance was written
+    Version entry_version;              // Dispatch::entry_version: checked again at the instant
   };
   std::map<std::pair<int64_t, uint64_t>, Held> held_;
   int64_t last_held_start_utc_ms_ = 0;

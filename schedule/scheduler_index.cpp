@@ -103,6 +103,7 @@ void Scheduler::entry_changed(const std::string& volume, const std::string& key,
   const bool stops = stops_everything(volume, key);
   for (auto it = occs_.lower_bound(OccKey{*id, INT64_MIN}); it != occs_.end() && it->first.entry == *id; ++it) {
     Occ& o = it->second;
+    if (o.is<firing::Owned>() && o.entry) supersede_owned(o, now_version, stops, now);
     if (o.finished() || o.is<firing::Owned>() || !o.entry) continue;  // an owner finishes what it dispatched
     if (now_version.value_or(Version{}) == o.entry_version) continue;
     // An edit governs what falls due after it: o, due before, goes on as decided (a
@@ -114,6 +115,63 @@ void Scheduler::entry_changed(const std::string& volume, const std::string& key,
     if (o.idle()) o.entry = nullptr;  // decided again under the new definition
     touch(o);
   }
+}
+
+// An owner finishes what it dispatched — except prepared attempts that a change of the
+// entry governs (a delete, a pause, an edit written no later than o's instant): they have
+// not started, and a change acknowledged before the instant must stop them.  They are
+// revoked (revoke_superseded), and o is decided again under the definition that stands
+// before any new attempt (redecide_superseded).  An attempt that started already answers
+// so, and runs on.
+void Scheduler::supersede_owned(Occ& o, const std::optional<Version>& now_version, bool stops, Clock now) {
+  (void)now;
+  firing::Owned& own = o.as<firing::Owned>();
+  if (own.superseded || !now_version || !(o.entry_version < *now_version)) return;
+  if (!stops && o.fire_utc_ms < now_version->physical_ms) return;  // an edit governs what falls due after it
+  const bool prepared = std::any_of(own.attempts.begin(), own.attempts.end(), [](const Attempt& a) {
+    return a.prepared && (a.state == AttemptState::kSent || a.state == AttemptState::kAccepted);
+  });
+  if (!prepared) return;
+  own.superseded = true;
+  mark(Mark::kOwnedSuperseded);
+  touch(o);
+}
+
+// Returns whether it sent a revoke (the step is done).
+bool Scheduler::revoke_superseded(Occ& o, Attempt& a, Clock now) {
+  assert(o.as<firing::Owned>().superseded);
+  if (!a.prepared || a.revoke_tried || (a.state != AttemptState::kSent && a.state != AttemptState::kAccepted)) {
+    return false;
+  }
+  a.revoke_tried = true;
+  send_revoke(o, a, now);
+  assert(a.state == AttemptState::kRevoking);
+  return true;
+}
+
+// Every prepared attempt of a superseded o is resolved and a new one is due: o is decided
+// under the definition that stands here now, with its semantics unchanged (the ownership
+// was won under them).  Returns whether o finished (skipped).
+bool Scheduler::redecide_superseded(Occ& o, Clock now) {
+  firing::Owned& own = o.as<firing::Owned>();
+  assert(own.superseded);
+  own.superseded = false;
+  const auto old_entry = o.entry;
+  const Version old_version = o.entry_version;
+  const bool at_most_once = o.at_most_once;
+  if (!load_definition(o)) {
+    o.entry = old_entry;  // what the records and events of the skip describe
+    o.entry_version = old_version;
+    o.at_most_once = at_most_once;
+    to_finished(o, Outcome::kSkipped, "its entry was deleted before its instant", now);
+    return true;
+  }
+  o.at_most_once = at_most_once;
+  if (o.entry->paused) {
+    to_finished(o, Outcome::kSkipped, "its entry was paused before its instant", now);
+    return true;
+  }
+  return unscheduled(o, now);
 }
 
 bool Scheduler::unscheduled(Occ& o, Clock now) {

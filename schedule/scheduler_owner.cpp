@@ -69,10 +69,11 @@ void Scheduler::owner_step(Occ& o, Clock now) {
   if (auto w = o.worker_records.find(a.info.fire_id); w != o.worker_records.end()) worker = w->second.worker;
   const bool worker_up = owner_alive(worker);
   const bool window_over = now.utc_ms - due_utc_ms(o) > e.misfire_window_ms;
+  if (own.superseded && revoke_superseded(o, a, now)) return;
   switch (a.state) {
     case AttemptState::kProposing: step_proposing(o, a, window_over, now); return;
     case AttemptState::kSent: step_sent(o, a, worker_up, window_over, now); return;
-    case AttemptState::kRevoking: step_revoking(o, a, window_over, now); return;
+    case AttemptState::kRevoking: step_revoking(o, a, worker_up, window_over, now); return;
     case AttemptState::kAccepted: step_accepted(o, a, worker_up, window_over, now); return;
     case AttemptState::kRefused:
     case AttemptState::kRevoked:
@@ -169,11 +170,24 @@ void Scheduler::step_sent(Occ& o, Attempt& a, bool worker_up, bool window_over, 
 void Scheduler::send_revoke(Occ& o, Attempt& a, Clock now) {
   a.state = AttemptState::kRevoking;
   a.resent_mono_ms = now.mono_ms;
-  host_.send(a.info.worker, Revoke{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms}, false);
+  host_.send(a.info.worker, make_revoke(o, a), false);
   set_deadline(o, Deadline::kResend, now.mono_ms + options_.revoke_retry_ms);
 }
 
-void Scheduler::step_revoking(Occ& o, Attempt& a, bool window_over, Clock now) {
+Revoke Scheduler::make_revoke(const Occ& o, const Attempt& a) const {
+  Revoke r{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms};
+  if (a.prepared) r.run_at_utc_ms = o.fire_utc_ms;  // make_dispatch's run_at
+  r.worker_boot = a.addressed_boot;
+  return r;
+}
+
+void Scheduler::step_revoking(Occ& o, Attempt& a, bool worker_up, bool window_over, Clock now) {
+  if (!o.at_most_once && !worker_up) {
+    // At-least-once (a prepared attempt revoked for a change of its entry): its worker
+    // is gone, and o may run again elsewhere, as after any worker death.
+    abandon_and_redispatch(o, a, window_over, "worker died before answering the revoke", now);
+    return;
+  }
   // Keep asking until the worker answers (it may restart) or the window closes.
   if (window_over) {
     to_finished(o, Outcome::kLost, "the worker never answered the revoke within the misfire window", now);
@@ -181,7 +195,7 @@ void Scheduler::step_revoking(Occ& o, Attempt& a, bool window_over, Clock now) {
   }
   if (now.mono_ms >= a.resent_mono_ms + options_.revoke_retry_ms) {
     a.resent_mono_ms = now.mono_ms;
-    host_.send(a.info.worker, Revoke{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms}, false);
+    host_.send(a.info.worker, make_revoke(o, a), false);
   }
   set_deadline(o, Deadline::kResend, a.resent_mono_ms + options_.revoke_retry_ms);
 }
@@ -231,6 +245,7 @@ void Scheduler::abandon_and_redispatch(Occ& o, Attempt& a, bool window_over, con
 // --- dispatching -------------------------------------------------------------------------------
 
 void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>& exclude_in) {
+  if (o.as<firing::Owned>().superseded && redecide_superseded(o, now)) return;
   const Entry& e = *o.entry;
   // A run failed and the entry retries it: the next run waits out its back-off, whatever
   // calls for a new attempt (the retry itself, a revoke or refusal before it ran, a
@@ -241,10 +256,8 @@ void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>&
   }
   if (late_attempt_stops(o, e, now)) return;
   firing::Owned& own = o.as<firing::Owned>();
-  for (const Attempt& prev : own.attempts) {
-    (void)prev;
-    assert(!o.at_most_once || may_be_followed(prev));  // O2
-  }
+  assert(!o.at_most_once || std::all_of(own.attempts.begin(), own.attempts.end(),
+                                        [](const Attempt& prev) { return may_be_followed(prev); }));  // O2
   Attempt a;
   const bool first_claimed = own.attempts.empty() && own.path == FirePath::kQuorum && own.round == 0 &&
                              !own.claimed.fire_id.empty() && !own.claimed.worker.empty() &&
@@ -271,6 +284,7 @@ void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>&
   }
   a.sent_mono_ms = now.mono_ms;
   a.resent_mono_ms = now.mono_ms;
+  a.addressed_boot = a.info.worker == self_.node ? self_.boot : host_.peer(a.info.worker).boot;
   a.accept_by_utc_ms = accept_by_utc_ms(o, now);
   a.prepared = options_.prepare_ahead_ms > 0;  // make_dispatch sets run_at then
   // At-most-once: a majority must accept a new attempt in our round first, so a master
@@ -334,6 +348,9 @@ Dispatch Scheduler::make_dispatch(const Occ& o, const Attempt& a) const {
   d.timeout_ms = e.timeout_ms;
   d.run = a.info.run;
   d.runs = e.retry.enabled() ? e.retry.attempts : 1;
+  d.entry_version = o.entry_version;
+  d.worker_boot = a.addressed_boot;
+  d.on_failure = e.on_failure;
   if (const auto* timer = std::get_if<Timer>(&e.timing)) {
     d.sequence = timer_sequence(*timer, e.created_utc_ms, o.id.scheduled_utc_ms);
   }

@@ -217,8 +217,12 @@ void Scheduler::on_accept_reply(Occ& o, const std::string& from, const ClaimRepl
   const bool counts = a.check || r.accepted.fire_id == a.info.fire_id;  // a check names no value
   if (r.outcome == ClaimOutcome::kGranted && r.holder == self_ && counts) {
     if (r.lease == a.lease) a.accepted_by.insert(from);
-  } else if (r.outcome == ClaimOutcome::kHeld && (r.promised_round > own->round || !(r.holder == self_))) {
+  } else if (r.outcome == ClaimOutcome::kHeld && r.promised_round > own->round) {
     // A replica promised a higher round to someone else: that process now decides o.
+    // (Our own round promised to a rival that prepared the same number is only a
+    // refusal: each replica promises a round once, and a majority promised it to us, so
+    // the rival cannot win it — stepping down for it left both deferring to each other
+    // until the owner-stall timeout, round after round: swarm --notify seed 8585.)
     o.holder = r.holder;
     o.holder_vouched = r.holder_alive;
     to_tracking_from_owned(o, r.promised_round, now);

@@ -41,10 +41,16 @@ bool Scheduler::stale_claim(const Claim& c) const {
 // after it (its version's time), and an occurrence already due when it was written still
 // runs.
 bool Scheduler::superseded_claim(const Claim& c) const {
-  if (c.kind == ClaimKind::kPrepare || c.entry_version.physical_ms == 0) return false;
-  const std::optional<Version> mine = host_.entry_version(c.volume, c.occ.entry_key);
-  if (!mine || !(c.entry_version < *mine)) return false;
-  return stops_everything(c.volume, c.occ.entry_key) || c.fire_utc_ms >= mine->physical_ms;
+  return c.kind != ClaimKind::kPrepare && superseded_here(c.volume, c.occ.entry_key, c.entry_version, c.fire_utc_ms);
+}
+
+// An edit governs what falls due after it; a delete or a pause everything not yet run.
+bool Scheduler::superseded_here(const std::string& volume, const std::string& key, const Version& decided,
+                                int64_t fire_utc_ms) const {
+  if (decided.physical_ms == 0) return false;  // not said: never refused so
+  const std::optional<Version> mine = host_.entry_version(volume, key);
+  if (!mine || !(decided < *mine)) return false;
+  return stops_everything(volume, key) || fire_utc_ms >= mine->physical_ms;
 }
 
 // The entry's record here deletes or pauses it: nothing of it not yet dispatched runs.
@@ -284,18 +290,41 @@ void Scheduler::emit_grant(const Claim& c) {
 // granted under the old definition can still win a majority and dispatch.  A grant whose
 // accepted attempt a worker record shows is past that (it was dispatched before).  Votes
 // a previous process gave are not timed: everything waits the hold after a restart.
-int64_t Scheduler::ack_hold_until_mono(const std::string& volume, const std::string& key) const {
+int64_t Scheduler::ack_hold_until_mono(const std::string& volume, const std::string& key,
+                                       int64_t written_mono_ms) const {
   int64_t hold = restored_votes_ ? started_mono_ms_ + ack_hold_ms() : 0;
   const auto id = find_interned(volume, key, SlotIndex::tag(interned_hash(volume, key)));
   if (!id) return hold;
   for (auto it = occs_.lower_bound(OccKey{*id, INT64_MIN}); it != occs_.end() && it->first.entry == *id; ++it) {
     const Occ& o = it->second;
+    hold = std::max(hold, prepared_hold_mono(it->first, o, written_mono_ms));
     if (o.granted_mono_ms == 0 || o.finished() || o.granted_mono_ms + ack_hold_ms() <= hold) continue;
     auto v = votes_.find(it->first);
     if (v != votes_.end() && v->second.has_accepted && o.worker_records.count(v->second.accepted.fire_id) > 0) continue;
     hold = o.granted_mono_ms + ack_hold_ms();
   }
   return hold;
+}
+
+// Preparing ahead, an accepted attempt may be dispatched long before its instant, and its
+// worker starts it then without asking anyone.  A write that reached this replica while it
+// held such an attempt (accepted before `written_mono_ms`: under the version the write
+// replaces) is acknowledged only once the attempt can no longer start under the old
+// definition: its worker's record says it never runs (refused, revoked — the owner
+// revokes it, supersede_owned) or already started, or its instant passed on every clock
+// (F + 2 max_clock_skew here).  So a write acknowledged by a majority before F — which
+// meets every majority that accepted the attempt — stops the run (docs/firing.md,
+// Preparing ahead).
+int64_t Scheduler::prepared_hold_mono(const OccKey& key, const Occ& o, int64_t written_mono_ms) const {
+  if (options_.prepare_ahead_ms == 0 || o.finished() || o.granted_mono_ms > written_mono_ms) return 0;
+  const auto v = votes_.find(key);
+  if (v == votes_.end() || !v->second.has_accepted || v->second.ended) return 0;
+  if (auto w = o.worker_records.find(v->second.accepted.fire_id); w != o.worker_records.end()) {
+    if (w->second.state != WorkerState::kAccepted || w->second.run_at_utc_ms == 0) return 0;
+  }
+  // At most prepare_ahead + 2 max_clock_skew away: a grant comes no earlier.
+  assert(options_.max_clock_skew_ms >= 0);
+  return utc_to_mono(o.fire_utc_ms + 2 * options_.max_clock_skew_ms);
 }
 
 // Only an ordinary (round 0) claim that was never taken over may be handed back.

@@ -44,7 +44,9 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   // elsewhere; so say nothing, and write nothing.  The owner retransmits until the accept
   // deadline, then revokes, and that revoke is answered `unknown` (on_revoke): the
   // occurrence is reported lost.  This check comes before every other refusal.
-  const bool maybe_ran_before = amnesia_horizon_utc_ms_ != 0 && d.issued_utc_ms <= amnesia_horizon_utc_ms_;
+  // (Not one addressed to this very process: no previous one can have received it.)
+  const bool maybe_ran_before = amnesia_horizon_utc_ms_ != 0 && d.issued_utc_ms <= amnesia_horizon_utc_ms_ &&
+                                !(d.worker_boot != 0 && d.worker_boot == self_.boot);
   if (d.at_most_once && maybe_ran_before) {
     ++counters_.dispatches_ignored_after_wipe;
     mark(Mark::kDispatchIgnoredAfterWipe);
@@ -70,6 +72,15 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
   }
   if (now.utc_ms > d.accept_by_utc_ms) {
     refuse("the attempt's accept deadline has passed");
+    return;
+  }
+  // The entry was deleted, paused or edited here after the owner decided o (an edit only
+  // if written no later than o's instant): the attempt never runs (docs/firing.md,
+  // Preparing ahead).  The owner learns it from the refusal.
+  const int64_t fire_utc_ms = d.run_at_utc_ms != 0 ? d.run_at_utc_ms : d.occ.scheduled_utc_ms;
+  if (superseded_here(d.volume, d.occ.entry_key, d.entry_version, fire_utc_ms)) {
+    mark(Mark::kWorkerSuperseded);
+    refuse("superseded: a newer version of the entry here governs this occurrence");
     return;
   }
   if (known != nullptr && known->replaced_by_utc_ms != 0) {
@@ -125,6 +136,7 @@ void Scheduler::accept_dispatch(const std::string& from, const Dispatch& d, std:
   run = Running{d.volume, d.occ, d.fire_id, d.attempt, possible_duplicate, lazy_completion, d.at_most_once, now.utc_ms};
   run.run = d.run;
   run.runs = d.runs;
+  run.on_failure = d.on_failure;
   run.handler = d.handler;
   ++running_per_handler_[d.handler];
   run.fire_utc_ms = d.run_at_utc_ms != 0 ? d.run_at_utc_ms
@@ -163,6 +175,7 @@ void Scheduler::accept_dispatch(const std::string& from, const Dispatch& d, std:
   h.entry = std::move(e);
   h.own_clock_only = possible_duplicate;
   h.accepted_mark = host_.write_mark();
+  h.entry_version = d.entry_version;
   ++counters_.prepared;
 }
 
@@ -217,6 +230,10 @@ void Scheduler::start_held(Clock now) {
     }
     auto run = running_.find(h.invocation.id);
     if (run == running_.end()) continue;
+    if (superseded_here(run->second.volume, run->second.occ.entry_key, h.entry_version, h.fire_utc_ms)) {
+      drop_superseded(run, now);
+      continue;
+    }
     assert(now.utc_ms >= h.fire_utc_ms);  // never before its instant on this clock
     last_held_start_utc_ms_ = now.utc_ms;
     run->second.held = false;
@@ -250,10 +267,16 @@ void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
       return;
     }
   }
-  if (amnesia_horizon_utc_ms_ != 0 && r.issued_utc_ms <= amnesia_horizon_utc_ms_) {
-    mark(Mark::kRevokeUnknownAmnesia);
-    host_.send(from, std::move(reply), false);  // kUnknown: it may have run before the disk was lost
-    return;
+  const bool addressed_here = r.worker_boot != 0 && r.worker_boot == self_.boot;
+  if (amnesia_horizon_utc_ms_ != 0 && r.issued_utc_ms <= amnesia_horizon_utc_ms_ && !addressed_here) {
+    // A previous process may have accepted it — and run it, unless it was prepared for an
+    // instant beyond anything that process's clock can have read (as prepared_never_started).
+    if (r.run_at_utc_ms == 0 || r.run_at_utc_ms <= started_utc_ms_ + 2 * options_.max_clock_skew_ms) {
+      mark(Mark::kRevokeUnknownAmnesia);
+      host_.send(from, std::move(reply), false);  // kUnknown: it may have run before the disk was lost
+      return;
+    }
+    mark(Mark::kRevokePreparedAfterWipe);
   }
   WorkerRecord rec;
   rec.worker = self_;
@@ -325,6 +348,28 @@ void Scheduler::drop_held(uint64_t id) {
   }
 }
 
+// A held run whose entry changed here before its instant, in a way that governs it (a
+// delete, a pause, an edit written no later): it never starts, which the record says
+// durably — the owner, and the replicas holding back their acknowledgements of the change
+// (prepared_hold_mono), learn it from there.
+void Scheduler::drop_superseded(const std::map<uint64_t, Running>::iterator& run, Clock now) {
+  assert(run->second.held);
+  WorkerRecord rec;
+  rec.worker = self_;
+  rec.attempt = run->second.attempt;
+  rec.state = WorkerState::kRevoked;
+  rec.accepted_utc_ms = run->second.accepted_utc_ms;
+  rec.run = run->second.run;
+  rec.detail = "superseded before its instant: a newer version of the entry governs it";
+  const std::string volume = run->second.volume;
+  const OccurrenceId occ = run->second.occ;
+  const std::string fire_id = run->second.fire_id;
+  erase_running(run);
+  ++counters_.prepared_superseded;
+  mark(Mark::kWorkerSuperseded);
+  put_worker_record(volume, occ, fire_id, rec, now);
+}
+
 bool Scheduler::prepared_never_started(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
                                        const WorkerRecord& rec, uint64_t* held_id) const {
   if (rec.worker.boot == self_.boot) {
@@ -343,12 +388,13 @@ bool Scheduler::prepared_never_started(const std::string& volume, const Occurren
 }
 
 void Scheduler::emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail, bool replaced) {
-  emit_worker(kind, r.volume, r.occ, r.attempt, r.at_most_once, ok, detail, r.lateness_ms, replaced, r.run, r.runs);
+  emit_worker(kind, r.volume, r.occ, r.attempt, r.at_most_once, ok, detail, r.lateness_ms, replaced, r.run, r.runs,
+              r.on_failure);
 }
 
 void Scheduler::emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
                             bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms, bool replaced,
-                            uint32_t run, uint32_t runs) {
+                            uint32_t run, uint32_t runs, const std::string& on_failure) {
   FireEvent& e = event_scratch_;  // every field is set: the event is the reused one
   e.kind = kind;
   e.volume = volume;
@@ -357,6 +403,7 @@ void Scheduler::emit_worker(FireEvent::Kind kind, const std::string& volume, con
   e.attempt = attempt;
   e.run = run;
   e.runs = runs;
+  e.on_failure = on_failure;
   e.at_most_once = at_most_once;
   e.path = FirePath::kQuorum;
   e.ok = ok;

@@ -93,7 +93,14 @@ void RestartChecker::on_fault(const World& world, const FaultRecord& fault) {
     if (r.completed.count(occ)) continue;
     auto entry = entries_.find({inv.volume, std::get<1>(occ)});
     if (entry == entries_.end()) continue;
-    if (definite_failure(e) && failed_runs[occ] < entry->second.retry.attempts) continue;
+    // A failure completes the occurrence only as its last run: the record of an earlier
+    // run's failure says a retry is owed, whoever holds it (swarm --retries seed 2052: a
+    // majority held run 1's failure, only the worker run 2's, and the restarted owner —
+    // which reconciled with that majority — rightly ran run 2 again, flagged).
+    if (definite_failure(e) && entry->second.retry.enabled() &&
+        (failed_runs[occ] < entry->second.retry.attempts || inv.run < entry->second.retry.attempts)) {
+      continue;
+    }
     const auto& replicas = world.replicas_at(inv.volume, r.at_ms);
     if (std::find(replicas.begin(), replicas.end(), r.node) == replicas.end()) continue;
     const std::vector<std::string> elig = eligible_replicas(world, entry->second, replicas);

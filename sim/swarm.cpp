@@ -187,6 +187,7 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
     kind->swarm_workload(rng, s);
   }
   if (o.issue33_kinds) add_issue33_faults(seed, s);
+  if (o.issue33_kinds && o.prepare_ahead_ms > 0) add_prepared_churn(seed, s, o.prepare_ahead_ms);
   if (o.overlap) add_overlap_workload(seed, s);
   if (o.retries) add_retry_workload(seed, s);
   if (o.caps) add_caps_workload(seed, s);

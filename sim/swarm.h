@@ -77,6 +77,10 @@ void add_notify_workload(uint64_t seed, Scenario& s);
 // SwarmOptions::issue33_kinds: adds those faults and writes to a derived scenario.
 void add_issue33_faults(uint64_t seed, Scenario& s);
 
+// SwarmOptions::prepare_ahead_ms (with issue33_kinds): entries changed inside the windows
+// their runs are prepared in (deletes, pauses, edits), mostly with w = majority.
+void add_prepared_churn(uint64_t seed, Scenario& s, int64_t prepare_ahead_ms);
+
 // The scenario for one seed.  Deterministic: same seed and options, same scenario.
 Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& options);
 

@@ -14,6 +14,10 @@
 //   churn           a partition of 20-60 s during which one to three deletes and edits of
 //                   workload entries are issued through random nodes, half of them with
 //                   w = majority; a deleted entry is sometimes created again later
+//   prepared_churn  (preparing ahead only) entries firing every 10 s, each deleted,
+//                   paused (and resumed), edited off its instants or edited in place
+//                   between prepare_ahead and 200 ms before one of its due instants —
+//                   inside the window its run is prepared in — mostly with w = majority
 #include <algorithm>
 
 #include "node/core/cluster_config.h"
@@ -170,7 +174,76 @@ void churn(Rng& rng, Scenario& s) {
   s.swarm_kinds.insert("churn");
 }
 
+// One change of `created` at `at_ms`, through a random replica of its volume: a delete
+// (sometimes created again), a pause (resumed later), an edit that no longer has its
+// 10 s instants, or an edit in place (a new payload).
+void prepared_change(Rng& rng, Scenario& s, const WorkloadEntry& created, int64_t at_ms) {
+  WorkloadEntry c = created;
+  c.fields = nlohmann::json::object();
+  c.at_ms = at_ms;
+  c.where = "swarm prepared_churn";
+  c.want_majority = rng.chance(0.8);
+  for (const auto& v : s.cluster.volumes) {
+    if (v.name == created.volume) c.via = v.replicas[rng.below(v.replicas.size())];
+  }
+  WorkloadEntry after = created;  // a re-creation or a resume, 15-40 s later
+  after.at_ms = at_ms + rng.between(15, 40) * kMsPerSecond;
+  after.where = c.where;
+  bool follow = false;
+  switch (rng.below(4)) {
+    case 0:
+      c.remove = true;
+      follow = rng.chance(0.5);
+      break;
+    case 1:
+      c.pause = true;
+      after.fields = nlohmann::json::object();
+      after.pause = false;
+      follow = true;
+      break;
+    case 2:
+      c.fields = created.fields;
+      c.fields["cron"] = "3/7 * * * * *";  // never on a multiple of 10 s
+      break;
+    default:
+      c.fields = created.fields;
+      c.fields["payload"] = "changed at " + std::to_string(at_ms);
+      break;
+  }
+  s.workload.push_back(std::move(c));
+  if (follow && after.at_ms < s.duration_ms) s.workload.push_back(std::move(after));
+}
+
 }  // namespace
+
+void add_prepared_churn(uint64_t seed, Scenario& s, int64_t prepare_ahead_ms) {
+  Rng rng(seed ^ 0x9E9A2EULL);
+  if (s.cluster.volumes.empty() || prepare_ahead_ms < 1000 || s.duration_ms < 2 * kMsPerMinute) return;
+  const int64_t entries = rng.between(1, 3);
+  for (int64_t i = 0; i < entries; ++i) {
+    WorkloadEntry w = workload_entry_on_a_volume(rng, s, "pc", "e" + std::to_string(i));
+    w.at_ms = rng.between(5, 20) * kMsPerSecond;
+    w.want_majority = true;
+    w.where = "swarm prepared_churn";
+    nlohmann::json f;
+    f["handler"] = "noop";
+    f["semantics"] = rng.chance(0.6) ? "at_most_once" : "at_least_once";
+    f["cron"] = "*/10 * * * * *";  // the world starts on a whole minute: due at multiples of 10 s
+    f["misfire_window"] = "1m";
+    w.fields = std::move(f);
+    const WorkloadEntry created = w;
+    s.workload.push_back(std::move(w));
+    const int64_t changes = rng.between(1, 2);
+    for (int64_t k = 0; k < changes; ++k) {
+      const int64_t due = (rng.between(created.at_ms + 20 * kMsPerSecond, s.duration_ms - 30 * kMsPerSecond) /
+                               (10 * kMsPerSecond) + 1) * (10 * kMsPerSecond);
+      prepared_change(rng, s, created, due - rng.between(200, prepare_ahead_ms - 200));
+    }
+  }
+  std::stable_sort(s.workload.begin(), s.workload.end(),
+                   [](const WorkloadEntry& a, const WorkloadEntry& b) { return a.at_ms < b.at_ms; });
+  s.swarm_kinds.insert("prepared_churn");
+}
 
 void add_issue33_faults(uint64_t seed, Scenario& s) {
   Rng rng(seed ^ 0x1553E33ULL);

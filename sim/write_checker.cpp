@@ -121,18 +121,34 @@ std::vector<Violation> judge_writes(const WriteRules& rules) {
       const char* what = w.deleted ? "delete" : paused ? "pause" : "edit";
       const std::string rule = std::string(what) + ".run_after_ack";
       for (const WriteRules::Run& run : k.runs) {
+        const int64_t fire_utc_ms = schedule::fire_time(*before.entry, run.scheduled_utc_ms);
         if (!w.deleted && !paused) {
           // An edit removes only what falls due after it and the new definition lacks.
           // "After it" is by the edit's version, the clock of the node that took it: the
           // only time every replica can judge alike (ground truth differs by its skew).
-          const int64_t fire_utc_ms = schedule::fire_time(*before.entry, run.scheduled_utc_ms);
           if (fire_utc_ms < w.hlc.physical_ms || (w.entry && schedules(*w.entry, run.scheduled_utc_ms))) continue;
         }
         const WriteRules::Dispatch* d = dispatch_of(k, run);
         const int64_t dispatched_ms = d != nullptr ? d->at_ms : run.start_ms;
-        if (dispatched_ms <= w.acked_ms || dispatched_ms >= until_ms) continue;
+        if (dispatched_ms >= until_ms) continue;
         // At-least-once: only an owner that could reach a majority should have known.
         if (!amo && (d == nullptr || !d->owner_reaches_majority)) continue;
+        if (dispatched_ms <= w.acked_ms) {
+          // Dispatched before the acknowledgement — prepared ahead, before o's instant.  A
+          // run that starts after an acknowledgement that came before that instant (ground
+          // truth) is one the change should have stopped.
+          const int64_t due_ms = fire_utc_ms - rules.epoch_utc_ms;
+          if (run.start_ms <= w.acked_ms || w.acked_ms >= due_ms || run.start_ms >= until_ms) continue;
+          out.push_back({std::string(what) + ".prepared_run",
+                         occ_name(k.volume, k.key, run.scheduled_utc_ms) + " (" +
+                             (amo ? "at-most-once" : "at-least-once") + ") ran on " + run.node + " (fire id " +
+                             run.fire_id + ") at " + format_duration_ms(run.start_ms) + ", prepared at " +
+                             format_duration_ms(dispatched_ms) + ", though the " + what + " (write " +
+                             std::to_string(w.write_id) + ") was acknowledged by a majority at " +
+                             format_duration_ms(w.acked_ms) + ", before its instant " + format_duration_ms(due_ms),
+                         run.start_ms, run.node});
+          continue;
+        }
         out.push_back({rule,
                        occ_name(k.volume, k.key, run.scheduled_utc_ms) + " (" +
                            (amo ? "at-most-once" : "at-least-once") + ") ran on " + run.node + " (fire id " +

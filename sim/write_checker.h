@@ -14,6 +14,13 @@
 //   pause.run_after_ack  as delete.run_after_ack, after a pause (op = "pause", the stored
 //                  entry with `paused` set) acknowledged by a majority, until the next
 //                  write of the entry (a resume) is issued.
+//   delete.prepared_run, edit.prepared_run, pause.prepared_run
+//                  an attempt dispatched before the acknowledgement (prepared ahead) does
+//                  not start after it when the acknowledgement came before the
+//                  occurrence's instant (ground truth): no run of a definition superseded,
+//                  with a majority's acknowledgement, before its due time.  Same scope
+//                  (which occurrences an edit governs; at-least-once only where the owner
+//                  reached a majority when it dispatched).
 //
 // "Acknowledged by a majority of the eligible replicas": the write waited for w
 // replicas' durable acknowledgements (?w=N, World::WriteRecord::want_acks) and w is a

@@ -394,6 +394,7 @@ class Node final : private schedule::SchedulerHost {
     // (Scheduler::ack_hold_until_mono), in arrival order.
     struct HeldAck {
       int64_t until_mono_ms = 0;
+      int64_t written_mono_ms = 0;  // when the write was merged here (ack_hold_until_mono)
       std::string to;
       std::string key;
       schedule::Version version;

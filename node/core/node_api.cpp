@@ -165,7 +165,11 @@ size_t Node::replica_acks(const std::string& volume, const std::string& key, con
   if (it == volumes_.end()) return 0;
   // This node, unless its scheduler holds the acknowledgement of an entry write back
   // (Scheduler::ack_hold_until_mono; the caller asks again).
-  const bool held = schedule::is_entry_key(key) && scheduler_->ack_hold_until_mono(volume, key) > last_.mono_ms;
+  // The write's time here, from its version (this node's clock, or later): grants given
+  // after it were given under it.
+  const int64_t written_mono = last_.mono_ms - std::max<int64_t>(0, last_.utc_ms - version.physical_ms);
+  const bool held =
+      schedule::is_entry_key(key) && scheduler_->ack_hold_until_mono(volume, key, written_mono) > last_.mono_ms;
   size_t n = held ? 0 : 1;
   auto a = it->second.acks.find(key);
   if (a == it->second.acks.end()) return n;

@@ -223,9 +223,10 @@ void Node::on_store_push(const std::string& from, wire::StorePush& push, Clock n
     // hold: Scheduler::ack_hold_until_mono), so that an acknowledged delete or edit is
     // one that no claim of the old definition can still win.
     if (!push.want_ack || it->second.store->compare_with_local(rec) < 0) continue;
-    const int64_t hold = schedule::is_entry_key(rec.key) ? scheduler_->ack_hold_until_mono(push.volume, rec.key) : 0;
+    const int64_t hold =
+        schedule::is_entry_key(rec.key) ? scheduler_->ack_hold_until_mono(push.volume, rec.key, now.mono_ms) : 0;
     if (hold > now.mono_ms) {
-      it->second.held_acks.push_back(VolumeState::HeldAck{hold, from, rec.key, rec.version});
+      it->second.held_acks.push_back(VolumeState::HeldAck{hold, now.mono_ms, from, rec.key, rec.version});
     } else {
       ack.records.emplace_back(rec.key, rec.version);
     }
@@ -244,7 +245,7 @@ void Node::release_held_acks(Clock now) {
         still.push_back(std::move(h));
         continue;
       }
-      const int64_t hold = scheduler_->ack_hold_until_mono(name, h.key);
+      const int64_t hold = scheduler_->ack_hold_until_mono(name, h.key, h.written_mono_ms);
       if (hold > now.mono_ms) {
         h.until_mono_ms = hold;
         still.push_back(std::move(h));

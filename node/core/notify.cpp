@@ -69,9 +69,12 @@ std::vector<Notice> notices_for(const schedule::FireEvent& event, const schedule
       // Two workers may each run, and see fail, the last run of one at-least-once
       // occurrence (a duplicate): both name the occurrence's instant, so that their
       // notices are one entry with one occurrence.  (Not their clocks at the failure.)
-      if (subject != nullptr && !subject->on_failure.empty()) {
-        out.push_back(notice_of(NotifyEvent::kOnFailure, subject->on_failure, event, self, scheduled));
-      }
+      // The handler of the definition the run was dispatched with, as for last_run (from
+      // a sender that does not say: the definition held here).
+      const std::string& on_failure = event.runs > 0 ? event.on_failure
+                                      : subject != nullptr ? subject->on_failure
+                                                           : event.on_failure;
+      if (!on_failure.empty()) out.push_back(notice_of(NotifyEvent::kOnFailure, on_failure, event, self, scheduled));
       if (cluster && options.failed) out.push_back(notice_of(NotifyEvent::kFailed, options.handler, event, self, scheduled));
       break;
     }

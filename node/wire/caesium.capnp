@@ -210,6 +210,11 @@ struct Dispatch {
   timeoutMs @13 :Int64;     # the entry's timeout for the handler; 0 = the handler's own
   run @14 :UInt32;          # which run of the occurrence (a retry: > 1); 0 = 1
   runs @15 :UInt32;         # the most runs the occurrence may have (retry attempts; 1 without); 0 = not said
+  entryPhysicalMs @16 :Int64;  # the entry version the attempt was decided under (0: not said)
+  entryLogical @17 :UInt32;
+  entryOrigin @18 :Text;
+  workerBoot @19 :UInt64;   # the worker's boot the owner addressed at the first issue (0: not known)
+  onFailure @20 :Text;      # the entry's on_failure handler ("" = none) under the definition dispatched with
 }
 
 enum DispatchOutcome { accepted @0; refused @1; busy @2; }
@@ -223,7 +228,14 @@ struct DispatchReply {
   workerBoot @5 :UInt64;    # boot id of the process that accepted (0: not said, an older sender)
 }
 
-struct Revoke { volume @0 :Text; occ @1 :OccurrenceId; fireId @2 :Text; issuedUtcMs @3 :Int64; }
+struct Revoke {
+  volume @0 :Text;
+  occ @1 :OccurrenceId;
+  fireId @2 :Text;
+  issuedUtcMs @3 :Int64;
+  runAtUtcMs @4 :Int64;     # prepared: the revoked dispatch's run_at (0: not prepared, or not said)
+  workerBoot @5 :UInt64;    # the revoked dispatch's workerBoot
+}
 
 enum RevokeOutcome { revoked @0; accepted @1; completed @2; unknown @3; }
 

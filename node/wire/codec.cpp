@@ -433,9 +433,14 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setSequence(m.sequence);
           x.setIssuedUtcMs(m.issued_utc_ms);
           x.setRunAtUtcMs(m.run_at_utc_ms);
+          x.setWorkerBoot(m.worker_boot);
           x.setTimeoutMs(m.timeout_ms);
           x.setRun(m.run);
           x.setRuns(m.runs);
+          x.setOnFailure(text(m.on_failure));
+          x.setEntryPhysicalMs(m.entry_version.physical_ms);
+          x.setEntryLogical(m.entry_version.logical);
+          x.setEntryOrigin(text(m.entry_version.origin));
         } else if constexpr (std::is_same_v<T, schedule::DispatchReply>) {
           auto x = b.initDispatchReply();
           x.setVolume(text(m.volume));
@@ -450,6 +455,8 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           put(x.initOcc(), m.occ);
           x.setFireId(text(m.fire_id));
           x.setIssuedUtcMs(m.issued_utc_ms);
+          x.setRunAtUtcMs(m.run_at_utc_ms);
+          x.setWorkerBoot(m.worker_boot);
         } else if constexpr (std::is_same_v<T, schedule::RevokeReply>) {
           auto x = b.initRevokeReply();
           x.setVolume(text(m.volume));
@@ -571,6 +578,9 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       d.timeout_ms = x.getTimeoutMs();
       d.run = std::max<uint32_t>(1, x.getRun());
       d.runs = x.getRuns();
+      d.entry_version = schedule::Version{x.getEntryPhysicalMs(), x.getEntryLogical(), str(x.getEntryOrigin())};
+      d.worker_boot = x.getWorkerBoot();
+      d.on_failure = str(x.getOnFailure());
       return CoreMessage{std::move(d)};
     }
     case cp::CoreMessage::DISPATCH_REPLY: {
@@ -582,7 +592,8 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
     }
     case cp::CoreMessage::REVOKE: {
       auto x = r.getRevoke();
-      return CoreMessage{schedule::Revoke{str(x.getVolume()), get(x.getOcc()), str(x.getFireId()), x.getIssuedUtcMs()}};
+      return CoreMessage{schedule::Revoke{str(x.getVolume()), get(x.getOcc()), str(x.getFireId()), x.getIssuedUtcMs(),
+                                          x.getRunAtUtcMs(), x.getWorkerBoot()}};
     }
     case cp::CoreMessage::REVOKE_REPLY: {
       auto x = r.getRevokeReply();

@@ -177,12 +177,19 @@ TEST_CASE("notify: a worker without the definition judges the last run by the di
   FireEvent last = event(FireEvent::Kind::kCompleted, false, 3);
   last.runs = 3;
   CHECK(kinds(notices_for(last, nullptr, cluster("ops"), "n2")) == std::vector<NotifyEvent>{NotifyEvent::kFailed});
+  // The entry's on_failure travels with the dispatch too (swarm --notify seed 4226: the
+  // worker lacked the definition and told only the cluster's handler).
+  last.on_failure = "page-me";
+  const auto told = notices_for(last, nullptr, cluster("ops"), "n2");
+  REQUIRE(kinds(told) == std::vector<NotifyEvent>{NotifyEvent::kOnFailure, NotifyEvent::kFailed});
+  CHECK(told[0].handler == "page-me");
   // The dispatch wins over a definition held here that differs (edited since): the owner
   // decides retries with the one it dispatched under.
   const auto once = subject(1, "page-me");
   CHECK(notices_for(first, &once, cluster("ops"), "n2").empty());
   FireEvent single = event(FireEvent::Kind::kCompleted, false, 1);
   single.runs = 1;
+  single.on_failure = "page-me";
   const auto retries = subject(3, "page-me");
   CHECK(kinds(notices_for(single, &retries, cluster("ops"), "n2")) ==
         std::vector<NotifyEvent>{NotifyEvent::kOnFailure, NotifyEvent::kFailed});

@@ -173,3 +173,36 @@ TEST_CASE("edit.run_after_ack bites on an occurrence the new definition dropped"
   behind.keys[0].versions[1].hlc.physical_ms = kEpoch + 58'000;
   CHECK(judge_writes(behind).size() == 1);
 }
+
+// Preparing ahead: an attempt dispatched before the acknowledgement but held for its
+// instant must not start after an acknowledgement that came before that instant.
+TEST_CASE("delete.prepared_run bites on a prepared run started after an acknowledgement before its instant", "[sim]") {
+  auto prepared = [](const char* semantics, bool edit, int64_t start_ms, bool reaches = true) {
+    auto r = rules(semantics, edit, 60'500, reaches);
+    r.keys[0].runs[0].start_ms = start_ms;
+    return r;
+  };
+  // Due at 65 s, acknowledged at 61 s, started at 65 s: the delete should have stopped it.
+  auto v = judge_writes(prepared("at_most_once", false, 65'000));
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].invariant == "delete.prepared_run");
+  CHECK(v[0].detail.find("write 2") != std::string::npos);
+  // An edit that no longer schedules it (every 20 s: 65 s is not one), likewise.
+  v = judge_writes(prepared("at_most_once", true, 65'000));
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].invariant == "edit.prepared_run");
+  // At-least-once: only when the owner reached a majority when it dispatched.
+  CHECK(judge_writes(prepared("at_least_once", false, 65'000, true)).size() == 1);
+  CHECK(judge_writes(prepared("at_least_once", false, 65'000, false)).empty());
+  // Started before the acknowledgement: it went on.
+  CHECK(judge_writes(prepared("at_most_once", false, 60'900)).empty());
+  // Acknowledged after the instant (the change waited for it): the run may go on.
+  auto late = prepared("at_most_once", false, 65'000);
+  late.keys[0].versions[1].acked_ms = 65'500;
+  CHECK(judge_writes(late).empty());
+  // An edit that still schedules it is not judged (the owner runs it under the new one).
+  auto keeps = prepared("at_most_once", true, 60'000 + 20'000);
+  keeps.keys[0].runs[0].scheduled_utc_ms = kEpoch + 80'000;
+  keeps.keys[0].dispatches[kEpoch + 80'000] = keeps.keys[0].dispatches.begin()->second;
+  CHECK(judge_writes(keeps).empty());
+}

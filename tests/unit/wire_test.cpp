@@ -162,12 +162,20 @@ CoreMessage random_core(Rng& rng) {
       d.timeout_ms = rng.chance(0.5) ? 0 : rng.between(1, 86'400'000);
       d.run = static_cast<uint32_t>(1 + rng.below(5));
       d.runs = static_cast<uint32_t>(rng.below(6));
+      if (rng.chance(0.5)) {
+        d.entry_version = schedule::Version{rng.between(1, int64_t{1} << 42), static_cast<uint32_t>(rng.below(100)),
+                                            random_text(rng, 8)};
+      }
+      d.worker_boot = rng.chance(0.5) ? 0 : rng.next_u64();
+      d.on_failure = rng.chance(0.5) ? std::string() : random_text(rng, 12);
       return d;
     }
     case 4: return schedule::DispatchReply{random_text(rng, 8), random_occ(rng), random_text(rng, 16),
                                            static_cast<schedule::DispatchOutcome>(rng.below(2)), random_text(rng, 30),
                                            rng.next_u64()};
-    case 5: return schedule::Revoke{random_text(rng, 8), random_occ(rng), random_text(rng, 16), rng.between(0, int64_t{1} << 42)};
+    case 5: return schedule::Revoke{random_text(rng, 8), random_occ(rng), random_text(rng, 16),
+                                    rng.between(0, int64_t{1} << 42), rng.chance(0.5) ? 0 : rng.between(0, int64_t{1} << 42),
+                                    rng.chance(0.5) ? 0 : rng.next_u64()};
     case 6: return schedule::RevokeReply{random_text(rng, 8), random_occ(rng), random_text(rng, 16),
                                          static_cast<schedule::RevokeOutcome>(rng.below(4)), rng.next_u64()};
     case 7: return ConfigRequest{rng.next_u64()};
