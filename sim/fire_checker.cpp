@@ -82,11 +82,12 @@ void FireChecker::on_observation(const World& world, uint32_t node, const Observ
       if (!entry) return;
       c.entry = std::move(*entry);
     } else if (obs.text == "pause" || obs.text == "resume") {
-      // The node's stored definition (the version before, in that order), paused or not,
-      // its creation instant kept.
-      if (at == versions.begin() || std::prev(at)->deleted) return;  // the node refused it too
-      c.entry = std::prev(at)->entry;
-      schedule::apply_pause(c.entry, obs.text == "pause", obs.at_utc_ms);
+      // The definition the node wrote: its stored one, paused or not, its creation instant
+      // kept (swarm --triggers seed 86: a pause through a node the delete before it in
+      // version order had not reached recreated the entry).
+      auto entry = schedule::decode_entry(obs.detail);
+      if (!entry) return;  // the node refused it too
+      c.entry = std::move(*entry);
     } else if (!c.deleted) {
       auto entry = schedule::entry_from_json(w->fields, w->entity, w->name, obs.at_utc_ms, world.spec(node).id);
       if (!entry) return;  // the node refused it too
@@ -110,12 +111,16 @@ void FireChecker::on_observation(const World& world, uint32_t node, const Observ
   if ((obs.text == "dispatched" || obs.text == "redispatched") && !obs.subject.empty()) {
     d.workers.insert(obs.subject);
     if (d.first_dispatch_ms < 0) d.first_dispatch_ms = world.now_ms();
+    d.last_dispatch_ms = world.now_ms();
   }
   // A granted claim carries its first attempt: the claimant may dispatch it to that worker
   // the moment it holds a quorum, so that worker counts as one the occurrence went to.
   if (obs.text == "granted" && !obs.detail.empty()) d.workers.insert(obs.detail);
   if (obs.text == "withheld") d.withheld = true;
-  else if (obs.text == "lost") d.lost = true;
+  else if (obs.text == "lost") {
+    d.lost = true;
+    if (d.lost_ms < 0) d.lost_ms = world.now_ms();
+  }
   else if (obs.text == "missed" || obs.text == "skipped") d.missed = true;
   else if (obs.text == "skipped_overlap") d.skipped_overlap = true;
 }
@@ -147,14 +152,17 @@ std::vector<int64_t> config_times(const World& world, const std::string& volume,
 // dispatched, however soon after the due time it comes (a master whose clock lags within
 // the skew bound decides that much late, and faults around the group delay it more); an
 // edit governs the occurrences due at or after its version time — the clock of the node
-// that took it, not ground truth — that its definition no longer schedules.  Either,
-// issued before the end of o's liveness window, leaves o's liveness unjudged.
+// that took it, not ground truth — that its definition no longer schedules; a pause, as a
+// delete.  Any, issued before the end of o's liveness window, leaves o's liveness unjudged.
 bool FireChecker::taken_away_by_later_write(const std::vector<Created>& versions, size_t version,
                                             int64_t scheduled_utc_ms, int64_t fire_utc_ms, int64_t until_ms) {
   for (size_t later = version + 1; later < versions.size(); ++later) {
     const Created& w = versions[later];
     if (w.at_ms >= until_ms) continue;
-    if (w.deleted) return true;
+    // A pause stops what was not dispatched, as a delete does (docs/entries.md, Pause and
+    // resume): an occurrence due before it and still undecided is skipped, and the resume
+    // judges only what fell due while paused (swarm --triggers seed 989).
+    if (w.deleted || w.entry.paused) return true;
     if (fire_utc_ms >= w.version.physical_ms && !schedules(w.entry, scheduled_utc_ms)) return true;
   }
   return false;
@@ -663,11 +671,19 @@ bool FireChecker::overlap_blocked(const World& world, const OccKey& k, int64_t d
     if (it->first.scheduled_utc_ms == k.scheduled_utc_ms || it->first.scheduled_utc_ms - epoch > due_ms) continue;
     if (it->second.workers.empty()) continue;  // never granted or dispatched anywhere
     // When its last run ended; never, when none ran or one did not end (crashed, hung).
-    int64_t ended_ms = -1;
+    int64_t ended_ms = -1, last_start_ms = -1;
     auto runs = executions_.find(it->first);
     if (runs == executions_.end()) return true;
-    for (size_t idx : runs->second) ended_ms = execs[idx].done_ms < 0 ? kNever : std::max(ended_ms, execs[idx].done_ms);
+    for (size_t idx : runs->second) {
+      ended_ms = execs[idx].done_ms < 0 ? kNever : std::max(ended_ms, execs[idx].done_ms);
+      last_start_ms = std::max(last_start_ms, execs[idx].start_ms);
+    }
     if (ended_ms == kNever || ended_ms + kNewsMarginMs > due_ms) return true;
+    // A later attempt (a retry) dispatched after its last run started, that never ran:
+    // in doubt until it was reported lost (swarm --retries --overlap seed 1491: run 4
+    // went to a worker whose answers were cut off, and forbid kept the entry blocked).
+    const Decisions& d = it->second;
+    if (d.last_dispatch_ms > last_start_ms && (d.lost_ms < 0 || d.lost_ms + kNewsMarginMs > due_ms)) return true;
   }
   return false;
 }

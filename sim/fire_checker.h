@@ -17,8 +17,9 @@
 //                  was dispatched to crashed meanwhile: whether that worker had already
 //                  accepted can be unknowable (a wiped disk), and then at-most-once must
 //                  report the occurrence lost rather than run it again; or unless a
-//                  later write issued within that window took it away (a delete, or an
-//                  edit that governs it by its version time and no longer schedules it)
+//                  later write issued within that window took it away (a delete, a
+//                  pause, or an edit that governs it by its version time and no longer
+//                  schedules it)
 //   healthy.once   in a run without faults, an occurrence did not run exactly once
 //   early          an execution started before the due time (allowing the configured
 //                  skew bound only where skewed clocks could make a quorum agree, or a
@@ -130,6 +131,8 @@ class FireChecker final : public Checker {
     bool withheld = false, lost = false, missed = false, skipped_overlap = false;
     std::set<std::string> workers;  // every node an attempt was dispatched to
     int64_t first_dispatch_ms = -1;  // virtual time of the first (re)dispatch observed
+    int64_t last_dispatch_ms = -1;   // ... and of the last
+    int64_t lost_ms = -1;            // of the first `lost` verdict
   };
 
   // The replicas of c's volume at time_ms (World::replicas_at) that c's binding allows.

@@ -310,7 +310,13 @@ class NodeProcess final : public Process {
     o.write_id = w.id;
     o.version = ack->record.version;
     if (w.remove) o.text = "delete";
-    if (w.pause) o.text = *w.pause ? "pause" : "resume";
+    if (w.pause) {
+      // The definition written: the node's stored one, paused or not — which may be one
+      // the checkers order before a delete it had not received yet (a pause then
+      // recreates the entry, last writer wins).
+      o.text = *w.pause ? "pause" : "resume";
+      o.detail = ack->record.value.value_or("");
+    }
     if (triggered) {
       // The definition written (or, for a retry that found its trigger, held): the
       // checkers read the manual occurrence from it.

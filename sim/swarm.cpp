@@ -195,6 +195,7 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
   if (o.reconfig) s.swarm_kinds.insert("config");
   if (o.triggers && o.process == "node") {
     add_trigger_workload(seed, s);
+    add_pause_workload(seed, s);
     s.swarm_kinds.insert("triggers");
   }
   if (o.prepare_ahead_ms > 0) {
@@ -256,6 +257,38 @@ void add_trigger_workload(uint64_t seed, Scenario& s) {
       }
     }
   }
+}
+
+void add_pause_workload(uint64_t seed, Scenario& s) {
+  Rng rng(seed ^ 0x9A05EULL);
+  std::vector<size_t> created;
+  for (size_t i = 0; i < s.workload.size(); ++i) {
+    const WorkloadEntry& w = s.workload[i];
+    if (!w.remove && !w.pause && !w.trigger && !w.fields.empty()) created.push_back(i);
+  }
+  if (created.empty() || s.duration_ms < kMsPerMinute) return;
+  const int64_t pauses = rng.between(1, 3);
+  for (int64_t k = 0; k < pauses; ++k) {
+    const WorkloadEntry& base = s.workload[created[rng.below(created.size())]];
+    WorkloadEntry p;
+    p.volume = base.volume;
+    p.via = base.via;  // a pause rewrites the stored entry: through the node that wrote it
+    p.entity = base.entity;
+    p.name = base.name;
+    p.where = "swarm pauses";
+    p.pause = true;
+    p.want_majority = rng.chance(0.5);
+    p.at_ms = rng.between(base.at_ms / kMsPerSecond + 5, std::max(base.at_ms / kMsPerSecond + 6, s.duration_ms / kMsPerSecond)) *
+              kMsPerSecond + rng.between(0, 999);
+    WorkloadEntry r = p;
+    r.pause = false;
+    r.at_ms = p.at_ms + rng.between(10, 60) * kMsPerSecond;
+    s.workload.push_back(std::move(p));
+    if (rng.chance(0.8) && r.at_ms < s.duration_ms) s.workload.push_back(std::move(r));
+  }
+  std::stable_sort(s.workload.begin(), s.workload.end(),
+                   [](const WorkloadEntry& a, const WorkloadEntry& b) { return a.at_ms < b.at_ms; });
+  s.swarm_kinds.insert("pauses");
 }
 
 std::string swarm_replay_command(uint64_t seed, const SwarmOptions& o) {

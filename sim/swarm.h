@@ -62,6 +62,11 @@ WorkloadEntry workload_entry_on_a_volume(Rng& rng, const Scenario& s, std::strin
 // SwarmOptions::triggers: adds those entries and triggers to a derived scenario.
 void add_trigger_workload(uint64_t seed, Scenario& s);
 
+// SwarmOptions::triggers, after every other workload: one to three of the workload's
+// entries paused at random instants and (mostly) resumed 10-60 s later, through the node
+// that created them, half with w = majority.
+void add_pause_workload(uint64_t seed, Scenario& s);
+
 // SwarmOptions::overlap: adds the forbid entries and their long handler to a derived scenario.
 void add_overlap_workload(uint64_t seed, Scenario& s);
 

@@ -181,9 +181,10 @@ void WriteChecker::on_observation(const World& world, uint32_t node, const Obser
     const auto at = std::upper_bound(versions.begin(), versions.end(), v.hlc,
                                      [](const schedule::Version& h, const WriteRules::Version& x) { return h < x.hlc; });
     if (obs.text == "pause" || obs.text == "resume") {
-      // The stored definition before it (last-writer-wins order), paused or not.
-      if (at != versions.begin()) v.entry = std::prev(at)->entry;
-      if (v.entry) schedule::apply_pause(*v.entry, obs.text == "pause", obs.at_utc_ms);
+      // The definition the node wrote: its stored one, paused or not (which may be one
+      // the write before it in version order, a delete, had not reached yet).
+      auto entry = schedule::decode_entry(obs.detail);
+      if (entry) v.entry = std::move(*entry);
     } else {
       v.entry = entry_of_write(scenario_, world, node, obs);
     }

@@ -396,7 +396,7 @@ void add_sim_command(CLI::App& root, Io& io, int& exit_code) {
   sim->add_option("--prepare-ahead", a->prepare_ahead, "every swarm node prepares this far ahead")
       ->type_name("D")
       ->check(duration_at_least(0));
-  add_switch(*sim, "--triggers", "the swarm also runs entries now (random triggers, some retried with a key)",
+  add_switch(*sim, "--triggers", "the swarm also runs entries now (random triggers, some retried with a key) and pauses and resumes entries",
              &a->triggers);
   add_switch(*sim, "--json", "print one JSON object", &a->json);
   add_switch(*sim, "--trace", "print every event on stderr", &a->trace);
