@@ -604,6 +604,7 @@ class Scheduler {
   void supersede_owned(Occ& o, const std::optional<Version>& now_version, bool stops, Clock now);
   bool revoke_superseded(Occ& o, Attempt& a, Clock now);
   bool redecide_superseded(Occ& o, Clock now);
+  void adopt_held_for_takeover(Occ& o, Clock now);
   void dispatch_attempt(Occ& o, Clock now, const std::set<std::string>& exclude);
   void send_dispatch(Occ& o, Attempt& a, Clock now);
   Dispatch make_dispatch(const Occ& o, const Attempt& a) const;

@@ -144,6 +144,7 @@ bool Scheduler::revoke_superseded(Occ& o, Attempt& a, Clock now) {
     return false;
   }
   a.revoke_tried = true;
+  a.sent_mono_ms = now.mono_ms;  // at-least-once: the revoke's answer is awaited an accept timeout
   send_revoke(o, a, now);
   assert(a.state == AttemptState::kRevoking);
   return true;

@@ -174,6 +174,40 @@ void Scheduler::send_revoke(Occ& o, Attempt& a, Clock now) {
   set_deadline(o, Deadline::kResend, now.mono_ms + options_.revoke_retry_ms);
 }
 
+// At-least-once takeover while preparing ahead: the vanished owner's latest attempt may be
+// held by a live worker for its instant with nothing here saying so (its acceptance record
+// is written lazily).  It is revoked before a new attempt goes out: the worker promises
+// never to run it, or answers that it started (o then waits for it, as for any accepted
+// attempt) — instead of a second run beside it (docs/firing.md, Changes inside the prepared
+// window).
+void Scheduler::adopt_held_for_takeover(Occ& o, Clock now) {
+  assert(!o.at_most_once);
+  if (options_.prepare_ahead_ms == 0 || o.fire_utc_ms + 2 * options_.max_clock_skew_ms <= now.utc_ms) return;
+  const AttemptInfo* latest = nullptr;
+  for (const auto& [key, rec] : o.owner_records) {
+    if (rec.owner == self_) continue;
+    for (const AttemptInfo& a : rec.attempts) {
+      if (latest == nullptr || a.attempt > latest->attempt) latest = &a;
+    }
+  }
+  if (latest == nullptr || latest->worker.empty() || o.worker_records.count(latest->fire_id) > 0 ||
+      !host_.peer(latest->worker).reachable) {
+    return;
+  }
+  firing::Owned& own = o.as<firing::Owned>();
+  Attempt a;
+  a.info = *latest;
+  a.adopted = true;
+  a.prepared = true;
+  a.revoke_tried = true;
+  a.sent_mono_ms = now.mono_ms;
+  o.max_attempt = std::max(o.max_attempt, latest->attempt);
+  own.attempts.push_back(std::move(a));
+  mark(Mark::kTakeoverRevokesHeld);
+  send_revoke(o, own.attempts.back(), now);
+  assert(own.attempts.back().state == AttemptState::kRevoking);
+}
+
 Revoke Scheduler::make_revoke(const Occ& o, const Attempt& a) const {
   Revoke r{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms};
   if (a.prepared) r.run_at_utc_ms = o.fire_utc_ms;  // make_dispatch's run_at
@@ -182,10 +216,11 @@ Revoke Scheduler::make_revoke(const Occ& o, const Attempt& a) const {
 }
 
 void Scheduler::step_revoking(Occ& o, Attempt& a, bool worker_up, bool window_over, Clock now) {
-  if (!o.at_most_once && !worker_up) {
-    // At-least-once (a prepared attempt revoked for a change of its entry): its worker
-    // is gone, and o may run again elsewhere, as after any worker death.
-    abandon_and_redispatch(o, a, window_over, "worker died before answering the revoke", now);
+  if (!o.at_most_once && (!worker_up || now.mono_ms >= a.sent_mono_ms + o.entry->accept_timeout_ms)) {
+    // At-least-once (a prepared attempt revoked for a change of its entry, or by a
+    // takeover): its worker is gone or does not answer, and o may run again elsewhere, as
+    // after any worker death or accept timeout.
+    abandon_and_redispatch(o, a, window_over, "the worker did not answer the revoke", now);
     return;
   }
   // Keep asking until the worker answers (it may restart) or the window closes.
@@ -449,6 +484,14 @@ void Scheduler::on_revoke_reply(const std::string& from, const RevokeReply& r, C
         uncount(a);
         break;
       case RevokeOutcome::kUnknown:
+        if (!o->at_most_once) {
+          // At-least-once (a revoke of a takeover or of a change): it may have run before
+          // the disk was lost; o runs again, flagged (swarm --prepare-ahead seed 2448).
+          a.state = AttemptState::kAbandoned;
+          uncount(a);
+          o->as<firing::Owned>().possible_duplicate = true;
+          break;
+        }
         to_finished(*o, Outcome::kLost, "worker lost its disk since the dispatch", now);
         return;
     }

@@ -139,6 +139,7 @@ void Scheduler::to_owned_from_idle(Occ& o, const Entry& e, FirePath path, Clock 
     }
   }
   enter_owned(o, e, std::move(own), now);
+  if (path == FirePath::kTakeover && o.is<firing::Owned>()) adopt_held_for_takeover(o, now);
 }
 
 // Preparing -> Owned: a majority promised our round.  Every value they named accepted in
