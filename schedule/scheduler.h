@@ -601,7 +601,7 @@ class Scheduler {
   void abandon_and_redispatch(Occ& o, Attempt& a, bool window_over, const char* why, Clock now);
   void send_revoke(Occ& o, Attempt& a, Clock now);
   Revoke make_revoke(const Occ& o, const Attempt& a) const;
-  void supersede_owned(Occ& o, const std::optional<Version>& now_version, bool stops, Clock now);
+  void supersede_owned(Occ& o, const std::optional<Version>& now_version, bool stops);
   bool revoke_superseded(Occ& o, Attempt& a, Clock now);
   bool redecide_superseded(Occ& o, Clock now);
   void adopt_held_for_takeover(Occ& o, Clock now);

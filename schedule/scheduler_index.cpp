@@ -103,7 +103,7 @@ void Scheduler::entry_changed(const std::string& volume, const std::string& key,
   const bool stops = stops_everything(volume, key);
   for (auto it = occs_.lower_bound(OccKey{*id, INT64_MIN}); it != occs_.end() && it->first.entry == *id; ++it) {
     Occ& o = it->second;
-    if (o.is<firing::Owned>() && o.entry) supersede_owned(o, now_version, stops, now);
+    if (o.is<firing::Owned>() && o.entry) supersede_owned(o, now_version, stops);
     if (o.finished() || o.is<firing::Owned>() || !o.entry) continue;  // an owner finishes what it dispatched
     if (now_version.value_or(Version{}) == o.entry_version) continue;
     // An edit governs what falls due after it: o, due before, goes on as decided (a
@@ -123,8 +123,7 @@ void Scheduler::entry_changed(const std::string& volume, const std::string& key,
 // revoked (revoke_superseded), and o is decided again under the definition that stands
 // before any new attempt (redecide_superseded).  An attempt that started already answers
 // so, and runs on.
-void Scheduler::supersede_owned(Occ& o, const std::optional<Version>& now_version, bool stops, Clock now) {
-  (void)now;
+void Scheduler::supersede_owned(Occ& o, const std::optional<Version>& now_version, bool stops) {
   firing::Owned& own = o.as<firing::Owned>();
   if (own.superseded || !now_version || !(o.entry_version < *now_version)) return;
   if (!stops && o.fire_utc_ms < now_version->physical_ms) return;  // an edit governs what falls due after it

@@ -486,7 +486,7 @@ void Scheduler::on_revoke_reply(const std::string& from, const RevokeReply& r, C
       case RevokeOutcome::kUnknown:
         if (!o->at_most_once) {
           // At-least-once (a revoke of a takeover or of a change): it may have run before
-          // the disk was lost; o runs again, flagged (swarm --prepare-ahead seed 2448).
+          // the disk was lost; o runs again, flagged (tests/sim/regress_prepared_takeover_seed_2448.toml).
           a.state = AttemptState::kAbandoned;
           uncount(a);
           o->as<firing::Owned>().possible_duplicate = true;

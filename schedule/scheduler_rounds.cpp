@@ -222,7 +222,7 @@ void Scheduler::on_accept_reply(Occ& o, const std::string& from, const ClaimRepl
     // (Our own round promised to a rival that prepared the same number is only a
     // refusal: each replica promises a round once, and a majority promised it to us, so
     // the rival cannot win it — stepping down for it left both deferring to each other
-    // until the owner-stall timeout, round after round: swarm --notify seed 8585.)
+    // until the owner-stall timeout, round after round: tests/sim/regress_notify_seed_8585.toml.)
     o.holder = r.holder;
     o.holder_vouched = r.holder_alive;
     to_tracking_from_owned(o, r.promised_round, now);

@@ -71,9 +71,7 @@ std::vector<Notice> notices_for(const schedule::FireEvent& event, const schedule
       // notices are one entry with one occurrence.  (Not their clocks at the failure.)
       // The handler of the definition the run was dispatched with, as for last_run (from
       // a sender that does not say: the definition held here).
-      const std::string& on_failure = event.runs > 0 ? event.on_failure
-                                      : subject != nullptr ? subject->on_failure
-                                                           : event.on_failure;
+      const std::string& on_failure = event.runs > 0 || subject == nullptr ? event.on_failure : subject->on_failure;
       if (!on_failure.empty()) out.push_back(notice_of(NotifyEvent::kOnFailure, on_failure, event, self, scheduled));
       if (cluster && options.failed) out.push_back(notice_of(NotifyEvent::kFailed, options.handler, event, self, scheduled));
       break;
