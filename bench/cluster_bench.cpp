@@ -91,7 +91,7 @@ struct Figures {
 };
 
 bool run_one(const std::string& binary, const std::string& dir, const std::string& semantics, int64_t entries,
-             int64_t window_ms, int connections, int pipeline, int64_t prepare_ahead_ms, Figures& f,
+             int64_t window_ms, int connections, int pipeline, std::optional<int64_t> prepare_ahead_ms, Figures& f,
              std::string& error) {
   Cluster cluster(binary, dir, prepare_ahead_ms);
   if (!cluster.start(error)) return false;
@@ -111,7 +111,7 @@ bool run_one(const std::string& binary, const std::string& dir, const std::strin
   }
   const double rate = static_cast<double>(kCalibration) / calib.seconds;
   // Preparing ahead starts prepare_ahead before the window: after the load, not during it.
-  const int64_t lead_ms = 3000 + prepare_ahead_ms + static_cast<int64_t>(1500.0 * static_cast<double>(entries) / rate);
+  const int64_t lead_ms = 3000 + effective_prepare_ahead(prepare_ahead_ms) + static_cast<int64_t>(1500.0 * static_cast<double>(entries) / rate);
   const int64_t t0 = (wall_ms() + lead_ms) / 1000 * 1000 + 1000;
   auto due = [&](int64_t i) { return t0 + i * window_ms / entries; };
   auto loaded = load(cluster, "bench", "e", entries, semantics, due, connections, pipeline);
@@ -224,7 +224,8 @@ int run_cluster(const Args& args) {
   const int64_t window_ms = args.get_int("window-ms", 1000);
   const int connections = static_cast<int>(args.get_int("connections", 24));
   const int pipeline = static_cast<int>(args.get_int("pipeline", 16));
-  const int64_t prepare_ahead_ms = args.get_int("prepare-ahead-ms", 0);
+  const std::optional<int64_t> prepare_ahead_given = prepare_ahead_arg(args);
+  const int64_t prepare_ahead_ms = effective_prepare_ahead(prepare_ahead_given);
   const std::string which = args.get("semantics", "both");
   const std::string binary = args.get("bin", default_binary());
   const std::string base = args.get("dir", fs::temp_directory_path().string());
@@ -249,7 +250,7 @@ int run_cluster(const Args& args) {
     fs::remove_all(dir);
     Figures f;
     std::string error;
-    if (!run_one(binary, dir, s, entries, window_ms, connections, pipeline, prepare_ahead_ms, f, error)) {
+    if (!run_one(binary, dir, s, entries, window_ms, connections, pipeline, prepare_ahead_given, f, error)) {
       std::fprintf(stderr, "cluster (%s): %s\n", s.c_str(), error.c_str());
       return 1;
     }
@@ -384,7 +385,7 @@ CAESIUM_BENCH("cluster", "three real nodes: 100k one-shot entries due within 1 s
               {"connections", "N", "API connections that load entries (default 24)"},
               {"pipeline", "N", "requests in flight per connection (default 16)"},
               {"semantics", "S", "both, at_least_once or at_most_once (default both)"},
-              {"prepare-ahead-ms", "MS", "the nodes' [scheduler] prepare_ahead (default 0: off)"},
+              {"prepare-ahead-ms", "MS", "the nodes' [scheduler] prepare_ahead (default: the shipped default, 0: off)"},
               {"bin", "PATH", "the caesium binary (default: the one built beside this program)"},
               {"dir", "DIR", "where the nodes' data directories go (default: the temp directory)"},
               {"keep", "", "keep the nodes' data directories"},

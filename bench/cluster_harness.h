@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -27,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/registry.h"
+#include "schedule/scheduler.h"
 
 namespace caesium::bench::harness {
 
@@ -118,9 +120,20 @@ struct BenchNode {
 
 inline constexpr const char* kToken = "bench-token";
 
+// --prepare-ahead-ms MS: every node's [scheduler] prepare_ahead; absent, the nodes run with
+// the shipped default (not written to their files), which the figures name.
+inline std::optional<int64_t> prepare_ahead_arg(const Args& args) {
+  if (!args.has("prepare-ahead-ms")) return std::nullopt;
+  return args.get_int("prepare-ahead-ms", 0);
+}
+inline int64_t effective_prepare_ahead(std::optional<int64_t> given) {
+  return given.value_or(schedule::SchedulerOptions{}.prepare_ahead_ms);
+}
+
 class Cluster {
  public:
-  Cluster(std::string binary, std::string dir, int64_t prepare_ahead_ms)
+  // prepare_ahead_ms: nullopt leaves [scheduler] prepare_ahead at the shipped default.
+  Cluster(std::string binary, std::string dir, std::optional<int64_t> prepare_ahead_ms)
       : binary_(std::move(binary)), dir_(std::move(dir)), prepare_ahead_ms_(prepare_ahead_ms) {}
   ~Cluster() { stop(); }
 
@@ -210,7 +223,7 @@ class Cluster {
       << "seeds = [" << seeds.str() << "]\nlog_level = \"info\"\nshutdown_grace = \"2s\"\n\n"
       << "[api]\nlisten = \"127.0.0.1:" << n.api << "\"\ntoken_file = \"../token\"\n\n"
       << "[gossip]\nstartup_grace = \"1s\"\n\n";
-    if (prepare_ahead_ms_ > 0) f << "[scheduler]\nprepare_ahead = \"" << prepare_ahead_ms_ << "ms\"\n\n";
+    if (prepare_ahead_ms_) f << "[scheduler]\nprepare_ahead = \"" << *prepare_ahead_ms_ << "ms\"\n\n";
     f << "[cluster]\nepoch = 1\n";
     for (size_t i = 0; i < nodes_.size(); ++i) {
       f << "[[cluster.node]]\nid = \"" << nodes_[i].id << "\"\npriority = " << 30 - 10 * static_cast<int>(i) << "\n";
@@ -236,7 +249,7 @@ class Cluster {
 
   std::string binary_;
   std::string dir_;
-  int64_t prepare_ahead_ms_ = 0;
+  std::optional<int64_t> prepare_ahead_ms_;
   std::vector<BenchNode> nodes_;
 };
 

@@ -61,7 +61,7 @@ struct Trial {
 struct SustainedSetup {
   std::string binary, base;
   int connections = 24, pipeline = 16;
-  int64_t prepare_ahead_ms = 0;
+  std::optional<int64_t> prepare_ahead_ms;  // nullopt: the shipped default
   int64_t max_p99_ms = 50;
   std::string anchor, anchor_dir;
   int anchor_concurrency = 200;
@@ -127,7 +127,7 @@ bool caesium_trial(const SustainedSetup& s, const std::string& semantics, int64_
     Cluster cluster(s.binary, dir, s.prepare_ahead_ms);
     if (!cluster.start(error)) return false;
     sleep_ms(1000);
-    const int64_t lead_ms = 2000 + s.prepare_ahead_ms;
+    const int64_t lead_ms = 2000 + effective_prepare_ahead(s.prepare_ahead_ms);
     const int64_t t0 = (wall_ms() + lead_ms + 2000) / 1000 * 1000 + 1000;
     const std::function<int64_t(int64_t)> due = [&](int64_t i) { return t0 + (i / rate) * 1000 + (i % rate) * 1000 / rate; };
     const std::vector<int64_t> cpu_before = cpu_by_node(cluster);
@@ -263,7 +263,7 @@ int run_cluster_sustained(const Args& args) {
   s.base = args.get("dir", fs::temp_directory_path().string());
   s.connections = static_cast<int>(args.get_int("connections", 24));
   s.pipeline = static_cast<int>(args.get_int("pipeline", 16));
-  s.prepare_ahead_ms = args.get_int("prepare-ahead-ms", 0);
+  s.prepare_ahead_ms = prepare_ahead_arg(args);
   s.max_p99_ms = args.get_int("max-p99-ms", 50);
   s.anchor = args.get("anchor", "");
   s.anchor_dir = args.get("anchor-dir", CAESIUM_BENCH_ANCHORS_DIR);
@@ -280,6 +280,10 @@ int run_cluster_sustained(const Args& args) {
   const int64_t duration_s = *duration / 1000;
   if (find == (rate > 0)) {
     std::fprintf(stderr, "cluster: give one of --sustained RATE and --find-capacity\n");
+    return 2;
+  }
+  if (s.prepare_ahead_ms && *s.prepare_ahead_ms < 0) {
+    std::fprintf(stderr, "cluster: --prepare-ahead-ms is not negative\n");
     return 2;
   }
   if (!s.anchor.empty() && s.anchor != "bullmq") {
@@ -337,7 +341,7 @@ int run_cluster_sustained(const Args& args) {
     j["nodes"] = 3;
     j["duration_s"] = duration_s;
     j["max_p99_ms"] = s.max_p99_ms;
-    j["prepare_ahead_ms"] = s.prepare_ahead_ms;
+    j["prepare_ahead_ms"] = effective_prepare_ahead(s.prepare_ahead_ms);
     j["anchor"] = s.anchor.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.anchor);  // null: no peer measured
     for (const auto& t : trials) j["trials"].push_back(to_json(t));
     for (const auto& [who, cap] : capacities) {
@@ -348,9 +352,10 @@ int run_cluster_sustained(const Args& args) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("cluster, sustained: 3 nodes on loopback, one-shot entries falling due every second for %lld s, "
-                "written ahead through the API, handler log; pass = no duplicate, miss or early run, writer on "
-                "time, lateness p99 <= %lld ms\n\n",
-                static_cast<long long>(duration_s), static_cast<long long>(s.max_p99_ms));
+                "written ahead through the API, handler log, prepare_ahead %lld ms; pass = no duplicate, miss or "
+                "early run, writer on time, lateness p99 <= %lld ms\n\n",
+                static_cast<long long>(duration_s), static_cast<long long>(effective_prepare_ahead(s.prepare_ahead_ms)),
+                static_cast<long long>(s.max_p99_ms));
     std::printf("%-8s %-14s %8s %9s %5s %6s %5s %9s %9s %9s %8s %8s %9s  %s\n", "system", "semantics", "rate/s",
                 "fired/s", "dups", "misses", "early", "late p50", "late p99", "late max", "CPU us", "RSS MiB",
                 "writer", "result");

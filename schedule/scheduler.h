@@ -122,7 +122,10 @@ struct SchedulerOptions {
   // its own clock reads F and, unless the attempt is a possible duplicate, the clocks of
   // a majority of the eligible replicas (itself included) are known to have passed F.
   // 0: off (claims at F, runs on acceptance).  Every replica of a cluster should use the
-  // same value; a mix is safe, only slower.
+  // same value; a mix is safe, only slower.  Off by default: a run held by a worker that
+  // dies or is cut off before its instant can be neither started nor revoked, so an
+  // at-most-once owner reports it lost (docs/firing.md, "Why preparing is not the
+  // default"), and a fresh or wiped replica abstains prepare_ahead longer.
   int64_t prepare_ahead_ms = 0;
   // A replica that is not the master of a volume decides a due at-most-once occurrence itself when
   // nothing shows progress on it (no owner or worker record) backup_step_ms times its

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "schedule/scheduler.h"
 #include "sim/registry.h"
 
 namespace caesium::sim {
@@ -187,7 +188,8 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
     kind->swarm_workload(rng, s);
   }
   if (o.issue33_kinds) add_issue33_faults(seed, s);
-  if (o.issue33_kinds && o.prepare_ahead_ms > 0) add_prepared_churn(seed, s, o.prepare_ahead_ms);
+  const int64_t prepare_ahead_ms = o.prepare_ahead_ms.value_or(schedule::SchedulerOptions{}.prepare_ahead_ms);
+  if (o.issue33_kinds && prepare_ahead_ms > 0) add_prepared_churn(seed, s, prepare_ahead_ms);
   if (o.overlap) add_overlap_workload(seed, s);
   if (o.retries) add_retry_workload(seed, s);
   if (o.caps) add_caps_workload(seed, s);
@@ -198,9 +200,9 @@ Scenario derive_swarm_scenario(uint64_t seed, const SwarmOptions& o) {
     add_pause_workload(seed, s);
     s.swarm_kinds.insert("triggers");
   }
-  if (o.prepare_ahead_ms > 0) {
+  if (o.prepare_ahead_ms) {
     auto options = std::make_shared<toml::table>(*s.node_options);
-    options->insert_or_assign("prepare_ahead", std::to_string(o.prepare_ahead_ms) + "ms");
+    options->insert_or_assign("prepare_ahead", std::to_string(*o.prepare_ahead_ms) + "ms");
     s.node_options = std::move(options);
   }
   return s;
@@ -297,7 +299,7 @@ std::string swarm_replay_command(uint64_t seed, const SwarmOptions& o) {
   if (o.duration_ms > 0) cmd += " --duration " + format_duration_ms(o.duration_ms);
   if (o.process != "node") cmd += " --process " + o.process;
   if (o.reconfig) cmd += " --reconfig";
-  if (o.prepare_ahead_ms > 0) cmd += " --prepare-ahead " + format_duration_ms(o.prepare_ahead_ms);
+  if (o.prepare_ahead_ms) cmd += " --prepare-ahead " + format_duration_ms(*o.prepare_ahead_ms);
   if (!o.issue33_kinds) cmd += " --classic-faults";
   if (o.triggers) cmd += " --triggers";
   if (o.overlap) cmd += " --overlap";

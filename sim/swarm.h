@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "sim/scenario.h"
@@ -27,8 +28,9 @@ struct SwarmOptions {
   // then drop the previous replicas (tried at once, which the guards refuse, and again
   // later), or add or remove one replica in one step.
   bool reconfig = false;
-  // The nodes' prepare_ahead (SchedulerOptions::prepare_ahead_ms); 0 = their default (off).
-  int64_t prepare_ahead_ms = 0;
+  // The nodes' prepare_ahead (SchedulerOptions::prepare_ahead_ms); nullopt = the shipped
+  // default (SchedulerOptions), 0 = off.
+  std::optional<int64_t> prepare_ahead_ms;
   // The fault kinds of issue 33 (sim/swarm_kinds.cpp: gray, crash_at_due,
   // restart_backoff, churn), drawn from a stream of their own; --classic-faults turns
   // them off.
