@@ -11,6 +11,7 @@
 #include <compare>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "schedule/hlc.h"
 
@@ -228,6 +229,22 @@ struct RevokeReply {
   RevokeOutcome outcome = RevokeOutcome::kUnknown;
   uint64_t worker_boot = 0;  // kAccepted / kCompleted: as in DispatchReply
   bool operator==(const RevokeReply&) const = default;
+};
+
+// GO: an owner's word that its prepared attempts at a worker may start (docs/firing.md,
+// Preparing ahead, "The owner's go").  Sent once per worker per tick while some of its
+// attempts there reach their instant, not once per attempt.  A worker starts a held
+// attempt only once the process that dispatched it sent a go with up_to_utc_ms at or past
+// the attempt's run_at that does not list it as fenced (its own clock checks still
+// apply); one that no such go reaches within owner_silence of run_at is dropped, recorded
+// revoked.  An owner fences an attempt only while no go it sent that worker reached the
+// attempt's instant, and lists it in every later go: a fenced attempt never starts, so its
+// owner may run the occurrence elsewhere even when the worker is gone or cut off.
+struct Go {
+  ProcessId owner;                  // the sender's process: only its own attempts are meant
+  int64_t up_to_utc_ms = 0;         // the owner's clock when it sent this go
+  std::vector<std::string> fenced;  // fire ids that never start
+  bool operator==(const Go&) const = default;
 };
 
 }  // namespace caesium::schedule

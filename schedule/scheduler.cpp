@@ -228,6 +228,7 @@ void Scheduler::on_message(const std::string& from, const FireMessage& msg, Cloc
         else if constexpr (std::is_same_v<T, DispatchReply>) on_dispatch_reply(from, m, now);
         else if constexpr (std::is_same_v<T, Revoke>) on_revoke(from, m, now);
         else if constexpr (std::is_same_v<T, RevokeReply>) on_revoke_reply(from, m, now);
+        else if constexpr (std::is_same_v<T, Go>) on_go(from, m, now);
       },
       msg);
   drain(now);
@@ -238,6 +239,7 @@ void Scheduler::on_tick(Clock now) {
   drain(now);  // records applied since the last input
   poll_due_entries(now);
   poll_timers(now);
+  send_gos(now);
   start_held(now);
   if (!dirty_volumes_.empty()) {
     std::set<std::string> dirty;
@@ -264,6 +266,9 @@ int64_t Scheduler::next_deadline_mono() const {
     if (auto d = mono_wheel_.next_deadline()) best = std::min(best, *d);
   }
   if (!held_.empty()) best = std::min(best, utc_to_mono(held_.begin()->first.first));
+  if (!go_out_.empty()) {
+    if (const int64_t go = next_go_utc_ms(); go != kNever) best = std::min(best, utc_to_mono(go));
+  }
   if (!dirty_volumes_.empty() || !worklist_.empty()) best = std::min(best, last_.mono_ms);
   if (!due_backlog_.empty()) best = std::min(best, last_.mono_ms);
   if (!occs_.empty() || !votes_.empty()) best = std::min(best, votes_expiring_ ? last_.mono_ms : next_purge_mono_ms_);

@@ -61,7 +61,7 @@
 namespace caesium::schedule {
 
 using FireMessage =
-    std::variant<Claim, ClaimReply, Release, Dispatch, DispatchReply, Revoke, RevokeReply>;
+    std::variant<Claim, ClaimReply, Release, Dispatch, DispatchReply, Revoke, RevokeReply, Go>;
 
 // What the scheduler needs to know of the cluster configuration.
 struct Topology {
@@ -122,10 +122,10 @@ struct SchedulerOptions {
   // its own clock reads F and, unless the attempt is a possible duplicate, the clocks of
   // a majority of the eligible replicas (itself included) are known to have passed F.
   // 0: off (claims at F, runs on acceptance).  Every replica of a cluster should use the
-  // same value; a mix is safe, only slower.  Off by default: a run held by a worker that
-  // dies or is cut off before its instant can be neither started nor revoked, so an
-  // at-most-once owner reports it lost (docs/firing.md, "Why preparing is not the
-  // default"), and a fresh or wiped replica abstains prepare_ahead longer.
+  // same value; a mix is safe, only slower.  Off by default: a fresh or wiped replica
+  // abstains prepare_ahead longer (a new cluster fires no at-most-once work for that
+  // long), and occurrences are decided that long before they are due (docs/firing.md,
+  // "Why preparing is not the default").
   int64_t prepare_ahead_ms = 0;
   // A replica that is not the master of a volume decides a due at-most-once occurrence itself when
   // nothing shows progress on it (no owner or worker record) backup_step_ms times its
@@ -269,7 +269,7 @@ struct SchedulerCounters {
   uint64_t stale_claims_refused = 0, stale_claims_sent = 0;
   // Accepted attempts held for their instant (prepare_ahead_ms), counted at acceptance,
   // and those revoked before they started (held here, or accepted by a previous process).
-  uint64_t prepared = 0, prepared_revoked = 0, prepared_superseded = 0;
+  uint64_t prepared = 0, prepared_revoked = 0, prepared_superseded = 0, prepared_fenced = 0, prepared_no_go = 0;
   // Claims refused because this replica holds a newer version of the entry (an edit or a
   // delete), and claims of ours refused so.
   uint64_t superseded_claims_refused = 0, superseded_claims_sent = 0;
@@ -617,6 +617,12 @@ class Scheduler {
   int64_t accept_by_utc_ms(const Occ& o, Clock now) const;
   void uncount(Attempt& a);  // the attempt stops counting against its worker's load (idempotent)
   void count(Attempt& a);
+  // The owner's go (scheduler_go.cpp; docs/firing.md, Preparing ahead).
+  void await_go(const Occ& o, const Attempt& a);
+  bool fence(Occ& o, Attempt& a);
+  void send_gos(Clock now);
+  bool go_reaches(const std::string& worker) const;
+  int64_t next_go_utc_ms() const;
 
   // --- retries (scheduler_retry.cpp; docs/firing.md, Retries) ---------------------------------
   struct RunsSoFar {
@@ -710,6 +716,11 @@ class Scheduler {
   void accept_dispatch(const std::string& from, const Dispatch& d, std::shared_ptr<const Entry> e,
                        bool possible_duplicate, Clock now);
   void on_revoke(const std::string& from, const Revoke& r, Clock now);
+  void on_go(const std::string& from, const Go& g, Clock now);
+  // Whether the go of the held run's owner lets it start (true), fences it (nullopt: it
+  // never starts), or has not come yet (false).
+  struct Held;
+  std::optional<bool> go_given(const Held& h, const std::string& fire_id) const;
   bool revoke_prepared(const std::string& from, const Revoke& r, const WorkerRecord& rec, Clock now);
   void drop_held(uint64_t id);
   // An acceptance is always pushed lazily; other records when `lazy` says so.
@@ -832,8 +843,40 @@ class Scheduler {
     bool own_clock_only = false;        // decided by one node, or not prepared: this clock suffices
     uint64_t accepted_mark = 0;         // SchedulerHost::write_mark() after the acceptance was written
     Version entry_version;              // Dispatch::entry_version: checked again at the instant
+    ProcessId owner;                    // Dispatch::owner: only its go starts the run
+    // The last go (its up_to, the owner's clock) that may start the run: owner_silence after
+    // its instant or its first issue, whichever is later.  The owner lists a fenced run in
+    // its gos until its clock passes this, so a later go cannot start it either.
+    int64_t go_by_utc_ms = 0;
+    bool go = false;  // a go of its owner reached it (for good: the owner can no longer fence it)
   };
   std::map<std::pair<int64_t, uint64_t>, Held> held_;
+  // The owner's go, owner side: per worker node, the highest up_to sent it, the attempts
+  // dispatched there waiting for a go by their instant, and the fenced ones listed in
+  // every go until the worker has certainly dropped them.
+  struct GoWaiting {
+    std::string volume;
+    OccurrenceId occ;
+    std::string fire_id;
+    bool covered = false;  // a go sent before the dispatch already reached its instant
+  };
+  struct GoOut {
+    int64_t sent_up_to_utc_ms = 0;
+    int64_t resend_until_utc_ms = 0, resend_at_utc_ms = 0;  // go sent again until, next at
+    std::multimap<int64_t, GoWaiting> waiting;              // by run_at
+    std::vector<std::pair<std::string, int64_t>> fenced;  // fire id, listed until (UTC)
+  };
+  std::map<std::string, GoOut> go_out_;
+  // Worker side: the latest go of each owner node's current process, and the held runs
+  // parked past their instant for it (their held_ key: Held::go_by_utc_ms; invocation id).
+  struct GoIn {
+    uint64_t boot = 0;
+    int64_t up_to_utc_ms = 0;
+    std::set<std::string> fenced;
+  };
+  std::map<std::string, GoIn> go_in_;
+  std::map<std::string, std::multimap<int64_t, uint64_t>> go_parked_;
+  void drop_held_run(const std::map<uint64_t, Running>::iterator& run, const char* detail, Clock now);
   int64_t last_held_start_utc_ms_ = 0;
   const int64_t started_utc_ms_;  // this process's start (its clock), for prepared_never_started
   uint64_t next_invocation_id_ = 1;

@@ -65,7 +65,13 @@ bool Scheduler::deciding(Occ& o, Clock now) {
 // that decides then defers to a live owner for owner_stall_ms before it takes o over
 // through a higher round, which resolves what the owner dispatched (decide_from_owner_records).
 bool Scheduler::progress_seen(const Occ& o) const {
-  if (!o.worker_records.empty()) return true;
+  // A worker record of an attempt that never runs (refused, or revoked: a held run its
+  // owner's go never reached) shows nothing at work.
+  if (std::any_of(o.worker_records.begin(), o.worker_records.end(), [](const auto& w) {
+        return w.second.state != WorkerState::kRefused && w.second.state != WorkerState::kRevoked;
+      })) {
+    return true;
+  }
   return std::any_of(o.owner_records.begin(), o.owner_records.end(),
                      [](const auto& r) { return r.second.outcome != OwnerOutcome::kOpen; });
 }

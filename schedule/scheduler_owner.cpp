@@ -9,6 +9,8 @@
 //
 // At-most-once: a new attempt follows only attempts that can no longer run (refused or
 // revoked); an accepted attempt whose worker vanished is `lost`, never run again.
+// Prepared attempts (Sent, Accepted, Revoking) whose worker is gone before any go of
+// ours reached their instant are fenced ──▶ Revoked (scheduler_go.cpp).
 #include <algorithm>
 #include <cassert>
 
@@ -70,6 +72,9 @@ void Scheduler::owner_step(Occ& o, Clock now) {
   const bool worker_up = owner_alive(worker);
   const bool window_over = now.utc_ms - due_utc_ms(o) > e.misfire_window_ms;
   if (own.superseded && revoke_superseded(o, a, now)) return;
+  // A prepared attempt whose worker is gone before any go of ours reached its instant is
+  // fenced: it never starts, and o runs elsewhere (scheduler_go.cpp).
+  if (!worker_up) fence(o, a);
   switch (a.state) {
     case AttemptState::kProposing: step_proposing(o, a, window_over, now); return;
     case AttemptState::kSent: step_sent(o, a, worker_up, window_over, now); return;
@@ -356,6 +361,7 @@ void Scheduler::send_dispatch(Occ& o, Attempt& a, Clock now) {
   a.resent_mono_ms = now.mono_ms;
   a.accept_by_utc_ms = accept_by_utc_ms(o, now);
   host_.send(a.info.worker, make_dispatch(o, a), true);
+  if (a.prepared) await_go(o, a);
   if (own.attempts.size() == 1) {
     ++counters_.dispatched;
     emit(FireEvent::Kind::kDispatched, o, now, a.info.worker, a.info.attempt);

@@ -141,12 +141,18 @@ void Scheduler::adopt_values(Occ& o, const firing::Preparing& p, Clock now) {
         a.state = AttemptState::kFinished;
         a.failed = failed(w->second.state);
       }
-      else if (w->second.state == WorkerState::kAccepted) a.state = AttemptState::kAccepted;
+      else if (w->second.state == WorkerState::kAccepted) {
+        a.state = AttemptState::kAccepted;
+        // Held for its instant, perhaps: a vanished worker is asked (step_accepted) before o
+        // counts as lost, as for our own prepared attempts.
+        a.prepared = w->second.run_at_utc_ms != 0;
+      }
       else a.state = AttemptState::kRevoked;  // refused or revoked: durable, never runs
     }
-    if (a.state == AttemptState::kRevoking) {
-      host_.send(a.info.worker, Revoke{o.volume, o.id, a.info.fire_id, a.info.issued_utc_ms}, false);
-    }
+    // Issued before its instant (by its owner's clock), an attempt was prepared: its run_at
+    // is the instant, which lets a worker that lost its disk since answer the revoke.
+    if (a.info.issued_utc_ms < o.fire_utc_ms) a.prepared = true;
+    if (a.state == AttemptState::kRevoking) host_.send(a.info.worker, make_revoke(o, a), false);
     o.max_attempt = std::max(o.max_attempt, info.attempt);
     own.attempts.push_back(std::move(a));
   };

@@ -176,6 +176,8 @@ void Scheduler::accept_dispatch(const std::string& from, const Dispatch& d, std:
   h.own_clock_only = possible_duplicate;
   h.accepted_mark = host_.write_mark();
   h.entry_version = d.entry_version;
+  h.owner = d.owner;
+  h.go_by_utc_ms = std::max(d.run_at_utc_ms, d.issued_utc_ms) + options_.owner_silence_ms;
   ++counters_.prepared;
 }
 
@@ -221,6 +223,35 @@ void Scheduler::start_held(Clock now) {
   while (!held_.empty() && held_.begin()->first.first <= now.utc_ms) {
     auto item = held_.extract(held_.begin());
     Held& h = item.mapped();
+    auto run = running_.find(h.invocation.id);
+    if (run == running_.end()) continue;
+    // The owner's go first (scheduler_go.cpp): fenced, or none within owner_silence of the
+    // instant, the run never starts; not yet, it waits parked for the owner's next go.
+    const std::optional<bool> go = h.go ? std::optional<bool>(true) : go_given(h, run->second.fire_id);
+    const int64_t no_go_by = h.go_by_utc_ms;  // on this clock: a bound to give up by, not a rule
+    if (!go || (!*go && (now.utc_ms >= no_go_by || owner_gone(h.owner)))) {
+      if (auto parked = go_parked_.find(h.owner.node); parked != go_parked_.end()) {
+        auto [lo, hi] = parked->second.equal_range(no_go_by);
+        for (auto p = lo; p != hi; ++p) {
+          if (p->second == h.invocation.id) {
+            parked->second.erase(p);
+            break;
+          }
+        }
+      }
+      ++counters_.prepared_no_go;
+      mark(Mark::kHeldWithoutGo);
+      drop_held_run(run, go ? "its owner's go did not come (the owner is gone, or silent for owner_silence)"
+                            : "fenced by its owner before its instant (no go)", now);
+      continue;
+    }
+    h.go = *go;
+    if (!*go) {
+      item.key().first = no_go_by;
+      go_parked_[h.owner.node].emplace(no_go_by, h.invocation.id);
+      held_.insert(std::move(item));
+      continue;
+    }
     int64_t retry = kNever;
     if (!h.own_clock_only && !clocks_passed(h.invocation.volume, h.entry.get(), h.fire_utc_ms, now, retry)) {
       // Not yet: back in the queue under the instant to look again (the others go on).
@@ -228,8 +259,6 @@ void Scheduler::start_held(Clock now) {
       held_.insert(std::move(item));
       continue;
     }
-    auto run = running_.find(h.invocation.id);
-    if (run == running_.end()) continue;
     if (superseded_here(run->second.volume, run->second.occ.entry_key, h.entry_version, h.fire_utc_ms)) {
       drop_superseded(run, now);
       continue;
@@ -353,21 +382,9 @@ void Scheduler::drop_held(uint64_t id) {
 // durably — the owner, and the replicas holding back their acknowledgements of the change
 // (prepared_hold_mono), learn it from there.
 void Scheduler::drop_superseded(const std::map<uint64_t, Running>::iterator& run, Clock now) {
-  assert(run->second.held);
-  WorkerRecord rec;
-  rec.worker = self_;
-  rec.attempt = run->second.attempt;
-  rec.state = WorkerState::kRevoked;
-  rec.accepted_utc_ms = run->second.accepted_utc_ms;
-  rec.run = run->second.run;
-  rec.detail = "superseded before its instant: a newer version of the entry governs it";
-  const std::string volume = run->second.volume;
-  const OccurrenceId occ = run->second.occ;
-  const std::string fire_id = run->second.fire_id;
-  erase_running(run);
   ++counters_.prepared_superseded;
   mark(Mark::kWorkerSuperseded);
-  put_worker_record(volume, occ, fire_id, rec, now);
+  drop_held_run(run, "superseded before its instant: a newer version of the entry governs it", now);
 }
 
 bool Scheduler::prepared_never_started(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,

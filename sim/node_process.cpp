@@ -195,6 +195,8 @@ class NodeProcess final : public Process {
             {"scheduler.granted", static_cast<double>(node_->scheduler_counters().granted)},
             {"scheduler.prepared", static_cast<double>(node_->scheduler_counters().prepared)},
             {"scheduler.prepared_revoked", static_cast<double>(node_->scheduler_counters().prepared_revoked)},
+            {"scheduler.prepared_fenced", static_cast<double>(node_->scheduler_counters().prepared_fenced)},
+            {"scheduler.prepared_no_go", static_cast<double>(node_->scheduler_counters().prepared_no_go)},
             {"scheduler.claims_widened", static_cast<double>(node_->scheduler_counters().claims_widened)},
             {"scheduler.stale_claims_refused", static_cast<double>(node_->scheduler_counters().stale_claims_refused)},
             {"scheduler.ran_claims_refused", static_cast<double>(node_->scheduler_counters().ran_claims_refused)},

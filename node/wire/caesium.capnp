@@ -111,6 +111,7 @@ struct CoreMessage {
     sync @11 :SyncMessage;
     storeAck @12 :StoreAck;
     configVote @13 :ConfigVote;
+    go @14 :Go;
   }
 }
 
@@ -192,6 +193,10 @@ struct ClaimReply {
 }
 
 struct Release { volume @0 :Text; occ @1 :OccurrenceId; claimant @2 :ProcessId; }
+
+# The owner's go (schedule/fire_messages.h, Go): its prepared attempts at the receiver with
+# run_at <= upToUtcMs may start, except the fenced ones.
+struct Go { owner @0 :ProcessId; upToUtcMs @1 :Int64; fenced @2 :List(Text); }
 
 struct Dispatch {
   volume @0 :Text;

@@ -479,6 +479,12 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setAcceptedBallot(m.accepted_ballot);
           x.setAcceptedProposer(text(m.accepted_proposer));
           x.setDocument(data(m.document));
+        } else if constexpr (std::is_same_v<T, schedule::Go>) {
+          auto x = b.initGo();
+          put(x.initOwner(), m.owner);
+          x.setUpToUtcMs(m.up_to_utc_ms);
+          auto fenced = x.initFenced(static_cast<unsigned>(m.fenced.size()));
+          for (unsigned i = 0; i < m.fenced.size(); ++i) fenced.set(i, text(m.fenced[i]));
         } else if constexpr (std::is_same_v<T, StorePush>) {
           auto x = b.initStorePush();
           x.setVolume(text(m.volume));
@@ -612,6 +618,12 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       if (!kind) return kind.error();
       return CoreMessage{ConfigVote{*kind, x.getEpoch(), x.getBallot(), str(x.getProposer()), x.getAcceptedBallot(),
                                     str(x.getAcceptedProposer()), str(x.getDocument())}};
+    }
+    case cp::CoreMessage::GO: {
+      auto x = r.getGo();
+      schedule::Go g{get(x.getOwner()), x.getUpToUtcMs(), {}};
+      for (auto id : counted(x.getFenced())) g.fenced.push_back(str(id));
+      return CoreMessage{std::move(g)};
     }
     case cp::CoreMessage::STORE_PUSH: {
       StorePush p;

@@ -79,7 +79,7 @@ schedule::Record random_record(Rng& rng) {
 }
 
 CoreMessage random_core(Rng& rng) {
-  switch (rng.below(13)) {
+  switch (rng.below(14)) {
     case 9: {
       StorePush p;
       p.volume = random_text(rng, 8);
@@ -182,6 +182,11 @@ CoreMessage random_core(Rng& rng) {
     case 12:
       return ConfigVote{static_cast<ConfigVote::Kind>(rng.below(5)), rng.next_u64(), rng.next_u64(), random_text(rng, 8),
                         rng.next_u64(), random_text(rng, 8), random_string(rng, 200)};
+    case 13: {
+      schedule::Go g{{random_text(rng, 8), rng.next_u64()}, rng.between(0, int64_t{1} << 42), {}};
+      for (uint64_t i = rng.below(4); i > 0; --i) g.fenced.push_back(random_text(rng, 16));
+      return g;
+    }
     default: return ConfigDoc{rng.next_u64(), random_string(rng, 200)};
   }
 }

@@ -175,6 +175,12 @@ void render_node(PromWriter& w, const node::Node& node) {
   counter(w, "caesium_prepared_revoked_total",
           "Prepared attempts this node revoked before they started (the owner asked; this or a previous process accepted).",
           node.scheduler_counters().prepared_revoked);
+  counter(w, "caesium_prepared_fenced_total",
+          "Prepared attempts this node, as owner, fenced: their worker was gone before any go of its reached their instant, so they never start and the occurrence ran elsewhere.",
+          node.scheduler_counters().prepared_fenced);
+  counter(w, "caesium_prepared_dropped_no_go_total",
+          "Held prepared runs this node, as worker, dropped (recorded revoked): their owner fenced them, or its go did not come.",
+          node.scheduler_counters().prepared_no_go);
   counter(w, "caesium_dispatches_ignored_after_wipe_total",
           "At-most-once dispatches left unanswered: issued before this node restarted without its disk.",
           node.scheduler_counters().dispatches_ignored_after_wipe);
