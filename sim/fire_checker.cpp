@@ -510,6 +510,16 @@ void FireChecker::finish(const World& world, Report& report) {
                 !world.healthy_throughout(wn, from, end_ms)) {
               worker_cut_off = true;
             }
+            // A restart replaces the process at once (healthy throughout, by the history),
+            // but a held prepared run ended with it, maybe started (Options::max_clock_skew_ms).
+            for (const FaultRecord& f : faults_) {
+              const bool ends_process = f.kind == FaultKind::kCrash || f.kind == FaultKind::kRestart;
+              if (options_.prepare_ahead_ms > 0 && ends_process &&
+                  std::find(f.nodes.begin(), f.nodes.end(), wn) != f.nodes.end() &&
+                  f.time_ms >= due_ms - 2 * options_.max_clock_skew_ms && f.time_ms <= due_ms) {
+                worker_cut_off = true;
+              }
+            }
           }
           // The group can only fire what it holds: the node that took the write is in it, or
           // one of its members was connected to that node while the entry replicated (an

@@ -100,6 +100,12 @@ class FireChecker final : public Checker {
     int64_t misfire_slack_ms = 5'000;
     // The nodes' running cap (node option max_running, when set; 0: none): cap.exceeded.
     uint32_t running_cap = 0;
+    // The nodes' max_clock_skew and prepare_ahead (node options).  Preparing ahead, a
+    // worker process that ended within 2 max_clock_skew before an instant may have
+    // started the run it held for it (its clock may have read the instant already), and
+    // no later process can tell: amo.liveness then cannot require exactly one run.
+    int64_t max_clock_skew_ms = 1'000;
+    int64_t prepare_ahead_ms = 0;
   };
   FireChecker(const Scenario& scenario, Options options);
 

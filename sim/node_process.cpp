@@ -73,6 +73,8 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
     n.notify.withheld_after_ms = r.duration("notify_withheld_after", 1000).value_or(n.notify.withheld_after_ms);
     o.checker.detection_bound_ms = r.duration("checker_detection_bound").value_or(o.checker.detection_bound_ms);
     o.checker.misfire_threshold_ms = s.misfire_threshold_ms;
+    o.checker.max_clock_skew_ms = s.max_clock_skew_ms;
+    o.checker.prepare_ahead_ms = s.prepare_ahead_ms;
     r.finish();
   }
   if (errors.any()) return errors.combined();
