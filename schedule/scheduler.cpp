@@ -241,6 +241,7 @@ void Scheduler::on_tick(Clock now) {
   poll_timers(now);
   send_gos(now);
   start_held(now);
+  drain(now);  // fences and dropped held runs touched occurrences
   if (!dirty_volumes_.empty()) {
     std::set<std::string> dirty;
     dirty.swap(dirty_volumes_);
