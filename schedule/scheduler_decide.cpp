@@ -67,9 +67,7 @@ bool Scheduler::deciding(Occ& o, Clock now) {
 bool Scheduler::progress_seen(const Occ& o) const {
   // A worker record of an attempt that never runs (refused, or revoked: a held run its
   // owner's go never reached) shows nothing at work.
-  if (std::any_of(o.worker_records.begin(), o.worker_records.end(), [](const auto& w) {
-        return w.second.state != WorkerState::kRefused && w.second.state != WorkerState::kRevoked;
-      })) {
+  if (std::any_of(o.worker_records.begin(), o.worker_records.end(), [](const auto& w) { return ran(w.second.state); })) {
     return true;
   }
   return std::any_of(o.owner_records.begin(), o.owner_records.end(),

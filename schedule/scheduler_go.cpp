@@ -124,11 +124,11 @@ std::optional<bool> Scheduler::go_given(const Held& h, const std::string& fire_i
 
 void Scheduler::on_go(const std::string& from, const Go& g, Clock now) {
   if (g.owner.node != from) return;  // a node speaks for its own attempts only
-  GoIn& in = go_in_[from];
-  if (in.boot != g.owner.boot) in = GoIn{g.owner.boot, 0, {}};  // (its previous process's runs: owner_gone)
-  if (g.up_to_utc_ms < in.up_to_utc_ms) return;  // an older go: the newer one lists more
-  in.up_to_utc_ms = g.up_to_utc_ms;
-  in.fenced = std::set<std::string>(g.fenced.begin(), g.fenced.end());
+  // The latest go stands, whatever its up_to: each go is true on its own (one that starts
+  // a run was sent before any fence of it, and every later one lists the fence), and a
+  // clock stepped back must not leave the owner's newer gos ignored.  A go of another
+  // process of the node replaces its previous process's (whose runs: owner_gone).
+  go_in_[from] = GoIn{g.owner.boot, g.up_to_utc_ms, std::set<std::string>(g.fenced.begin(), g.fenced.end())};
   // Held runs parked for this owner's go look again now (start_held decides).
   auto parked = go_parked_.find(from);
   if (parked == go_parked_.end()) return;

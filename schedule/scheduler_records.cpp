@@ -47,9 +47,9 @@ void Scheduler::on_worker_record(const std::string& volume, const ParsedOccKey& 
     touch(o);
     return;
   }
-  // Ended, or never to run (a held run dropped without its owner's go): whoever waits for
-  // the attempt looks again.
-  if ((finished(w.state) || w.state == WorkerState::kRevoked) && !o.finished()) touch(o);
+  // Settled — ended, or never to run (a held run dropped without its owner's go): whoever
+  // waits for the attempt looks again.
+  if (w.state != WorkerState::kAccepted && !o.finished()) touch(o);
 }
 
 void Scheduler::apply_worker_record(Occ& o, const std::string& fire_id, const WorkerRecord& w, Clock now) {

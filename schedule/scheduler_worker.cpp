@@ -242,7 +242,7 @@ void Scheduler::start_held(Clock now) {
       ++counters_.prepared_no_go;
       mark(Mark::kHeldWithoutGo);
       drop_held_run(run, go ? "its owner's go did not come (the owner is gone, or silent for owner_silence)"
-                            : "fenced by its owner before its instant (no go)", now);
+                            : "fenced by its owner before its instant, or its go came past go_by", now);
       continue;
     }
     h.go = *go;
