@@ -233,6 +233,16 @@ void Scheduler::step_revoking(Occ& o, Attempt& a, bool worker_up, bool window_ov
     abandon_and_redispatch(o, a, window_over, "the worker did not answer the revoke", now);
     return;
   }
+  // A prepared attempt whose worker's node has no process left, once our clock read its
+  // instant: any process of that node started from now on started past the instant
+  // (within the clock bound), so it can only answer accepted or unknown
+  // (prepared_never_started), never revoked.  Asking on would wait for ever when the
+  // misfire window is unbounded (tests/sim/prepared_owner_worker_crash.toml).
+  if (o.at_most_once && a.prepared && now.utc_ms >= o.fire_utc_ms && !host_.peer(a.info.worker).reachable) {
+    mark(Mark::kPreparedWorkerGoneAtDue);
+    to_finished(o, Outcome::kLost, "the worker's node is gone and the prepared attempt's instant passed", now);
+    return;
+  }
   // Keep asking until the worker answers (it may restart) or the window closes.
   if (window_over) {
     to_finished(o, Outcome::kLost, "the worker never answered the revoke within the misfire window", now);
