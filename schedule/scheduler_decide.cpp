@@ -237,9 +237,15 @@ bool Scheduler::misfire_policy_allows(const Occ& o, const Entry& e, Clock now) c
     case MisfirePolicy::fire_all: return true;
     case MisfirePolicy::skip: return false;
     case MisfirePolicy::fire_once: {
-      // Only the most recent due occurrence of the entry runs.
+      // Only the most recent due occurrence of the entry runs: the one whose next
+      // occurrence's instant has not come.  Preparing ahead, the index makes occurrences
+      // due up to prepare_ahead before their instant, so a later one being tracked does
+      // not make o superseded (tests/sim/prepared_resume_fire_once.toml: on resume, the
+      // latest occurrence due while paused was skipped for the prepared ones after it).
       const EntryRec* rec = entry_of(o.volume, o.id.entry_key);
-      return rec == nullptr || rec->cursor_utc_ms <= o.id.scheduled_utc_ms;
+      if (rec == nullptr || rec->cursor_utc_ms <= o.id.scheduled_utc_ms) return true;
+      const std::optional<int64_t> next = next_occurrence(e, o.id.scheduled_utc_ms);
+      return !next || fire_time(e, *next) > now.utc_ms;
     }
   }
   return true;
