@@ -137,6 +137,28 @@ void Scheduler::set_active(bool active, Clock now) {
   active_ = active;
 }
 
+// The held runs never start once this process is gone, and their owners could not tell
+// that from its silence: a run held here for F might have started had the process been
+// cut off instead of stopped, so an at-most-once one would be reported lost (and an
+// at-least-once one run again, flagged).  The revoked records say it never ran, durably
+// before the process exits (the host flushes its storage on leave); whoever owns the
+// occurrence then runs it elsewhere, as after any revoke (tests/sim/prepared_graceful_leave.toml).
+void Scheduler::leave(Clock now) {
+  set_active(false, now);
+  leaving_ = true;
+  for (auto it = running_.begin(); it != running_.end();) {
+    auto next = std::next(it);
+    if (it->second.held) {
+      mark(Mark::kHeldDroppedOnLeave);
+      drop_held_run(it, "its worker stopped before its instant (graceful leave): never started", now);
+    }
+    it = next;
+  }
+  held_.clear();
+  go_parked_.clear();
+  drain(now);
+}
+
 void Scheduler::on_peer_change(const std::string& node, Clock now) {
   last_ = now;
   // Owner duties first: a worker of ours may have died.

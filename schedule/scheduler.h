@@ -305,6 +305,10 @@ class Scheduler {
   // Masters do not decide anything before the node has joined (startup grace): a node
   // alone in its own view would otherwise fire everything degraded.
   void set_active(bool active, Clock now);
+  // A graceful stop (Node::leave): this process stops deciding, drops the runs it holds
+  // for their instants (recorded revoked: it will not be there to start them) and refuses
+  // further prepared dispatches, so planned restarts lose no prepared work.
+  void leave(Clock now);
   // Occurrences due at or before this UTC instant may have been granted or accepted in a
   // previous life whose disk is gone; this node abstains / refuses on them.  0 = none.
   void set_amnesia_horizon(int64_t utc_ms) { amnesia_horizon_utc_ms_ = utc_ms; }
@@ -762,6 +766,7 @@ class Scheduler {
   std::set<std::string> masters_;
   std::map<std::string, uint32_t> backup_ranks_;  // volume -> this node's rank after the master (0: none)
   bool active_ = false;
+  bool leaving_ = false;  // leave(): held runs dropped, prepared dispatches refused
   int64_t amnesia_horizon_utc_ms_ = 0;
   Clock last_{};
 

@@ -70,8 +70,9 @@ void Scheduler::on_dispatch(const std::string& from, const Dispatch& d, Clock no
     refuse("this node is not in the entry's binding");
     return;
   }
-  if (now.utc_ms > d.accept_by_utc_ms) {
-    refuse("the attempt's accept deadline has passed");
+  if (now.utc_ms > d.accept_by_utc_ms || (leaving_ && d.run_at_utc_ms != 0)) {
+    refuse(now.utc_ms > d.accept_by_utc_ms ? "the attempt's accept deadline has passed"
+                                            : "this node is stopping: it would not be here at the prepared run's instant");
     return;
   }
   // The entry was deleted, paused or edited here after the owner decided o (an edit only

@@ -221,7 +221,7 @@ void Node::leave(Clock now) {
   if (left_ || !started_) return;
   left_ = true;
   active_ = false;
-  scheduler_->set_active(false, now);
+  scheduler_->leave(now);
   membership_->leave(now.mono_ms);
   pump(now);
 }
