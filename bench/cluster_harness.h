@@ -157,7 +157,8 @@ class Cluster {
     }
     for (auto& n : nodes_) {
       write_config(n);
-      n.pid = spawn({binary_, "node", "--config", n.dir + "/node.toml"}, n.log);
+      // New data directories of a new cluster: the nodes never ran (docs/firing.md, Amnesia).
+      n.pid = spawn({binary_, "node", "--config", n.dir + "/node.toml", "--first-start"}, n.log);
       if (n.pid < 0) {
         error = "could not start " + binary_;
         return false;

@@ -65,6 +65,13 @@ done
 # A key file must not be readable by others; git cannot store that mode.
 chmod 600 cluster.key api.token
 [ "$clean" -eq 1 ] && rm -rf data
+# A cluster none of whose nodes has a data directory yet starts for the first time: its
+# nodes vote at once (--first-start).  A node whose directory alone is missing was wiped,
+# and abstains on what it may have voted on before (docs/firing.md, Amnesia).
+first_start=()
+fresh=1
+for n in "${nodes[@]}"; do [ -e "data/$n" ] && fresh=0; done
+[ "$fresh" -eq 1 ] && first_start=(--first-start)
 mkdir -p data
 
 declare -A pid
@@ -75,7 +82,7 @@ stopping=0
 # terminal reaches only this script, which then stops them in order.
 for n in "${nodes[@]}"; do
   : > "data/$n.log"
-  setsid "$bin" node --config "$n.toml" >> "data/$n.log" 2>&1 < /dev/null &
+  setsid "$bin" node --config "$n.toml" "${first_start[@]}" >> "data/$n.log" 2>&1 < /dev/null &
   pid[$n]=$!
 done
 for n in "${nodes[@]}"; do

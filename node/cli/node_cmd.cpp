@@ -1,4 +1,4 @@
-// caesium node --config FILE [--log-level debug|info|warn|error]
+// caesium node --config FILE [--log-level debug|info|warn|error] [--first-start]
 //
 // Runs one node until SIGTERM/SIGINT (graceful leave, exit 0; a second signal exits at
 // once).  SIGHUP reloads handlers and the log level.  A config, key or data-directory
@@ -33,6 +33,7 @@ constexpr const char* kNodeTunables = "glibc.malloc.tcache_count=16000";
 struct NodeOptions {
   std::string config_path;
   std::string log_level;  // "" = the config file's
+  bool first_start = false;
 };
 
 int run_node(const NodeOptions& o, Io& io) {
@@ -40,6 +41,7 @@ int run_node(const NodeOptions& o, Io& io) {
   if (io.argv != nullptr) rerun_with_glibc_tunables(kNodeTunables, io.argc - 1, io.argv + 1);
   RuntimeOptions options;
   options.install_signal_handlers = true;
+  options.first_start = o.first_start;
   if (!o.log_level.empty()) options.log_level = parse_log_level(o.log_level).value();  // checked by the parser
   auto config = load_config(o.config_path);
   if (!config) {
@@ -77,6 +79,9 @@ void add_node_command(CLI::App& root, Io& io, int& exit_code) {
         auto level = daemon::parse_log_level(text);
         return level.ok() ? Status::success() : Status(level.error());
       }));
+  node->add_flag("--first-start", o->first_start,
+                 "this node never ran before: with an empty data directory it votes at once instead of "
+                 "abstaining like a wiped node (never after a disk loss; docs/firing.md, Amnesia)");
   node->callback([o, &io, &exit_code] { exit_code = run_node(*o, io); });
 }
 

@@ -155,9 +155,15 @@ Status Node::start(const std::vector<StoredRecord>& records, Clock now) {
     storage_put(std::string(kFormatKey), std::string(kFormatValue));
     storage_put(std::string(kNodeKey), options_.id);
     storage_put(std::string(kClusterKey), options_.cluster_name);
-    horizon = now.utc_ms + 2 * options_.scheduler.max_clock_skew_ms;
-    storage_put(std::string(kHorizonKey), encode_i64(horizon));
+    // Unless the operator says the node never ran (first_start): then there is no previous
+    // life, and no horizon is recorded (a later start reads none).
+    if (!options_.first_start) {
+      horizon = now.utc_ms + 2 * options_.scheduler.max_clock_skew_ms;
+      storage_put(std::string(kHorizonKey), encode_i64(horizon));
+    }
   }
+  started_empty_ = !formatted;
+  amnesia_horizon_utc_ms_ = horizon;
 
   scheduler_ = std::make_unique<schedule::Scheduler>(schedule::ProcessId{options_.id, boot_id_},
                                                      options_.scheduler, static_cast<schedule::SchedulerHost&>(*this), now.mono_ms, now.utc_ms);

@@ -58,6 +58,13 @@ struct NodeOptions {
   std::vector<std::string> seeds;  // stream addresses to join through
   wire::Keyring keyring = wire::Keyring::single(wire::Key{});
   ClusterConfig initial_config;    // used unless a higher epoch is stored or learned
+  // The operator's word that this node never ran before (`caesium node --first-start`).
+  // Heeded only when the data directory is empty: such a node has no previous life whose
+  // votes it forgot, so it records no amnesia horizon and votes at once, where a wiped
+  // node abstains on everything due before its start + 2 max_clock_skew (+ prepare_ahead).
+  // Never for a node whose disk was lost: its forgotten votes could let an at-most-once
+  // occurrence be granted twice (docs/firing.md, Amnesia).
+  bool first_start = false;
   gossip::Capacity capacity{1, 1024, 16};
   gossip::MembershipConfig membership;
   schedule::SchedulerOptions scheduler;
@@ -312,6 +319,10 @@ class Node final : private schedule::SchedulerHost {
   const std::string& id() const { return options_.id; }
   uint64_t boot_id() const { return boot_id_; }
   const ClusterConfig& config() const { return config_; }
+  // What start() found and did: whether the data directory was empty, and the amnesia
+  // horizon it abstains before (UTC ms; 0: none).
+  bool started_empty() const { return started_empty_; }
+  int64_t amnesia_horizon_utc_ms() const { return amnesia_horizon_utc_ms_; }
   const gossip::Membership& membership() const { return *membership_; }
   const NodeCounters& counters() const { return counters_; }
   const schedule::SchedulerCounters& scheduler_counters() const { return scheduler_->counters(); }
@@ -611,6 +622,8 @@ class Node final : private schedule::SchedulerHost {
   // alive, persisted under "p/<id>": a restart joins through them as well as through
   // the seeds (see remember_peer).
   std::map<std::string, std::string> remembered_peers_;
+  bool started_empty_ = false;
+  int64_t amnesia_horizon_utc_ms_ = 0;
   static constexpr std::string_view kPeerPrefix = "p/";
   // hash64(peer id) -> the boot id of its latest authenticated frame: a change is a restart.
   HashKeyedMap<uint64_t> frame_boots_;

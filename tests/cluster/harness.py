@@ -323,6 +323,10 @@ class Node:
         assert not self.running(), "%s is already running" % self.id
         self.write_config()
         argv = [self.cluster.run.binary, "node", "--config", self.config_path]
+        if self.starts == 0:
+            # Its first start, on a new data directory: it never ran (docs/firing.md,
+            # Amnesia).  A restart after wipe() is a wiped node and abstains.
+            argv.append("--first-start")
         if self.netns:
             argv = ["ip", "netns", "exec", self.netns] + argv
         log = open(self.log_path, "a")

@@ -103,7 +103,9 @@ Status Runtime::open(const wire::Keyring& keyring) {
 
   uint64_t seed = 0;
   randombytes_buf(&seed, sizeof seed);
-  node_ = std::make_unique<node::Node>(node_options(c, keyring), seed);
+  node::NodeOptions no = node_options(c, keyring);
+  no.first_start = options_.first_start;
+  node_ = std::make_unique<node::Node>(std::move(no), seed);
   node_->set_fire_observer([this](const schedule::FireEvent& f) { on_fire_event(f); });
   if (Status s = node_->start(*records, now()); !s.ok()) {
     return Error("cannot start node " + c.node_id + " from " + c.data_dir + ": " + s.error().message);
@@ -157,9 +159,27 @@ Status Runtime::open(const wire::Keyring& keyring) {
                " records), config epoch " + std::to_string(node_->config().epoch) + ", " +
                std::to_string(c.handlers.size()) + " handlers, " + std::to_string(c.entries.size()) +
                " static entries");
+  log_amnesia();
   create_static_entries();
   drain();
   return Status::success();
+}
+
+// What an empty data directory means for the votes (docs/firing.md, Amnesia), said once at
+// start: an operator who wiped a node, or forgot --first-start on a new one, sees why
+// at-most-once work waits.
+void Runtime::log_amnesia() {
+  if (!node_->started_empty()) {
+    if (options_.first_start) logger_.warn("--first-start ignored: the data directory already holds this node's records");
+    return;
+  }
+  if (node_->amnesia_horizon_utc_ms() == 0) {
+    logger_.info("first start (--first-start): an empty data directory of a node that never ran; it votes at once");
+    return;
+  }
+  logger_.info("empty data directory: a new or wiped node abstains on occurrences due up to " +
+               format_rfc3339_utc(node_->amnesia_horizon_utc_ms() + config_.tuning.scheduler.prepare_ahead_ms) +
+               " (it may have voted on them in a previous life; --first-start for a node that never ran)");
 }
 
 Status Runtime::open_api() {

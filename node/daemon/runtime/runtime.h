@@ -61,6 +61,7 @@ struct RuntimeOptions {
   Logger::Sink log_sink;                   // default: stderr
   std::optional<LogLevel> log_level;       // overrides the config (and survives SIGHUP)
   bool install_signal_handlers = false;    // SIGTERM, SIGINT, SIGHUP
+  bool first_start = false;                // caesium node --first-start (node::NodeOptions::first_start)
 };
 
 class Runtime {
@@ -111,6 +112,7 @@ class Runtime {
   // the reload's log line; names what needs a restart in `ignored`.
   std::string reload_api(const ApiConfig& fresh, std::vector<std::string>& ignored);
   void create_static_entries();
+  void log_amnesia();
   void run_invocation(node::Invocation inv);
   size_t running_invocations() const;
   void log_event(const node::NodeEvent& e);
