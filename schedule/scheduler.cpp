@@ -131,6 +131,7 @@ void Scheduler::set_backup_rank(const std::string& volume, uint32_t rank, Clock 
 void Scheduler::set_active(bool active, Clock now) {
   last_ = now;
   if (active && !active_) {
+    active_since_mono_ms_ = now.mono_ms;
     for (const auto& v : masters_) dirty_volumes_.insert(v);
     for (const auto& [v, rank] : backup_ranks_) dirty_volumes_.insert(v);
   }

@@ -532,6 +532,7 @@ class Scheduler {
   // Where the misfire policy may stop o: Finished (missed or skipped) and true when it did.
   bool misfire_stops(Occ& o, const Entry& e, Clock now);
   bool late_attempt_stops(Occ& o, const Entry& e, Clock now);
+  bool prepared_unrun(const Occ& o) const;
   bool misfire_policy_allows(const Occ& o, const Entry& e, Clock now) const;
   void defer(Occ& o, Clock now, const std::string& why);
 
@@ -692,6 +693,7 @@ class Scheduler {
   // (mono ms), or kNever.
   int64_t owner_gone_at(const ProcessId& owner, Clock now) const;
   // Picks the worker for a new attempt and counts the assignment (assigned_).
+  std::optional<std::string> next_worker(Occ& o, const Entry& e, const std::set<std::string>& exclude_in, Clock now);
   std::optional<std::string> choose_worker(const Occ& o, const Entry& e, const std::set<std::string>& exclude,
                                            Clock now);
   uint64_t recent_assignments(const std::string& worker, int64_t now_mono_ms) const;
@@ -767,6 +769,7 @@ class Scheduler {
   std::map<std::string, uint32_t> backup_ranks_;  // volume -> this node's rank after the master (0: none)
   bool active_ = false;
   bool leaving_ = false;  // leave(): held runs dropped, prepared dispatches refused
+  int64_t active_since_mono_ms_ = 0;  // set_active(true): backups count from here at the earliest
   int64_t amnesia_horizon_utc_ms_ = 0;
   Clock last_{};
 

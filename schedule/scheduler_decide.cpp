@@ -44,8 +44,12 @@ bool Scheduler::deciding(Occ& o, Clock now) {
   // The master decides at F on its clock and writes its owner record before it dispatches;
   // every replica has that record within a round trip (a burst holds pushes back for at
   // most burst_hold).  Nothing by rank x backup_step after F: the master is not getting
-  // anywhere (it may be master in every view and yet unable to win a claim).
-  const int64_t at = utc_to_mono(o.fire_utc_ms) + static_cast<int64_t>(rank->second) * options_.backup_step_ms;
+  // anywhere (it may be master in every view and yet unable to win a claim).  After F
+  // only if this process was active by then: a cluster that restarts whole started its
+  // master with us, and every backup deciding at once, F long past, took at-least-once
+  // work over three times (tests/sim/prepared_graceful_leave.toml).
+  const int64_t from = std::max(utc_to_mono(o.fire_utc_ms), active_since_mono_ms_);
+  const int64_t at = from + static_cast<int64_t>(rank->second) * options_.backup_step_ms;
   if (now.mono_ms < at) {
     set_deadline(o, Deadline::kBackup, at);
     return false;
@@ -257,21 +261,46 @@ bool Scheduler::misfire_policy_allows(const Occ& o, const Entry& e, Clock now) c
 // A new attempt of an occurrence owned in time continues that decision: only the window,
 // and a policy that forbids late runs outright (skip), stop it.  Under fire_once a run
 // whose first worker could not be reached for a while still runs (a later occurrence
-// already due does not make it a misfire: it was decided in time).
+// already due does not make it a misfire: it was decided in time).  Not so an occurrence
+// prepared ahead whose attempts all never ran: deciding it before its instant says nothing
+// of its instant (the cluster may have stopped in between), so a new attempt is judged as
+// a fresh decision — under fire_once only the latest of an outage runs
+// (tests/sim/prepared_full_leave.toml).
 bool Scheduler::late_attempt_stops(Occ& o, const Entry& e, Clock now) {
   // A retry is judged against its own due time, and the policy does not skip it: the
   // occurrence started on time (docs/firing.md, Retries).
   const int64_t due = due_utc_ms(o);
   const bool retry = due != o.fire_utc_ms;
   const bool past_window = now.utc_ms - due > e.misfire_window_ms;
-  const bool skip_late =
-      !retry && e.misfire == MisfirePolicy::skip && now.utc_ms - o.fire_utc_ms > options_.misfire_threshold_ms;
+  const bool skip_late = !retry && now.utc_ms - o.fire_utc_ms > options_.misfire_threshold_ms &&
+                         (e.misfire == MisfirePolicy::skip || (prepared_unrun(o) && !misfire_policy_allows(o, e, now)));
   if (!past_window && !skip_late) return false;
   mark(Mark::kMisfireAtDecision);
   to_finished(o, past_window ? Outcome::kMissed : Outcome::kSkipped,
               past_window ? "no attempt ran within the misfire window" : "a new attempt would start late; policy skips it",
               now);
   return true;
+}
+
+// o was decided ahead of its instant and nothing of it ran: every attempt this owner holds
+// was prepared and never runs, or — a takeover that holds none yet — every attempt its
+// previous owners recorded was issued before the instant, and no worker record says one ran.
+bool Scheduler::prepared_unrun(const Occ& o) const {
+  const auto& attempts = o.as<firing::Owned>().attempts;
+  if (!attempts.empty()) {
+    return std::all_of(attempts.begin(), attempts.end(), [](const Attempt& a) { return a.prepared && never_runs(a.state); });
+  }
+  if (std::any_of(o.worker_records.begin(), o.worker_records.end(), [](const auto& w) { return ran(w.second.state); })) {
+    return false;
+  }
+  bool any = false;
+  for (const auto& [node, r] : o.owner_records) {
+    for (const AttemptInfo& info : r.attempts) {
+      if (info.issued_utc_ms >= o.fire_utc_ms) return false;
+      any = true;
+    }
+  }
+  return any;
 }
 
 bool Scheduler::misfire_stops(Occ& o, const Entry& e, Clock now) {

@@ -300,6 +300,9 @@ void Scheduler::abandon_and_redispatch(Occ& o, Attempt& a, bool window_over, con
 // --- dispatching -------------------------------------------------------------------------------
 
 void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>& exclude_in) {
+  // A process that is stopping sends no new attempt: whoever owns o after it does
+  // (its leave is announced, so the takeover comes soon).
+  if (leaving_) return;
   if (o.as<firing::Owned>().superseded && redecide_superseded(o, now)) return;
   const Entry& e = *o.entry;
   // A run failed and the entry retries it: the next run waits out its back-off, whatever
@@ -320,18 +323,8 @@ void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>&
   if (first_claimed) {
     a.info = own.claimed;  // accepted together with the claim: dispatched as is
   } else {
-    std::set<std::string> exclude = exclude_in;
-    exclude.insert(own.silent.begin(), own.silent.end());
-    for (const auto& prev : own.attempts) {
-      if (never_runs(prev.state) || prev.state == AttemptState::kAbandoned) exclude.insert(prev.info.worker);
-    }
-    auto worker = choose_worker(o, e, exclude, now);
-    if (!worker) worker = choose_worker(o, e, exclude_in, now);  // everyone refused once: try again
-    if (!worker) {
-      // No reachable eligible worker now; look again shortly (or when a peer changes).
-      set_deadline(o, Deadline::kNoWorker, now.mono_ms + options_.claim_retry_ms);
-      return;
-    }
+    auto worker = next_worker(o, e, exclude_in, now);
+    if (!worker) return;  // the deadline to look again is armed
     const uint32_t n = next_attempt_number(o);
     // (Without retries every attempt is of run 1: no scan of the records on this path.)
     const uint32_t run = e.retry.enabled() ? runs_so_far(o).failed + 1 : 1;
@@ -367,6 +360,33 @@ void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>&
     return;
   }
   send_dispatch(o, added, now);
+}
+
+// The worker of o's next attempt: not one that refused or revoked an attempt of it, nor a
+// silent one.  When every eligible one has, they are asked again claim_retry after the
+// last attempt went out: a refusal may last (a worker stopping, a cap reached), and asking
+// again at once went round the workers at message speed (tests/sim/prepared_full_leave.toml).
+// None: a deadline to look again is armed.
+std::optional<std::string> Scheduler::next_worker(Occ& o, const Entry& e, const std::set<std::string>& exclude_in,
+                                                  Clock now) {
+  const firing::Owned& own = o.as<firing::Owned>();
+  std::set<std::string> exclude = exclude_in;
+  exclude.insert(own.silent.begin(), own.silent.end());
+  for (const auto& prev : own.attempts) {
+    if (never_runs(prev.state) || prev.state == AttemptState::kAbandoned) exclude.insert(prev.info.worker);
+  }
+  auto worker = choose_worker(o, e, exclude, now);
+  if (!worker) {
+    const int64_t again = own.attempts.empty() ? now.mono_ms : own.attempts.back().sent_mono_ms + options_.claim_retry_ms;
+    if (now.mono_ms < again) {
+      set_deadline(o, Deadline::kNoWorker, again);
+      return std::nullopt;
+    }
+    worker = choose_worker(o, e, exclude_in, now);
+  }
+  // No reachable eligible worker now; look again shortly (or when a peer changes).
+  if (!worker) set_deadline(o, Deadline::kNoWorker, now.mono_ms + options_.claim_retry_ms);
+  return worker;
 }
 
 void Scheduler::send_dispatch(Occ& o, Attempt& a, Clock now) {
