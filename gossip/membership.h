@@ -150,6 +150,12 @@ struct MembershipStats {
   uint64_t suspicions_started = 0;  // by our own failed probes
   uint64_t deaths_declared = 0;     // by our own suspicion timeouts
   uint64_t refutations = 0;
+  // News of our own id, at our address, from a process before ours: an alive above our
+  // incarnation, or at it with another meta, or an accusation above it.  A process's own
+  // life never makes any (only it raises its incarnation, and its meta changes with it),
+  // so a node that started on an empty disk and sees one was wiped, not new
+  // (node::NodeOptions::first_start).
+  uint64_t previous_life_seen = 0;
   uint64_t conflicts = 0;
   uint64_t malformed_dropped = 0;   // empty/oversized ids, missing addresses, bad targets
   uint64_t misdirected_pings = 0;   // a Ping for another node id reached us

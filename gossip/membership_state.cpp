@@ -101,6 +101,7 @@ void Membership::on_alive_about_self(const Alive& a, int64_t now_ms) {
   if (a.incarnation == incarnation_ && a.meta == self().meta) return;  // our own news, echoed
   // Newer (or same-incarnation but different) news about us: a previous life of this
   // node, before a restart.  Outbid it so the cluster holds our current meta.
+  ++stats_.previous_life_seen;
   refute(a.incarnation, now_ms, "outbidding an alive from a previous run at incarnation " +
                                     std::to_string(a.incarnation));
 }
@@ -141,6 +142,7 @@ void Membership::on_suspect(const Suspect& s, int64_t now_ms) {
     return;
   }
   if (s.node == self_id_) {
+    if (s.incarnation > incarnation_) ++stats_.previous_life_seen;
     if (!left_) refute(s.incarnation, now_ms, "suspected by " + s.from);
     return;
   }
@@ -191,6 +193,7 @@ void Membership::on_dead(const Dead& d, int64_t now_ms) {
   if (m->state == MemberState::kDead || m->state == MemberState::kLeft) return;
   if (d.node == self_id_) {
     // Our own leave is applied by leave(); anything else is a false accusation.
+    if (d.incarnation > incarnation_) ++stats_.previous_life_seen;
     refute(d.incarnation, now_ms, "declared dead by " + d.from);
     return;
   }

@@ -289,6 +289,25 @@ bool Node::open_frame(std::string_view bytes, node::Channel channel, wire::Envel
   return true;
 }
 
+// --first-start was given to a node that ran before: its peers hold its id above the
+// incarnation it started at (gossip::MembershipStats::previous_life_seen), so it was wiped,
+// not new.  What it voted on until now may repeat a vote of its previous life, which
+// nothing can undo; from now on it abstains as a wiped node does, and says so.
+void Node::first_start_refuted(Clock now) {
+  const int64_t horizon = now.utc_ms + 2 * options_.scheduler.max_clock_skew_ms;
+  amnesia_horizon_utc_ms_ = horizon;
+  scheduler_->set_amnesia_horizon(horizon);
+  storage_put(std::string(kHorizonKey), encode_i64(horizon));
+  NodeEvent e;
+  e.kind = NodeEvent::Kind::kWarning;
+  e.subject = options_.id;
+  e.text = "started with --first-start, but the cluster knew this node before: its disk was lost, it is not new; "
+           "it now abstains on occurrences due up to " + format_rfc3339_utc(horizon + options_.scheduler.prepare_ahead_ms) +
+           " like a wiped node (what it voted on before this may repeat its previous life's votes); "
+           "never give --first-start to a node that ran before";
+  events_.push_back(std::move(e));
+}
+
 void Node::warn_clock_ahead(const std::string& peer, int64_t ahead_ms) {
   ++counters_.clock_skew_warnings;
   NodeEvent e;

@@ -472,6 +472,7 @@ class Node final : private schedule::SchedulerHost {
 
   // node_gossip.cpp: membership glue, masters, config spread
   void drain_membership(Clock now);
+  void first_start_refuted(Clock now);
   void refresh_masters(Clock now);
   void update_synced(VolumeState& vs, const VolumeSpec& spec, Clock now);
   void refresh_meta(Clock now);

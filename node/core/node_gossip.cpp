@@ -74,6 +74,10 @@ void Node::drain_membership(Clock now) {
       seal_and_queue(Channel::kStream, out.to_addr, wire::Body{std::get<gossip::PushPull>(std::move(out.msg))}, now);
     }
   }
+  // Started with --first-start on an empty disk, and the peers hold our id from before.
+  if (started_empty_ && amnesia_horizon_utc_ms_ == 0 && membership_->stats().previous_life_seen > 0) {
+    first_start_refuted(now);
+  }
   gossip::MemberEvent ev;
   bool changed = false;
   while (membership_->poll_event(ev)) {

@@ -166,6 +166,7 @@ TEST_CASE("digest push-pull: a change of state, incarnation or meta changes the 
   // A suspicion of a, which a refutes: its incarnation, and so the digest, moves.
   a.on_packet(Peer{"b", "b:g"}, Packet{GossipOnly{}, {Suspect{"a", 0, "b"}}}, net.now_ms);
   CHECK(a.stats().refutations == 1);
+  CHECK(a.stats().previous_life_seen == 0);  // an accusation at our own incarnation: this life's
   CHECK(a.view_digest() != d1);
   // A member dropping out of the view (reaped) is covered by the invariant check that
   // every settle() runs: the cached digest must equal a recomputation.
@@ -332,4 +333,26 @@ TEST_CASE("two clusters formed apart merge through a seed that no member answers
     net.settle();
   }
   CHECK(a.stats().seed_exchanges == sent);
+}
+
+TEST_CASE("news of our own id from a previous process is counted, news of this one's life is not",
+          "[membership][first-start]") {
+  Net net = joined_pair();
+  Membership& a = net.nodes.at("a");
+  const uint64_t inc = a.incarnation();
+  // This life: a suspicion or a death at our incarnation (a false accusation), our own
+  // alive echoed back.
+  a.on_packet(Peer{"b", "b:g"}, Packet{GossipOnly{}, {Suspect{"a", inc, "b"}}}, net.now_ms);
+  a.on_packet(Peer{"b", "b:g"}, Packet{GossipOnly{}, {Alive{"a", a.incarnation(), "a:g", a.self_meta()}}}, net.now_ms);
+  CHECK(a.stats().previous_life_seen == 0);
+  // A previous process of this id: an accusation above our incarnation...
+  a.on_packet(Peer{"b", "b:g"}, Packet{GossipOnly{}, {Dead{"a", a.incarnation() + 5, "b"}}}, net.now_ms);
+  CHECK(a.stats().previous_life_seen == 1);
+  // ...or its alive at our very incarnation with another meta (a process changes its meta
+  // only with its incarnation).
+  MemberMeta other = a.self_meta();
+  other.priority += 1;
+  a.on_packet(Peer{"b", "b:g"}, Packet{GossipOnly{}, {Alive{"a", a.incarnation(), "a:g", other}}}, net.now_ms);
+  CHECK(a.stats().previous_life_seen == 2);
+  CHECK(a.incarnation() > inc);
 }

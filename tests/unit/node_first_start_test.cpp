@@ -137,3 +137,97 @@ TEST_CASE("first start: the flag means nothing once the data directory holds the
   CHECK_FALSE(restarted.node->started_empty());
   CHECK(restarted.node->amnesia_horizon_utc_ms() == 0);
 }
+
+namespace {
+
+// Two nodes wired to each other by hand: every transmit of one reaches the other (by
+// address), at once.  Storage is durable as soon as it is handed out.
+struct Pair {
+  struct One {
+    std::unique_ptr<node::Node> node;
+    std::string gossip, stream;
+    std::vector<std::string> warnings;
+  };
+  std::map<std::string, One> nodes;
+  Clock clock{1'000, kT0};
+
+  static node::NodeOptions options(const std::string& id, bool first_start) {
+    node::NodeOptions o;
+    o.id = id;
+    o.gossip_addr = "127.0.0.1:" + std::string(id == "n1" ? "17301" : "17311");
+    o.stream_addr = "127.0.0.1:" + std::string(id == "n1" ? "17302" : "17312");
+    o.seeds = {"127.0.0.1:17302", "127.0.0.1:17312"};  // stream addresses
+    node::ClusterConfig c;
+    c.epoch = 1;
+    c.nodes = {{"n1", std::nullopt, {}}, {"n2", std::nullopt, {}}};
+    c.volumes = {{"v", {"n1", "n2"}, {}}};
+    o.initial_config = node::normalize(c).value();
+    o.first_start = first_start;
+    return o;
+  }
+
+  void start(const std::string& id, bool first_start, uint64_t seed) {
+    node::NodeOptions o = options(id, first_start);
+    One one{std::make_unique<node::Node>(o, seed), o.gossip_addr, o.stream_addr, {}};
+    REQUIRE(one.node->start({}, clock).ok());
+    nodes[id] = std::move(one);
+  }
+
+  void run_for(int64_t ms) {
+    for (int64_t t = 0; t < ms; t += 10) {
+      clock.mono_ms += 10;
+      clock.utc_ms += 10;
+      for (auto& [id, n] : nodes) n.node->on_tick(clock);
+      for (int round = 0; round < 20; ++round) {
+        bool moved = false;
+        for (auto& [id, n] : nodes) {
+          node::StorageBatch b;
+          while (n.node->poll_storage(b)) n.node->on_durable(b.seq, clock);
+          node::Invocation inv;
+          while (n.node->poll_invocation(inv)) {}
+          node::NodeEvent e;
+          while (n.node->poll_event(e)) {
+            if (e.kind == node::NodeEvent::Kind::kWarning) n.warnings.push_back(e.text);
+          }
+          node::Transmit tx;
+          while (n.node->poll_transmit(tx)) {
+            moved = true;
+            for (auto& [to_id, to] : nodes) {
+              if (tx.channel == node::Channel::kDatagram && tx.to_addr == to.gossip) {
+                to.node->on_datagram(n.gossip, tx.bytes, clock);
+              } else if (tx.channel == node::Channel::kStream && tx.to_addr == to.stream) {
+                to.node->on_stream(n.stream, tx.bytes, clock);
+              }
+            }
+          }
+        }
+        if (!moved) break;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("first start: given to a node the cluster knew before, it is taken back", "[node][amnesia]") {
+  Pair p;
+  p.start("n1", true, 21);
+  p.start("n2", true, 22);
+  p.run_for(5'000);
+  REQUIRE(p.nodes["n2"].node->amnesia_horizon_utc_ms() == 0);
+  REQUIRE(p.nodes["n2"].warnings.empty());
+  // n2 loses its disk and is started again with --first-start (an operator's mistake): n1
+  // still holds it alive under its previous process's meta, at the incarnation it restarts at.
+  p.nodes.erase("n2");
+  p.start("n2", true, 23);
+  CHECK(p.nodes["n2"].node->amnesia_horizon_utc_ms() == 0);
+  p.run_for(3'000);
+  const int64_t horizon = p.nodes["n2"].node->amnesia_horizon_utc_ms();
+  CHECK(horizon > kT0 + 5'000);
+  CHECK(horizon <= p.clock.utc_ms + 2 * node::NodeOptions{}.scheduler.max_clock_skew_ms);
+  REQUIRE(p.nodes["n2"].warnings.size() == 1);
+  CHECK(p.nodes["n2"].warnings[0].find("--first-start") != std::string::npos);
+  // n1, which did run only once, is not touched.
+  CHECK(p.nodes["n1"].node->amnesia_horizon_utc_ms() == 0);
+  CHECK(p.nodes["n1"].warnings.empty());
+}
