@@ -299,6 +299,14 @@ struct Occ {
   bool woke_for(Deadline d) const { return (fired >> static_cast<unsigned>(d)) & 1u; }
   // Tracking or Withheld: nothing of ours in flight, a decision may start here.
   bool idle() const { return is<Tracking>() || is<Withheld>(); }
+  // Some worker record says its attempt ran (accepted or ended), not only that it never
+  // runs (refused, or revoked: a held run dropped without its owner's go).
+  bool worker_ran() const {
+    for (const auto& [fire_id, w] : worker_records) {
+      if (ran(w.state)) return true;
+    }
+    return false;
+  }
 };
 
 }  // namespace caesium::schedule::firing

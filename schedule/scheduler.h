@@ -312,6 +312,7 @@ class Scheduler {
   // Occurrences due at or before this UTC instant may have been granted or accepted in a
   // previous life whose disk is gone; this node abstains / refuses on them.  0 = none.
   void set_amnesia_horizon(int64_t utc_ms) { amnesia_horizon_utc_ms_ = utc_ms; }
+  int64_t amnesia_horizon_utc_ms() const { return amnesia_horizon_utc_ms_; }
   // A peer's reachability, boot id or load changed.
   void on_peer_change(const std::string& node, Clock now);
 
@@ -692,8 +693,10 @@ class Scheduler {
   // When an owner that is suspect but not yet silent long enough would count as gone
   // (mono ms), or kNever.
   int64_t owner_gone_at(const ProcessId& owner, Clock now) const;
-  // Picks the worker for a new attempt and counts the assignment (assigned_).
+  // The worker of o's next attempt, past the ones that refused or revoked it (and, when
+  // all did, not again within claim_retry); none: a deadline to look again is armed.
   std::optional<std::string> next_worker(Occ& o, const Entry& e, const std::set<std::string>& exclude_in, Clock now);
+  // Picks the worker for a new attempt and counts the assignment (assigned_).
   std::optional<std::string> choose_worker(const Occ& o, const Entry& e, const std::set<std::string>& exclude,
                                            Clock now);
   uint64_t recent_assignments(const std::string& worker, int64_t now_mono_ms) const;

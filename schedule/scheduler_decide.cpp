@@ -71,9 +71,7 @@ bool Scheduler::deciding(Occ& o, Clock now) {
 bool Scheduler::progress_seen(const Occ& o) const {
   // A worker record of an attempt that never runs (refused, or revoked: a held run its
   // owner's go never reached) shows nothing at work.
-  if (std::any_of(o.worker_records.begin(), o.worker_records.end(), [](const auto& w) { return ran(w.second.state); })) {
-    return true;
-  }
+  if (o.worker_ran()) return true;
   return std::any_of(o.owner_records.begin(), o.owner_records.end(),
                      [](const auto& r) { return r.second.outcome != OwnerOutcome::kOpen; });
 }
@@ -290,9 +288,7 @@ bool Scheduler::prepared_unrun(const Occ& o) const {
   if (!attempts.empty()) {
     return std::all_of(attempts.begin(), attempts.end(), [](const Attempt& a) { return a.prepared && never_runs(a.state); });
   }
-  if (std::any_of(o.worker_records.begin(), o.worker_records.end(), [](const auto& w) { return ran(w.second.state); })) {
-    return false;
-  }
+  if (o.worker_ran()) return false;
   bool any = false;
   for (const auto& [node, r] : o.owner_records) {
     for (const AttemptInfo& info : r.attempts) {

@@ -101,9 +101,7 @@ void Scheduler::step_no_attempt(Occ& o, Clock now) {
   // The wait is for accepted attempts on live workers (to_owned_from_idle).  When every
   // worker record says its attempt never ran (a held run dropped without its owner's go:
   // revoked), nothing is left to wait for.
-  if (own.takeover_wait_until_utc_ms > now.utc_ms &&
-      (o.worker_records.empty() ||
-       std::any_of(o.worker_records.begin(), o.worker_records.end(), [](const auto& w) { return ran(w.second.state); }))) {
+  if (own.takeover_wait_until_utc_ms > now.utc_ms && (o.worker_records.empty() || o.worker_ran())) {
     // Taken over (at-least-once) with an attempt still running elsewhere: its
     // complete_time first.  The record says we own o meanwhile.
     if (!own.recorded) write_owner_record(o, OwnerOutcome::kOpen, "", now);

@@ -157,13 +157,9 @@ Status Node::start(const std::vector<StoredRecord>& records, Clock now) {
     storage_put(std::string(kClusterKey), options_.cluster_name);
     // Unless the operator says the node never ran (first_start): then there is no previous
     // life, and no horizon is recorded (a later start reads none).
-    if (!options_.first_start) {
-      horizon = now.utc_ms + 2 * options_.scheduler.max_clock_skew_ms;
-      storage_put(std::string(kHorizonKey), encode_i64(horizon));
-    }
+    if (!options_.first_start) horizon = record_amnesia_horizon(now);
   }
   started_empty_ = !formatted;
-  amnesia_horizon_utc_ms_ = horizon;
 
   scheduler_ = std::make_unique<schedule::Scheduler>(schedule::ProcessId{options_.id, boot_id_},
                                                      options_.scheduler, static_cast<schedule::SchedulerHost&>(*this), now.mono_ms, now.utc_ms);
@@ -289,15 +285,20 @@ bool Node::open_frame(std::string_view bytes, node::Channel channel, wire::Envel
   return true;
 }
 
+// The amnesia horizon from now (docs/firing.md, Amnesia), recorded: a restart reads it.
+int64_t Node::record_amnesia_horizon(Clock now) {
+  const int64_t horizon = now.utc_ms + 2 * options_.scheduler.max_clock_skew_ms;
+  storage_put(std::string(kHorizonKey), encode_i64(horizon));
+  return horizon;
+}
+
 // --first-start was given to a node that ran before: its peers hold its id above the
 // incarnation it started at (gossip::MembershipStats::previous_life_seen), so it was wiped,
 // not new.  What it voted on until now may repeat a vote of its previous life, which
 // nothing can undo; from now on it abstains as a wiped node does, and says so.
 void Node::first_start_refuted(Clock now) {
-  const int64_t horizon = now.utc_ms + 2 * options_.scheduler.max_clock_skew_ms;
-  amnesia_horizon_utc_ms_ = horizon;
+  const int64_t horizon = record_amnesia_horizon(now);
   scheduler_->set_amnesia_horizon(horizon);
-  storage_put(std::string(kHorizonKey), encode_i64(horizon));
   NodeEvent e;
   e.kind = NodeEvent::Kind::kWarning;
   e.subject = options_.id;

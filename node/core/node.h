@@ -322,7 +322,7 @@ class Node final : private schedule::SchedulerHost {
   // What start() found and did: whether the data directory was empty, and the amnesia
   // horizon it abstains before (UTC ms; 0: none).
   bool started_empty() const { return started_empty_; }
-  int64_t amnesia_horizon_utc_ms() const { return amnesia_horizon_utc_ms_; }
+  int64_t amnesia_horizon_utc_ms() const { return scheduler_->amnesia_horizon_utc_ms(); }
   const gossip::Membership& membership() const { return *membership_; }
   const NodeCounters& counters() const { return counters_; }
   const schedule::SchedulerCounters& scheduler_counters() const { return scheduler_->counters(); }
@@ -473,6 +473,7 @@ class Node final : private schedule::SchedulerHost {
   // node_gossip.cpp: membership glue, masters, config spread
   void drain_membership(Clock now);
   void first_start_refuted(Clock now);
+  int64_t record_amnesia_horizon(Clock now);
   void refresh_masters(Clock now);
   void update_synced(VolumeState& vs, const VolumeSpec& spec, Clock now);
   void refresh_meta(Clock now);
@@ -624,7 +625,6 @@ class Node final : private schedule::SchedulerHost {
   // the seeds (see remember_peer).
   std::map<std::string, std::string> remembered_peers_;
   bool started_empty_ = false;
-  int64_t amnesia_horizon_utc_ms_ = 0;
   static constexpr std::string_view kPeerPrefix = "p/";
   // hash64(peer id) -> the boot id of its latest authenticated frame: a change is a restart.
   HashKeyedMap<uint64_t> frame_boots_;

@@ -75,7 +75,7 @@ void Node::drain_membership(Clock now) {
     }
   }
   // Started with --first-start on an empty disk, and the peers hold our id from before.
-  if (started_empty_ && amnesia_horizon_utc_ms_ == 0 && membership_->stats().previous_life_seen > 0) {
+  if (started_empty_ && amnesia_horizon_utc_ms() == 0 && membership_->stats().previous_life_seen > 0) {
     first_start_refuted(now);
   }
   gossip::MemberEvent ev;
