@@ -127,6 +127,11 @@ struct ClaimReply {
   ProcessId accepted_by;
   AttemptInfo accepted;
   uint64_t lease = 0;  // echoes the claim's
+  // kPrepare, kGranted: this replica answered a go ask yes for an attempt of o (or, restarted
+  // since, cannot tell that its previous process did not).  A majority of promises
+  // without it means that no prepared attempt of an earlier round can ever start
+  // (docs/firing.md, Preparing ahead, "The replicas' go").
+  bool went = false;
   bool operator==(const ClaimReply&) const = default;
 };
 
@@ -245,6 +250,40 @@ struct Go {
   int64_t up_to_utc_ms = 0;         // the owner's clock when it sent this go
   std::vector<std::string> fenced;  // fire ids that never start
   bool operator==(const Go&) const = default;
+};
+
+// GO ASK: a worker whose prepared at-most-once run reached its instant asks the replicas
+// whether it may start (docs/firing.md, Preparing ahead, "The replicas' go").  One message
+// per replica per loop turn, for every run the worker asks about.  A replica answers yes
+// only for the attempt its vote accepted in the round it promised, once its own clock
+// reads the instant; it remembers the yes, and a later prepare of a higher round learns it
+// (ClaimReply::went).  The run starts only with yes from a majority of every quorum set.
+struct GoAsk {
+  struct Item {
+    std::string volume;
+    OccurrenceId occ;
+    std::string fire_id;
+    int64_t run_at_utc_ms = 0;
+    bool operator==(const Item&) const = default;
+  };
+  std::vector<Item> items;
+  bool operator==(const GoAsk&) const = default;
+};
+
+enum class GoVerdict : uint8_t {
+  kYes = 0,     // this replica backs the attempt and its clock passed run_at: recorded
+  kNotYet = 1,  // it backs the attempt, its clock has not reached run_at: ask again
+  kNo = 2,      // it does not back the attempt (no vote of it, or a higher round promised)
+};
+
+struct GoAnswer {
+  struct Item {
+    std::string fire_id;
+    GoVerdict verdict = GoVerdict::kNo;
+    bool operator==(const Item&) const = default;
+  };
+  std::vector<Item> items;
+  bool operator==(const GoAnswer&) const = default;
 };
 
 }  // namespace caesium::schedule

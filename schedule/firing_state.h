@@ -171,6 +171,9 @@ struct Preparing {
   bool best_set = false;  // the latest accepted attempt named (by round, then attempt)
   uint64_t best_round = 0;
   AttemptInfo best;
+  // Promisers that never said yes to a go ask of o (ClaimReply::went false): with a
+  // majority of them, no prepared attempt of an earlier round can ever start.
+  std::set<std::string> never_went;
 };
 
 // This process owns o: it drives attempts until one runs.

@@ -1,7 +1,6 @@
 #include "schedule/occurrence.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "base/bytes.h"
 #include "base/hash.h"
@@ -11,10 +10,12 @@ namespace {
 
 constexpr uint8_t kRecordFormat = 1;
 
-std::string hex16(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return std::string(buf, 16);
+// Appends v as 16 lower-case hex digits (hot: every occurrence record key).
+void append_hex16(std::string& out, uint64_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  char buf[16];
+  for (int i = 15; i >= 0; --i, v >>= 4) buf[i] = kDigits[v & 0xf];
+  out.append(buf, 16);
 }
 
 std::optional<uint64_t> parse_hex16(std::string_view s) {
@@ -63,7 +64,7 @@ std::string occ_key_with(const OccurrenceId& occ, std::string_view tail) {
     p += key;  // callers only pass entry keys; keep going rather than crash
   }
   p += '/';
-  p += hex16(bias(occ.scheduled_utc_ms));
+  append_hex16(p, bias(occ.scheduled_utc_ms));
   p += '/';
   p += tail;
   return p;
@@ -383,7 +384,9 @@ std::string make_fire_id(std::string_view volume, const OccurrenceId& occ, const
   h = hash_combine(h, hash64(owner.node));
   h = hash_combine(h, owner.boot);
   h = hash_combine(h, attempt);
-  return hex16(h);
+  std::string id;
+  append_hex16(id, h);
+  return id;
 }
 
 }  // namespace caesium::schedule

@@ -157,6 +157,9 @@ struct Vote {
   // proposer abandoned it unsent, or o's runs are over).  Read by the overlap rule only
   // (scheduler_overlap.cpp); a newly accepted attempt clears it.
   bool ended = false;
+  // Local knowledge of this process, never encoded: it answered a go ask for an attempt of
+  // o yes (scheduler_replica_go.cpp).  A previous process's yes is bounded by time instead.
+  bool went = false;
   bool operator==(const Vote&) const = default;
 };
 std::string encode(const Vote& vote);

@@ -252,6 +252,8 @@ void Scheduler::on_message(const std::string& from, const FireMessage& msg, Cloc
         else if constexpr (std::is_same_v<T, Revoke>) on_revoke(from, m, now);
         else if constexpr (std::is_same_v<T, RevokeReply>) on_revoke_reply(from, m, now);
         else if constexpr (std::is_same_v<T, Go>) on_go(from, m, now);
+        else if constexpr (std::is_same_v<T, GoAsk>) on_go_ask(from, m, now);
+        else if constexpr (std::is_same_v<T, GoAnswer>) on_go_answer(from, m, now);
       },
       msg);
   drain(now);
@@ -321,7 +323,7 @@ Scheduler::Occ& Scheduler::track(const std::string& volume, const OccurrenceId& 
     o.fire_utc_ms = fire_time(*entry, id.scheduled_utc_ms);
     o.at_most_once = entry->semantics == Semantics::at_most_once;
   }
-  occ_by_serial_[o.serial] = key;
+  occ_by_serial_[o.serial] = &o;
   return o;
 }
 
@@ -364,7 +366,7 @@ void Scheduler::drain(Clock now) {
     worklist_.pop_back();
     auto it = occ_by_serial_.find(serial);
     if (it == occ_by_serial_.end()) continue;
-    Occ& o = occs_.at(it->second);
+    Occ& o = *it->second;
     o.queued = false;
     step(o, now);
     o.fired = 0;
@@ -431,7 +433,7 @@ void Scheduler::poll_timers(Clock now) {
   for (uint64_t serial : expired) {
     auto it = occ_by_serial_.find(serial);
     if (it == occ_by_serial_.end()) continue;
-    Occ& o = occs_.at(it->second);
+    Occ& o = *it->second;
     o.timer_armed = false;
     o.timer_mono_ms = kNever;
     for (size_t d = 0; d < o.deadlines.at.size(); ++d) {

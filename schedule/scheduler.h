@@ -61,7 +61,7 @@
 namespace caesium::schedule {
 
 using FireMessage =
-    std::variant<Claim, ClaimReply, Release, Dispatch, DispatchReply, Revoke, RevokeReply, Go>;
+    std::variant<Claim, ClaimReply, Release, Dispatch, DispatchReply, Revoke, RevokeReply, Go, GoAsk, GoAnswer>;
 
 // What the scheduler needs to know of the cluster configuration.
 struct Topology {
@@ -241,6 +241,15 @@ class SchedulerHost {
     (void)key;
     return std::nullopt;
   }
+  // A key's record in one lookup: store_get's value and entry_version's version.  A host
+  // that keeps its store in memory answers both from one find.
+  struct EntryRead {
+    std::optional<std::string> value;
+    std::optional<Version> version;
+  };
+  virtual EntryRead read_entry(const std::string& volume, const std::string& key) const {
+    return EntryRead{store_get(volume, key), entry_version(volume, key)};
+  }
   // Whether this node hears from its peers at all lately.  A node that hears nobody
   // suspects itself first (its own links, or its own slowness) and does not act as a
   // backup decider: from its side every master looks stalled.
@@ -270,6 +279,10 @@ struct SchedulerCounters {
   // Accepted attempts held for their instant (prepare_ahead_ms), counted at acceptance,
   // and those revoked before they started (held here, or accepted by a previous process).
   uint64_t prepared = 0, prepared_revoked = 0, prepared_superseded = 0, prepared_fenced = 0, prepared_no_go = 0;
+  // The replicas' go (scheduler_replica_go.cpp): runs asked about (each look that asked),
+  // yes answers this replica gave, held runs dropped without a majority's yes by go_by, and
+  // adopted attempts a takeover counted revoked from a majority of promises that never said yes.
+  uint64_t go_asks_sent = 0, go_yes_given = 0, prepared_no_replicas_go = 0, prepared_fenced_by_promises = 0;
   // Claims refused because this replica holds a newer version of the entry (an edit or a
   // delete), and claims of ours refused so.
   uint64_t superseded_claims_refused = 0, superseded_claims_sent = 0;
@@ -443,7 +456,9 @@ class Scheduler {
   const EntryRec* entry_of(const std::string& volume, const std::string& key) const;
   // The entry's current definition, decoded from the volume store; null when absent (or
   // undecodable, counted as a bad record).
-  std::shared_ptr<const Entry> load_entry(const std::string& volume, const std::string& key);
+  // `version`, when given, gets the record's version from the same lookup.
+  std::shared_ptr<const Entry> load_entry(const std::string& volume, const std::string& key,
+                                          Version* version = nullptr);
   // o's definition and its record's version, from the store; false when the entry is gone.
   bool load_definition(Occ& o);
   // An entry's record changed (edited or deleted): what this node was deciding about its
@@ -680,6 +695,7 @@ class Scheduler {
   bool node_matches_binding(const std::string& node, const Entry& e) const;
   bool quorum_reachable(const std::string& volume, const Entry& e) const;
   bool has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const;
+  static bool majority_of_each(const std::set<std::string>& votes, const QuorumSets& sets);  // false for no sets
   // The ballot's refusals leave some quorum set short of a majority; with
   // `unreachable_lost`, counting the replicas that have not answered and that we cannot
   // reach as refusals too.
@@ -730,6 +746,15 @@ class Scheduler {
   // never starts), or has not come yet (false).
   struct Held;
   std::optional<bool> go_given(const Held& h, const std::string& fire_id) const;
+  // The replicas' go (scheduler_replica_go.cpp).
+  bool went(const Vote& v, int64_t fire_utc_ms) const;  // this replica may have said yes for o
+  GoVerdict go_verdict(const GoAsk::Item& item, Clock now);
+  void on_go_ask(const std::string& from, const GoAsk& ask, Clock now);
+  void on_go_answer(const std::string& from, const GoAnswer& answer, Clock now);
+  Borrowed<QuorumSets> held_sets(const std::string& volume, const Entry* e) const;
+  struct Running;
+  bool replicas_went(const Held& h, const Running& r, Clock now, int64_t& look_again_utc_ms);
+  void send_go_asks();
   bool revoke_prepared(const std::string& from, const Revoke& r, const WorkerRecord& rec, Clock now);
   void drop_held(uint64_t id);
   // An acceptance is always pushed lazily; other records when `lazy` says so.
@@ -788,7 +813,7 @@ class Scheduler {
   std::vector<uint32_t> free_interned_;  // ids with refs == 0, reused latest first
   SlotIndex interned_ids_;  // finds an id of interned_ by (volume, entry key)
   std::map<OccKey, Occ> occs_;
-  std::map<uint64_t, OccKey> occ_by_serial_;
+  std::unordered_map<uint64_t, Occ*> occ_by_serial_;  // occs_' values stay put until forgotten
   uint64_t next_serial_ = 1;
   std::vector<uint64_t> worklist_;  // serials, touched by the current input (Occ::queued)
   // This replica's durable votes, oldest instant first: they are kept for the occurrence
@@ -860,7 +885,19 @@ class Scheduler {
     // its gos until its clock passes this, so a later go cannot start it either.
     int64_t go_by_utc_ms = 0;
     bool go = false;  // a go of its owner reached it (for good: the owner can no longer fence it)
+    bool asks = false;  // at-most-once: starts only with yes from a majority of the replicas
+    bool replicas_went = false;  // it had them (for good: a yes is never taken back)
   };
+  // Held runs asking the replicas (by fire id): who said yes, where the run waits in held_
+  // ({key_utc_ms, id}), and when to ask again those that did not.
+  struct Asking {
+    uint64_t id = 0;
+    int64_t key_utc_ms = 0;
+    int64_t next_ask_utc_ms = 0;
+    std::set<std::string> yes;
+  };
+  std::unordered_map<std::string, Asking> asking_;
+  std::map<std::string, GoAsk> go_asks_;  // queued this turn, per replica
   std::map<std::pair<int64_t, uint64_t>, Held> held_;
   // The owner's go, owner side: per worker node, the highest up_to sent it, the attempts
   // dispatched there waiting for a go by their instant, and the fenced ones listed in

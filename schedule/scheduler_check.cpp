@@ -94,6 +94,8 @@ void Scheduler::check_invariants() const {
   // outstanding_ counts exactly the attempts marked counted.
   std::map<std::string, uint32_t> counted;
   for (const auto& [k, o] : occs_) {
+    const auto by_serial = occ_by_serial_.find(o.serial);
+    CAESIUM_ASSERT(by_serial != occ_by_serial_.end() && by_serial->second == &o);
     if (const auto* own = std::get_if<firing::Owned>(&o.phase)) {
       for (const auto& a : own->attempts) counted[a.info.worker] += a.counted ? 1 : 0;
     }

@@ -76,10 +76,16 @@ const Scheduler::EntryRec* Scheduler::entry_of(const std::string& volume, const 
   return slot ? &entries_[*slot] : nullptr;
 }
 
-std::shared_ptr<const Entry> Scheduler::load_entry(const std::string& volume, const std::string& key) {
-  auto value = host_.store_get(volume, key);
-  if (!value) return nullptr;
-  auto entry = decode_entry(*value);
+std::shared_ptr<const Entry> Scheduler::load_entry(const std::string& volume, const std::string& key, Version* version) {
+  SchedulerHost::EntryRead read;
+  if (version != nullptr) {
+    read = host_.read_entry(volume, key);
+    *version = read.version.value_or(Version{});
+  } else {
+    read.value = host_.store_get(volume, key);
+  }
+  if (!read.value) return nullptr;
+  auto entry = decode_entry(*read.value);
   if (!entry.ok()) {
     ++counters_.bad_records;
     return nullptr;
@@ -88,9 +94,12 @@ std::shared_ptr<const Entry> Scheduler::load_entry(const std::string& volume, co
 }
 
 bool Scheduler::load_definition(Occ& o) {
-  o.entry = entry_of(o.volume, o.id.entry_key) != nullptr ? load_entry(o.volume, o.id.entry_key) : nullptr;
-  o.entry_version = o.entry ? host_.entry_version(o.volume, o.id.entry_key).value_or(Version{}) : Version{};
-  if (!o.entry) return false;
+  o.entry_version = Version{};
+  o.entry = entry_of(o.volume, o.id.entry_key) != nullptr ? load_entry(o.volume, o.id.entry_key, &o.entry_version) : nullptr;
+  if (!o.entry) {
+    o.entry_version = Version{};
+    return false;
+  }
   o.at_most_once = o.entry->semantics == Semantics::at_most_once;
   return true;
 }
@@ -336,7 +345,8 @@ void Scheduler::entry_due(uint32_t slot, Clock now) {
   rec.armed = false;
   const std::string volume = volume_names_[rec.volume];
   std::string key(key_of(rec));
-  const std::shared_ptr<const Entry> entry = load_entry(volume, key);
+  Version version;
+  const std::shared_ptr<const Entry> entry = load_entry(volume, key, &version);
   // Gone from the store (its removal is on its way to us): nothing is due.
   if (!entry) return;
   const OccurrenceId id{std::move(key), rec.next_scheduled_utc_ms};
@@ -352,7 +362,7 @@ void Scheduler::entry_due(uint32_t slot, Clock now) {
   o.at_most_once = entry->semantics == Semantics::at_most_once;
   if (master && !o.entry) {  // what decide would load again
     o.entry = entry;
-    o.entry_version = host_.entry_version(volume, id.entry_key).value_or(Version{});
+    o.entry_version = version;
   }
   if (!o.due) {
     o.due = true;

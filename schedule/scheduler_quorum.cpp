@@ -74,8 +74,12 @@ Scheduler::Borrowed<Scheduler::QuorumSets> Scheduler::quorum_sets(const std::str
 }
 
 bool Scheduler::has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const {
-  const auto quorum = quorum_sets(volume, e);
-  for (const auto& set : *quorum) {
+  return majority_of_each(votes, *quorum_sets(volume, e));
+}
+
+bool Scheduler::majority_of_each(const std::set<std::string>& votes, const QuorumSets& sets) {
+  if (sets.empty()) return false;
+  for (const auto& set : sets) {
     if (set.empty() || count_in(votes, set) * 2 <= set.size()) return false;
   }
   return true;

@@ -72,6 +72,8 @@ void Scheduler::on_prepare_reply(Occ& o, const std::string& from, const ClaimRep
     case ClaimOutcome::kGranted:
       if (!(r.holder == self_)) return;
       p->ballot.granted.insert(from);
+      if (r.went) p->never_went.erase(from);
+      else p->never_went.insert(from);
       if (!r.has_accepted) break;
       if (std::none_of(p->values.begin(), p->values.end(),
                        [&](const auto& v) { return v.second.fire_id == r.accepted.fire_id; })) {
@@ -97,6 +99,7 @@ void Scheduler::on_prepare_reply(Occ& o, const std::string& from, const ClaimRep
     case ClaimOutcome::kStale:
       ++counters_.stale_claims_sent;
       p->ballot.granted.erase(from);
+      p->never_went.erase(from);
       ask_again_later(p->ballot, from, r, now);
       break;
     case ClaimOutcome::kAbstain:
@@ -127,6 +130,9 @@ void Scheduler::on_prepare_reply(Occ& o, const std::string& from, const ClaimRep
 // nothing of an attempt n1 dispatched and n3 ran; tests/sim/regress_reconfig_seed_3726.toml).
 void Scheduler::adopt_values(Occ& o, const firing::Preparing& p, Clock now) {
   firing::Owned& own = o.as<firing::Owned>();
+  // A majority of our promises never said yes to a go ask of o: no prepared at-most-once
+  // attempt of an earlier round can start (scheduler_replica_go.cpp).
+  const bool none_went = o.at_most_once && majority_of_each(p.never_went, *quorum_sets(o.volume, *o.entry));
   auto adopt = [&](const AttemptInfo& info, bool doubt) {
     Attempt a;
     a.info = info;
@@ -152,6 +158,14 @@ void Scheduler::adopt_values(Occ& o, const firing::Preparing& p, Clock now) {
     // Issued before its instant (by its owner's clock), an attempt was prepared: its run_at
     // is the instant, which lets a worker that lost its disk since answer the revoke.
     if (a.info.issued_utc_ms < o.fire_utc_ms) a.prepared = true;
+    // Held for yes from a majority that will never give it: it never starts.  (An acceptance
+    // record does not say the run started; without that majority it cannot have.)
+    const bool unresolved = a.state == AttemptState::kRevoking || (a.state == AttemptState::kAccepted && a.prepared);
+    if (none_went && a.prepared && a.info.issued_utc_ms < o.fire_utc_ms && unresolved) {
+      a.state = AttemptState::kRevoked;
+      ++counters_.prepared_fenced_by_promises;
+      mark(Mark::kFencedByPromises);
+    }
     if (a.state == AttemptState::kRevoking) host_.send(a.info.worker, make_revoke(o, a), false);
     o.max_attempt = std::max(o.max_attempt, info.attempt);
     own.attempts.push_back(std::move(a));

@@ -260,6 +260,7 @@ void Scheduler::grant(const std::string& from, const Claim& c, ClaimReply& reply
   reply.outcome = ClaimOutcome::kGranted;
   reply.holder = c.claimant;
   describe(reply, v);
+  if (c.kind == ClaimKind::kPrepare) reply.went = went(v, c.fire_utc_ms);
   host_.send(from, std::move(reply), true);
   emit_grant(c);
 }

@@ -175,6 +175,7 @@ void Scheduler::accept_dispatch(const std::string& from, const Dispatch& d, std:
   h.invocation = std::move(inv);
   h.entry = std::move(e);
   h.own_clock_only = possible_duplicate;
+  h.asks = d.at_most_once && !possible_duplicate;
   h.accepted_mark = host_.write_mark();
   h.entry_version = d.entry_version;
   h.owner = d.owner;
@@ -253,6 +254,22 @@ void Scheduler::start_held(Clock now) {
       held_.insert(std::move(item));
       continue;
     }
+    if (h.asks && !h.replicas_went) {
+      int64_t look_again = kNever;
+      h.replicas_went = replicas_went(h, run->second, now, look_again);
+      if (!h.replicas_went) {
+        if (now.utc_ms >= no_go_by) {  // past the go_by, a run that could not start is given up
+          asking_.erase(run->second.fire_id);
+          ++counters_.prepared_no_replicas_go;
+          mark(Mark::kHeldWithoutReplicasGo);
+          drop_held_run(run, "no majority of the replicas said it may start by its go_by", now);
+          continue;
+        }
+        item.key().first = asking_[run->second.fire_id].key_utc_ms = std::min(look_again, no_go_by);
+        held_.insert(std::move(item));
+        continue;
+      }
+    }
     int64_t retry = kNever;
     if (!h.own_clock_only && !clocks_passed(h.invocation.volume, h.entry.get(), h.fire_utc_ms, now, retry)) {
       // Not yet: back in the queue under the instant to look again (the others go on).
@@ -271,6 +288,7 @@ void Scheduler::start_held(Clock now) {
     emit_run(FireEvent::Kind::kStarted, run->second, true, {});
     host_.invoke_after(std::move(h.invocation), h.accepted_mark);
   }
+  send_go_asks();
 }
 
 void Scheduler::on_revoke(const std::string& from, const Revoke& r, Clock now) {
@@ -345,6 +363,7 @@ void Scheduler::erase_running(std::map<uint64_t, Running>::iterator it) {
   auto h = running_per_handler_.find(it->second.handler);
   assert(h != running_per_handler_.end() && h->second > 0);
   if (--h->second == 0) running_per_handler_.erase(h);
+  if (it->second.held) asking_.erase(it->second.fire_id);
   running_.erase(it);
 }
 

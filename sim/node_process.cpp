@@ -199,6 +199,12 @@ class NodeProcess final : public Process {
             {"scheduler.prepared_revoked", static_cast<double>(node_->scheduler_counters().prepared_revoked)},
             {"scheduler.prepared_fenced", static_cast<double>(node_->scheduler_counters().prepared_fenced)},
             {"scheduler.prepared_no_go", static_cast<double>(node_->scheduler_counters().prepared_no_go)},
+            {"scheduler.prepared_no_replicas_go",
+             static_cast<double>(node_->scheduler_counters().prepared_no_replicas_go)},
+            {"scheduler.prepared_fenced_by_promises",
+             static_cast<double>(node_->scheduler_counters().prepared_fenced_by_promises)},
+            {"scheduler.go_asks_sent", static_cast<double>(node_->scheduler_counters().go_asks_sent)},
+            {"scheduler.go_yes_given", static_cast<double>(node_->scheduler_counters().go_yes_given)},
             {"scheduler.claims_widened", static_cast<double>(node_->scheduler_counters().claims_widened)},
             {"scheduler.stale_claims_refused", static_cast<double>(node_->scheduler_counters().stale_claims_refused)},
             {"scheduler.ran_claims_refused", static_cast<double>(node_->scheduler_counters().ran_claims_refused)},
@@ -358,21 +364,29 @@ class NodeProcess final : public Process {
 
   // Node events become observations for the report and the checkers.
   void drain() {
-    // Workload writes whose acknowledgement came (few, and only while a write waits).
-    for (size_t i = 0; i < pending_writes_.size();) {
-      const PendingWrite& p = pending_writes_[i];
-      if (node_->durable_seq() >= p.durable_seq &&
-          (p.want_acks <= 1 || node_->replica_acks(p.volume, p.key, p.version) >= p.want_acks)) {
+    // Workload writes whose acknowledgement came.  They were queued in the order of their
+    // durable_seq, so only the prefix the node made durable can be acknowledged: a burst of
+    // writes waiting for one commit costs nothing per drain, and those acknowledged are
+    // compacted out in one pass (not erased one by one).
+    const uint64_t durable = node_->durable_seq();
+    size_t kept = 0, i = 0;
+    for (; i < pending_writes_.size() && pending_writes_[i].durable_seq <= durable; ++i) {
+      PendingWrite& p = pending_writes_[i];
+      if (p.want_acks <= 1 || node_->replica_acks(p.volume, p.key, p.version) >= p.want_acks) {
         Observation o;
         o.kind = Observation::Kind::kWriteAcked;
         o.volume = p.volume;
         o.key = p.key;
         o.write_id = p.id;
         observations_.push_back(std::move(o));
-        pending_writes_.erase(pending_writes_.begin() + static_cast<std::ptrdiff_t>(i));
       } else {
-        ++i;
+        if (kept != i) pending_writes_[kept] = std::move(p);
+        ++kept;
       }
+    }
+    if (kept != i) {
+      pending_writes_.erase(pending_writes_.begin() + static_cast<std::ptrdiff_t>(kept),
+                            pending_writes_.begin() + static_cast<std::ptrdiff_t>(i));
     }
     node::NodeEvent e;
     while (node_->poll_event(e)) {

@@ -456,6 +456,7 @@ class Node final : private schedule::SchedulerHost {
   int64_t clock_ahead(const std::string& node) const override;
   std::optional<std::string> store_get(const std::string& volume, const std::string& key) const override;
   std::optional<schedule::Version> entry_version(const std::string& volume, const std::string& key) const override;
+  EntryRead read_entry(const std::string& volume, const std::string& key) const override;
   void behind(const std::string& volume, const std::string& node) override;
   bool hears_peers() const override { return last_.mono_ms - last_heard_any_mono_ms_ <= options_.heard_recently_ms; }
 

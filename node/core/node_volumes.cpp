@@ -154,6 +154,17 @@ std::optional<schedule::Version> Node::entry_version(const std::string& volume, 
   return view->version();
 }
 
+schedule::SchedulerHost::EntryRead Node::read_entry(const std::string& volume, const std::string& key) const {
+  EntryRead read;
+  auto it = volumes_.find(volume);
+  if (it == volumes_.end()) return read;
+  auto view = it->second.store->find(key);
+  if (!view) return read;
+  read.version = view->version();
+  if (view->value) read.value = std::string(*view->value);
+  return read;
+}
+
 void Node::behind(const std::string& volume, const std::string& node) {
   auto it = volumes_.find(volume);
   if (it == volumes_.end() || !it->second.synced) return;

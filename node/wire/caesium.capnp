@@ -112,6 +112,8 @@ struct CoreMessage {
     storeAck @12 :StoreAck;
     configVote @13 :ConfigVote;
     go @14 :Go;
+    goAsk @15 :GoAsk;
+    goAnswer @16 :GoAnswer;
   }
 }
 
@@ -190,6 +192,7 @@ struct ClaimReply {
   acceptedBy @11 :ProcessId;
   accepted @12 :AttemptInfo;
   lease @13 :UInt64;
+  went @14 :Bool;              # kPrepare: this replica said yes to a go ask of o (ClaimReply::went)
 }
 
 struct Release { volume @0 :Text; occ @1 :OccurrenceId; claimant @2 :ProcessId; }
@@ -197,6 +200,13 @@ struct Release { volume @0 :Text; occ @1 :OccurrenceId; claimant @2 :ProcessId; 
 # The owner's go (schedule/fire_messages.h, Go): its prepared attempts at the receiver with
 # run_at <= upToUtcMs may start, except the fenced ones.
 struct Go { owner @0 :ProcessId; upToUtcMs @1 :Int64; fenced @2 :List(Text); }
+
+# The replicas' go (schedule/fire_messages.h, GoAsk): may these prepared runs start?
+struct GoAskItem { volume @0 :Text; occ @1 :OccurrenceId; fireId @2 :Text; runAtUtcMs @3 :Int64; }
+struct GoAsk { items @0 :List(GoAskItem); }
+enum GoVerdict { yes @0; notYet @1; no @2; }
+struct GoAnswerItem { fireId @0 :Text; verdict @1 :GoVerdict; }
+struct GoAnswer { items @0 :List(GoAnswerItem); }
 
 struct Dispatch {
   volume @0 :Text;

@@ -413,6 +413,7 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           put(x.initAcceptedBy(), m.accepted_by);
           put(x.initAccepted(), m.accepted);
           x.setLease(m.lease);
+          x.setWent(m.went);
         } else if constexpr (std::is_same_v<T, schedule::Release>) {
           auto x = b.initRelease();
           x.setVolume(text(m.volume));
@@ -485,6 +486,20 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
           x.setUpToUtcMs(m.up_to_utc_ms);
           auto fenced = x.initFenced(static_cast<unsigned>(m.fenced.size()));
           for (unsigned i = 0; i < m.fenced.size(); ++i) fenced.set(i, text(m.fenced[i]));
+        } else if constexpr (std::is_same_v<T, schedule::GoAsk>) {
+          auto items = b.initGoAsk().initItems(static_cast<unsigned>(m.items.size()));
+          for (unsigned i = 0; i < m.items.size(); ++i) {
+            items[i].setVolume(text(m.items[i].volume));
+            put(items[i].initOcc(), m.items[i].occ);
+            items[i].setFireId(text(m.items[i].fire_id));
+            items[i].setRunAtUtcMs(m.items[i].run_at_utc_ms);
+          }
+        } else if constexpr (std::is_same_v<T, schedule::GoAnswer>) {
+          auto items = b.initGoAnswer().initItems(static_cast<unsigned>(m.items.size()));
+          for (unsigned i = 0; i < m.items.size(); ++i) {
+            items[i].setFireId(text(m.items[i].fire_id));
+            items[i].setVerdict(static_cast<cp::GoVerdict>(m.items[i].verdict));
+          }
         } else if constexpr (std::is_same_v<T, StorePush>) {
           auto x = b.initStorePush();
           x.setVolume(text(m.volume));
@@ -559,6 +574,7 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       reply.accepted_by = get(x.getAcceptedBy());
       reply.accepted = get(x.getAccepted());
       reply.lease = x.getLease();
+      reply.went = x.getWent();
       return CoreMessage{std::move(reply)};
     }
     case cp::CoreMessage::RELEASE: {
@@ -624,6 +640,22 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
       schedule::Go g{get(x.getOwner()), x.getUpToUtcMs(), {}};
       for (auto id : counted(x.getFenced())) g.fenced.push_back(str(id));
       return CoreMessage{std::move(g)};
+    }
+    case cp::CoreMessage::GO_ASK: {
+      schedule::GoAsk ask;
+      for (auto item : counted(r.getGoAsk().getItems())) {
+        ask.items.push_back({str(item.getVolume()), get(item.getOcc()), str(item.getFireId()), item.getRunAtUtcMs()});
+      }
+      return CoreMessage{std::move(ask)};
+    }
+    case cp::CoreMessage::GO_ANSWER: {
+      schedule::GoAnswer answer;
+      for (auto item : counted(r.getGoAnswer().getItems())) {
+        auto verdict = get_enum<schedule::GoVerdict>(static_cast<uint16_t>(item.getVerdict()), 2, "go verdict");
+        if (!verdict) return verdict.error();
+        answer.items.push_back({str(item.getFireId()), *verdict});
+      }
+      return CoreMessage{std::move(answer)};
     }
     case cp::CoreMessage::STORE_PUSH: {
       StorePush p;

@@ -73,7 +73,7 @@ using CoreMessage =
     std::variant<UnknownMessage, schedule::Claim, schedule::ClaimReply, schedule::Release,
                  schedule::Dispatch, schedule::DispatchReply, schedule::Revoke,
                  schedule::RevokeReply, ConfigRequest, ConfigDoc, StorePush, gossip::SyncMessage, StoreAck,
-                 ConfigVote, schedule::Go>;
+                 ConfigVote, schedule::Go, schedule::GoAsk, schedule::GoAnswer>;
 
 struct UnknownBody {
   bool operator==(const UnknownBody&) const = default;

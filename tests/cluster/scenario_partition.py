@@ -5,7 +5,8 @@ Five nodes, each in its own namespace on a bridge (netns.py); n1 has the highest
 priority.  An at-least-once and an at-most-once entry every 2 s.
 
 1  group partition {n1,n2} | {n3,n4,n5}, 12 s.  Each entry written during it through
-   the API of one side (n1 and n3).  From 4 s in (failure detection settles):
+   the API of one side (n1 and n3).  From 4 s in (failure detection settles; with
+   prepare_ahead, both bounds move by it: decisions are taken that much earlier):
    - majority: the at-most-once entry runs exactly once per occurrence, there;
    - minority: the at-least-once entry runs exactly once per occurrence in that
      component, flagged possible_duplicate (degraded path: "each component of a split
@@ -23,13 +24,16 @@ flagged, nothing early.
 import json
 
 import checks
-from harness import Cluster, TestFailure, alo_amo_entries, next_instant_ms, now_ms, sleep_until_ms, utc, wait_until
+from harness import (PREPARE_AHEAD_MS, Cluster, TestFailure, alo_amo_entries, next_instant_ms, now_ms, sleep_until_ms,
+                     utc, wait_until)
 from netns import Network
 
 PERIOD_MS = 2000
 IDS = ("n1", "n2", "n3", "n4", "n5")
-SETTLE_MS = 4000      # failure detection and mastership settle after a fault
-FAULT_MS = 12000
+# Failure detection and mastership settle after a fault; preparing ahead, occurrences
+# decided before it (up to prepare_ahead before their instant) keep the owner they had.
+SETTLE_MS = 4000 + PREPARE_AHEAD_MS
+FAULT_MS = 12000 + PREPARE_AHEAD_MS  # the same window after settling, preparing or not
 ENTRIES = ("alo", "amo")
 
 

@@ -9,8 +9,9 @@ namespace caesium::firing_test {
 
 const char* kind_name(const Packet& p) {
   if (p.as<StorePush>()) return "push";
-  static const char* names[] = {"claim", "claim_reply", "release", "dispatch", "dispatch_reply", "revoke",
-                                "revoke_reply"};
+  static constexpr const char* names[] = {"claim",  "claim_reply", "release", "dispatch", "dispatch_reply",
+                                          "revoke", "revoke_reply", "go",      "go_ask",   "go_answer"};
+  static_assert(std::size(names) == std::variant_size_v<FireMessage>, "a name for every fire message");
   return names[std::get<FireMessage>(p.body).index()];
 }
 
@@ -32,6 +33,10 @@ std::string Packet::describe() const {
     s << " fid=" << rv->fire_id;
   } else if (const auto* rr = as<RevokeReply>()) {
     s << " fid=" << rr->fire_id << " outcome=" << int(rr->outcome);
+  } else if (const auto* ask = as<GoAsk>()) {
+    for (const auto& item : ask->items) s << " " << item.fire_id << "@" << item.run_at_utc_ms;
+  } else if (const auto* answer = as<GoAnswer>()) {
+    for (const auto& item : answer->items) s << " " << item.fire_id << "=" << int(item.verdict);
   } else if (const auto* p = as<StorePush>()) {
     s << " " << p->key << (p->lazy ? " (lazy)" : "");
   }

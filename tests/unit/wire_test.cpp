@@ -79,7 +79,7 @@ schedule::Record random_record(Rng& rng) {
 }
 
 CoreMessage random_core(Rng& rng) {
-  switch (rng.below(14)) {
+  switch (rng.below(16)) {
     case 9: {
       StorePush p;
       p.volume = random_text(rng, 8);
@@ -141,6 +141,7 @@ CoreMessage random_core(Rng& rng) {
       r.accepted = {static_cast<uint32_t>(rng.below(9)), random_text(rng, 16), random_text(rng, 8), rng.between(0, 99999),
                     static_cast<uint32_t>(1 + rng.below(5))};
       r.lease = rng.next_u64();
+      r.went = rng.chance(0.5);
       return r;
     }
     case 2: return schedule::Release{random_text(rng, 8), random_occ(rng), {random_text(rng, 8), rng.next_u64()}};
@@ -186,6 +187,20 @@ CoreMessage random_core(Rng& rng) {
       schedule::Go g{{random_text(rng, 8), rng.next_u64()}, rng.between(0, int64_t{1} << 42), {}};
       for (uint64_t i = rng.below(4); i > 0; --i) g.fenced.push_back(random_text(rng, 16));
       return g;
+    }
+    case 14: {
+      schedule::GoAsk ask;
+      for (uint64_t i = rng.below(4); i > 0; --i) {
+        ask.items.push_back({random_text(rng, 8), random_occ(rng), random_text(rng, 16), rng.between(0, int64_t{1} << 42)});
+      }
+      return ask;
+    }
+    case 15: {
+      schedule::GoAnswer answer;
+      for (uint64_t i = rng.below(4); i > 0; --i) {
+        answer.items.push_back({random_text(rng, 16), static_cast<schedule::GoVerdict>(rng.below(3))});
+      }
+      return answer;
     }
     default: return ConfigDoc{rng.next_u64(), random_string(rng, 200)};
   }

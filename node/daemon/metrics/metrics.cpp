@@ -181,6 +181,16 @@ void render_node(PromWriter& w, const node::Node& node) {
   counter(w, "caesium_prepared_dropped_no_go_total",
           "Held prepared runs this node, as worker, dropped (recorded revoked): their owner fenced them, or its go did not come.",
           node.scheduler_counters().prepared_no_go);
+  counter(w, "caesium_prepared_dropped_no_replicas_go_total",
+          "Held at-most-once runs this node, as worker, dropped (recorded revoked): no majority of the replicas said they may start by their go_by.",
+          node.scheduler_counters().prepared_no_replicas_go);
+  counter(w, "caesium_prepared_fenced_by_promises_total",
+          "Prepared attempts this node, taking over, counted revoked: a majority of its promises never said yes to a go ask of the occurrence.",
+          node.scheduler_counters().prepared_fenced_by_promises);
+  counter(w, "caesium_go_asks_total", "Looks at held at-most-once runs that asked the replicas for their go.",
+          node.scheduler_counters().go_asks_sent);
+  counter(w, "caesium_go_yes_total", "Go asks this node, as replica, answered yes.",
+          node.scheduler_counters().go_yes_given);
   counter(w, "caesium_dispatches_ignored_after_wipe_total",
           "At-most-once dispatches left unanswered: issued before this node restarted without its disk.",
           node.scheduler_counters().dispatches_ignored_after_wipe);
