@@ -754,6 +754,9 @@ class Scheduler {
   Borrowed<QuorumSets> held_sets(const std::string& volume, const Entry* e) const;
   struct Running;
   bool replicas_went(const Held& h, const Running& r, Clock now, int64_t& look_again_utc_ms);
+  std::optional<int64_t> await_replicas(Held& h, const std::map<uint64_t, Running>::iterator& run, Clock now);
+  struct Asking;
+  std::set<std::string> go_ask_targets(const Asking& asking, const QuorumSets& sets) const;
   void send_go_asks();
   bool revoke_prepared(const std::string& from, const Revoke& r, const WorkerRecord& rec, Clock now);
   void drop_held(uint64_t id);

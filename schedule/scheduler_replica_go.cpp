@@ -82,19 +82,57 @@ bool Scheduler::replicas_went(const Held& h, const Running& r, Clock now, int64_
     return true;
   }
   if (now.utc_ms >= asking.next_ask_utc_ms) {
-    std::set<std::string> ask;
-    for (const auto& set : *sets) {
-      for (const auto& n : set) {
-        if (asking.yes.count(n) == 0) ask.insert(n);
+    GoAsk::Item item{r.volume, r.occ, r.fire_id, h.fire_utc_ms};
+    // This node, when it is one of the replicas, answers at once: its vote is here.
+    if (asking.next_ask_utc_ms == 0 && go_verdict(item, now) == GoVerdict::kYes) {
+      ++counters_.go_yes_given;
+      asking.yes.insert(self_.node);
+      if (majority_of_each(asking.yes, *sets)) {
+        asking_.erase(r.fire_id);
+        return true;
       }
     }
-    for (const auto& n : ask) go_asks_[n].items.push_back({r.volume, r.occ, r.fire_id, h.fire_utc_ms});
+    for (const auto& n : go_ask_targets(asking, *sets)) go_asks_[n].items.push_back(item);
     ++counters_.go_asks_sent;
     asking.next_ask_utc_ms = now.utc_ms + options_.claim_retry_ms;
   }
   look_again_utc_ms = asking.next_ask_utc_ms;
   asking.key_utc_ms = look_again_utc_ms;
   return false;
+}
+
+// Whom to ask: every replica of the sets that did not say yes, this node aside (it answers
+// for itself).  (Asking just enough for a majority first would often pick one that holds
+// no vote of the attempt - claims go to a majority only - and wait a claim_retry more.)
+std::set<std::string> Scheduler::go_ask_targets(const Asking& asking, const QuorumSets& sets) const {
+  std::set<std::string> ask;
+  for (const auto& set : sets) {
+    for (const auto& n : set) {
+      if (n != self_.node && asking.yes.count(n) == 0) ask.insert(n);
+    }
+  }
+  return ask;
+}
+
+// start_held's step for an at-most-once held run: nullopt once a majority said yes; else
+// when to look at it again, or kNever when it was given up (past go_by without that
+// majority, recorded revoked).
+std::optional<int64_t> Scheduler::await_replicas(Held& h, const std::map<uint64_t, Running>::iterator& run,
+                                                 Clock now) {
+  if (!h.asks || h.replicas_went) return std::nullopt;
+  int64_t look_again = kNever;
+  h.replicas_went = replicas_went(h, run->second, now, look_again);
+  if (h.replicas_went) return std::nullopt;
+  if (now.utc_ms >= h.go_by_utc_ms) {
+    asking_.erase(run->second.fire_id);
+    ++counters_.prepared_no_replicas_go;
+    mark(Mark::kHeldWithoutReplicasGo);
+    drop_held_run(run, "no majority of the replicas said it may start by its go_by", now);
+    return kNever;
+  }
+  const int64_t wait = std::min(look_again, h.go_by_utc_ms);
+  asking_[run->second.fire_id].key_utc_ms = wait;
+  return wait;
 }
 
 void Scheduler::send_go_asks() {

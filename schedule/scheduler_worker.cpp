@@ -227,10 +227,10 @@ void Scheduler::start_held(Clock now) {
     Held& h = item.mapped();
     auto run = running_.find(h.invocation.id);
     if (run == running_.end()) continue;
-    // The owner's go first (scheduler_go.cpp): fenced, or none within owner_silence of the
+    const int64_t no_go_by = h.go_by_utc_ms;  // on this clock: a bound to give up by, not a rule
+    // The owner's go (scheduler_go.cpp): fenced, or none within owner_silence of the
     // instant, the run never starts; not yet, it waits parked for the owner's next go.
     const std::optional<bool> go = h.go ? std::optional<bool>(true) : go_given(h, run->second.fire_id);
-    const int64_t no_go_by = h.go_by_utc_ms;  // on this clock: a bound to give up by, not a rule
     if (!go || (!*go && (now.utc_ms >= no_go_by || owner_gone(h.owner)))) {
       if (auto parked = go_parked_.find(h.owner.node); parked != go_parked_.end()) {
         auto [lo, hi] = parked->second.equal_range(no_go_by);
@@ -247,28 +247,20 @@ void Scheduler::start_held(Clock now) {
                             : "fenced by its owner before its instant, or its go came past go_by", now);
       continue;
     }
+    // At-most-once: yes from a majority of the replicas, asked while the owner's go travels.
+    if (const std::optional<int64_t> wait = await_replicas(h, run, now)) {
+      if (*wait != kNever) {
+        item.key().first = *wait;
+        held_.insert(std::move(item));
+      }
+      continue;
+    }
     h.go = *go;
     if (!*go) {
       item.key().first = no_go_by;
       go_parked_[h.owner.node].emplace(no_go_by, h.invocation.id);
       held_.insert(std::move(item));
       continue;
-    }
-    if (h.asks && !h.replicas_went) {
-      int64_t look_again = kNever;
-      h.replicas_went = replicas_went(h, run->second, now, look_again);
-      if (!h.replicas_went) {
-        if (now.utc_ms >= no_go_by) {  // past the go_by, a run that could not start is given up
-          asking_.erase(run->second.fire_id);
-          ++counters_.prepared_no_replicas_go;
-          mark(Mark::kHeldWithoutReplicasGo);
-          drop_held_run(run, "no majority of the replicas said it may start by its go_by", now);
-          continue;
-        }
-        item.key().first = asking_[run->second.fire_id].key_utc_ms = std::min(look_again, no_go_by);
-        held_.insert(std::move(item));
-        continue;
-      }
     }
     int64_t retry = kNever;
     if (!h.own_clock_only && !clocks_passed(h.invocation.volume, h.entry.get(), h.fire_utc_ms, now, retry)) {
