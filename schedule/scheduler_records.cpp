@@ -56,6 +56,12 @@ void Scheduler::apply_worker_record(Occ& o, const std::string& fire_id, const Wo
   for (auto& a : o.as<firing::Owned>().attempts) {
     if (a.info.fire_id != fire_id) continue;
     const bool open = a.state == AttemptState::kSent || a.state == AttemptState::kRevoking;
+    if (w.state == WorkerState::kReplaced && a.state == AttemptState::kRevoked) {
+      // Fenced here (the owner's go, or a promise majority that never said yes) while its
+      // worker held it, then replaced there before its instant: it never ran either way,
+      // and an attempt may already follow it (O2).
+      continue;
+    }
     if (finished(w.state)) {
       a.state = AttemptState::kFinished;
       a.failed = failed(w.state);
