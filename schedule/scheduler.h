@@ -752,7 +752,7 @@ class Scheduler {
   void on_go_ask(const std::string& from, const GoAsk& ask, Clock now);
   void on_go_answer(const std::string& from, const GoAnswer& answer, Clock now);
   Borrowed<QuorumSets> held_sets(const std::string& volume, const Entry* e) const;
-  struct Running;
+  struct Running;  // (declared once: clang refuses a member class declared twice)
   bool replicas_went(const Held& h, const Running& r, Clock now, int64_t& look_again_utc_ms);
   std::optional<int64_t> await_replicas(Held& h, const std::map<uint64_t, Running>::iterator& run, Clock now);
   struct Asking;
@@ -769,7 +769,6 @@ class Scheduler {
   // to the waiting run of this process, if any.
   bool prepared_never_started(const std::string& volume, const OccurrenceId& occ, const std::string& fire_id,
                               const WorkerRecord& rec, uint64_t* held_id) const;
-  struct Running;
   void emit_run(FireEvent::Kind kind, const Running& r, bool ok, const std::string& detail, bool replaced = false);
   void emit_worker(FireEvent::Kind kind, const std::string& volume, const OccurrenceId& occ, uint32_t attempt,
                    bool at_most_once, bool ok, const std::string& detail, int64_t lateness_ms = 0,
