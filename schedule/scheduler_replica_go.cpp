@@ -6,9 +6,10 @@
 // survivors cannot tell a dead worker from one that runs it at F.  So a held at-most-once
 // run also needs the word of a majority of the replicas, and asks for it at F:
 //
-//   worker:  once its clock reads F (and its owner's go came), asks every eligible replica
-//            "may fire id a start?" (one GoAsk per replica per loop turn), again every
-//            claim_retry; starts the run only with yes from a majority of every quorum set.
+//   worker:  once its clock reads F, asks every other eligible replica "may fire id a
+//            start?" while its owner's go travels (one GoAsk per replica per loop turn),
+//            again every claim_retry, answering for itself when it is a replica; starts the
+//            run only with yes from a majority of every quorum set and its owner's go.
 //   replica: answers yes only for the attempt its vote accepted in the round it promised,
 //            once its own clock reads F, and remembers it said yes (Vote::went).
 //   takeover: a promise says whether its replica ever said yes for o (ClaimReply::went).
