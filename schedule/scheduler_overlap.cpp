@@ -155,7 +155,7 @@ bool Scheduler::overlap_stops(Occ& o, const Entry& e, Clock now) {
 //             o until p's run is recorded over, which the stop brings about.
 //   worker    a replace record of p stops p's runs here (SchedulerHost::cancel; the run
 //             is recorded replaced when it ends), drops its held attempts (recorded
-//             replaced: they never start) and refuses p's dispatches from then on.
+//             revoked: they never start) and refuses p's dispatches from then on.
 //   owner     p's decider, seeing the record — or p's successor due already (a backlog
 //             after an outage: a run of p would be stopped as it started) — starts no
 //             new attempt of p: with none open, p ends skipped_overlap ("replaced by ...").
@@ -214,15 +214,18 @@ void Scheduler::stop_replaced_runs(const Occ& o, Clock now) {
   for (uint64_t id : held) {
     const Running r = running_.at(id);
     drop_held(id);
+    // Recorded revoked, not replaced: it never started, and its owner must not count it
+    // as a run of p (p ends skipped_overlap, not done; tests/sim/regress_prepared_replace_
+    // held_seed_120.toml) — nor run it elsewhere once it knows the replace record.
     WorkerRecord rec;
     rec.worker = self_;
     rec.attempt = r.attempt;
-    rec.state = WorkerState::kReplaced;
+    rec.state = WorkerState::kRevoked;
     rec.accepted_utc_ms = r.accepted_utc_ms;
     rec.finished_utc_ms = now.utc_ms;
     rec.run = r.run;
     rec.run_at_utc_ms = r.fire_utc_ms;
-    rec.detail = "replaced before its instant by the occurrence due at " + format_rfc3339_utc(o.replaced_by_utc_ms);
+    rec.detail = "replaced before it started by the occurrence due at " + format_rfc3339_utc(o.replaced_by_utc_ms);
     ++counters_.replaced;
     put_worker_record(r.volume, r.occ, r.fire_id, rec, now);
   }

@@ -58,8 +58,9 @@ void Scheduler::apply_worker_record(Occ& o, const std::string& fire_id, const Wo
     const bool open = a.state == AttemptState::kSent || a.state == AttemptState::kRevoking;
     if (w.state == WorkerState::kReplaced && a.state == AttemptState::kRevoked) {
       // Fenced here (the owner's go, or a promise majority that never said yes) while its
-      // worker held it, then replaced there before its instant: it never ran either way,
-      // and an attempt may already follow it (O2).
+      // worker held it, then replaced there before it started: it never ran either way,
+      // and an attempt may already follow it (O2).  (Held runs dropped for a replace are
+      // recorded revoked now; a record of an earlier version may still say replaced.)
       continue;
     }
     if (finished(w.state)) {
