@@ -252,14 +252,12 @@ struct Go {
   bool operator==(const Go&) const = default;
 };
 
-// GO ASK: a worker holding a prepared at-most-once run asks the replicas whether it may
-// start (docs/firing.md, Preparing ahead, "The replicas' go"): on acceptance, and from the
-// instant again to those that did not say yes.  One message per replica per loop turn, for
-// every run the worker asks about; an empty one is the worker's word at the instant.  A
-// replica answers yes only for the attempt its vote accepted in the round it promised,
-// once its own clock reads the instant (an early ask waits for it there); it remembers the
-// yes, and a later prepare of a higher round learns it (ClaimReply::went).  The run
-// starts only with yes from a majority of every quorum set.
+// GO ASK: a worker whose prepared at-most-once run reached its instant asks the replicas
+// whether it may start (docs/firing.md, Preparing ahead, "The replicas' go").  One message
+// per replica per loop turn, for every run the worker asks about.  A replica answers yes
+// only for the attempt its vote accepted in the round it promised, once its own clock
+// reads the instant; it remembers the yes, and a later prepare of a higher round learns it
+// (ClaimReply::went).  The run starts only with yes from a majority of every quorum set.
 struct GoAsk {
   struct Item {
     std::string volume;

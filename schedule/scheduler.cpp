@@ -265,7 +265,6 @@ void Scheduler::on_tick(Clock now) {
   poll_due_entries(now);
   poll_timers(now);
   send_gos(now);
-  answer_queued_go_asks(now);
   start_held(now);
   drain(now);  // fences and dropped held runs touched occurrences
   if (!dirty_volumes_.empty()) {
@@ -293,8 +292,6 @@ int64_t Scheduler::next_deadline_mono() const {
     if (auto d = mono_wheel_.next_deadline()) best = std::min(best, *d);
   }
   if (!held_.empty()) best = std::min(best, utc_to_mono(held_.begin()->first.first));
-  if (!go_asks_in_.empty()) best = std::min(best, utc_to_mono(go_asks_in_.begin()->first));
-  if (!go_asks_.empty()) best = std::min(best, last_.mono_ms);  // asked on acceptance: sent next turn
   if (!go_out_.empty()) {
     if (const int64_t go = next_go_utc_ms(); go != kNever) best = std::min(best, utc_to_mono(go));
   }

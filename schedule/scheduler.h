@@ -127,11 +127,6 @@ struct SchedulerOptions {
   // long), and occurrences are decided that long before they are due (docs/firing.md,
   // "Why preparing is not the default").
   int64_t prepare_ahead_ms = 0;
-  // The replicas' go: a replica answers an ask that came ahead of its instant F at F by
-  // its clock if it heard from the asking worker (the same process) within this long;
-  // otherwise at the worker's next word (docs/firing.md, "The replicas' go").  A worker
-  // that died within this long before F may leave a run counted as possibly started.
-  int64_t go_heard_ms = 100;
   // A replica that is not the master of a volume decides a due at-most-once occurrence itself when
   // nothing shows progress on it (no owner or worker record) backup_step_ms times its
   // backup rank after the fire time: a master that looks alive but cannot win a claim (a
@@ -763,9 +758,6 @@ class Scheduler {
   struct Asking;
   std::set<std::string> go_ask_targets(const Asking& asking, const QuorumSets& sets) const;
   void send_go_asks();
-  void ask_replicas_ahead(const Held& h, const Running& r, Clock now);
-  void answer_queued_go_asks(Clock now);
-  void answer_unheard_go_asks(const std::string& worker, Clock now);
   bool revoke_prepared(const std::string& from, const Revoke& r, const WorkerRecord& rec, Clock now);
   void drop_held(uint64_t id);
   // An acceptance is always pushed lazily; other records when `lazy` says so.
@@ -903,27 +895,11 @@ class Scheduler {
   struct Asking {
     uint64_t id = 0;
     int64_t key_utc_ms = 0;
-    int64_t fire_utc_ms = 0;
-    int64_t next_ask_utc_ms = 0;  // 0: not asked yet
-    bool self_checked = false;    // this node gave its own verdict (once its clock read F)
-    bool nudged = false;          // asked ahead, and told the replicas at F it is still here
+    int64_t next_ask_utc_ms = 0;
     std::set<std::string> yes;
   };
   std::unordered_map<std::string, Asking> asking_;
   std::map<std::string, GoAsk> go_asks_;  // queued this turn, per replica
-  // Replica side: asks that came before their instant, answered when this clock reads it
-  // (by run_at).  Bounded: beyond kMaxQueuedGoAsks, or too far ahead, answered not-yet.
-  struct QueuedAsk {
-    std::string from;
-    uint64_t from_boot = 0;  // the asking process (a restarted worker holds none of its runs)
-    GoAsk::Item item;
-  };
-  static constexpr size_t kMaxQueuedGoAsks = size_t{1} << 20;
-  std::multimap<int64_t, QueuedAsk> go_asks_in_;
-  // Past their instant, from a worker not heard within go_heard_ms then: answered at its
-  // next ask (which it sends at F), dropped past their go_by.  Per worker, by run_at.
-  std::map<std::string, std::multimap<int64_t, QueuedAsk>> go_asks_unheard_;
-  size_t go_asks_unheard_count_ = 0;
   std::map<std::pair<int64_t, uint64_t>, Held> held_;
   // The owner's go, owner side: per worker node, the highest up_to sent it, the attempts
   // dispatched there waiting for a go by their instant, and the fenced ones listed in

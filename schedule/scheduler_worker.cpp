@@ -180,7 +180,6 @@ void Scheduler::accept_dispatch(const std::string& from, const Dispatch& d, std:
   h.entry_version = d.entry_version;
   h.owner = d.owner;
   h.go_by_utc_ms = std::max(d.run_at_utc_ms, d.issued_utc_ms) + options_.owner_silence_ms;
-  if (h.asks && d.run_at_utc_ms > now.utc_ms) ask_replicas_ahead(h, run, now);
   ++counters_.prepared;
 }
 

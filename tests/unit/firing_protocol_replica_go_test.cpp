@@ -1,7 +1,6 @@
 // The replicas' go (docs/firing.md, Preparing ahead, "The replicas' go"), rule by rule,
 // through the hand-timed harness (tests/unit/firing_harness.h): a held at-most-once run
-// asks the replicas when it is accepted, they answer at its instant, and it starts only
-// with yes from a majority of them.
+// asks the replicas at its instant and starts only with yes from a majority of them.
 #include <catch2/catch.hpp>
 
 #include "tests/unit/firing_harness.h"
@@ -25,12 +24,6 @@ Entry held_on_n3(const std::string& name) {
   e.origin = "n3";
   e.prefer_origin = true;
   return e;
-}
-
-size_t asks_with_items(const Cluster& c, const std::string& to) {
-  size_t n = 0;
-  for (const Packet& p : c.sent("n3", to, is<GoAsk>())) n += p.as<GoAsk>()->items.empty() ? 0 : 1;
-  return n;
 }
 
 size_t yes_from(const Cluster& c, const std::string& replica) {
@@ -104,56 +97,4 @@ TEST_CASE("replicas' go: after promising a higher round a replica says no", "[fi
   CHECK(yes_from(c, "n1") == 0);
   CHECK(yes_from(c, "n2") == 0);
   CHECK(c.runs_of(occ).empty());
-}
-
-// Rule: the worker asks on acceptance, ahead of the instant; a replica keeps the ask and
-// answers it when its own clock reads F — no second ask, no round trip at F.
-TEST_CASE("replicas' go: asked ahead, answered at the instant", "[firing][prepare]") {
-  Cluster c(preparing());
-  const OccurrenceId occ = c.start_entry(held_on_n3("asked-ahead"));
-  c.run_until_t(c.t_at("n3", kF) - 1'000);
-  INFO(c.dump());
-  // Asked already, and not answered: the replicas' clocks have not reached F.
-  REQUIRE(asks_with_items(c, "n1") == 1);
-  REQUIRE(asks_with_items(c, "n2") == 1);
-  CHECK(c.sent("n1", "n3", is<GoAnswer>()).empty());
-  CHECK(c.sent("n2", "n3", is<GoAnswer>()).empty());
-  CHECK(c.runs_of(occ).empty());
-
-  c.run_until_t(c.t_at("n3", kF) + 200);
-  REQUIRE(c.runs_of(occ).size() == 1);
-  CHECK(c.runs_of(occ)[0].start_utc >= kF);
-  // The yes came from the queued asks: none asked again.
-  CHECK(asks_with_items(c, "n1") == 1);
-  CHECK(asks_with_items(c, "n2") == 1);
-  CHECK(yes_from(c, "n1") + yes_from(c, "n2") >= 1);  // with the worker's own when it holds a vote
-  for (const std::string replica : {"n1", "n2"}) {
-    for (const Packet& p : c.sent(replica, "n3", is<GoAnswer>())) CHECK(p.sent_t >= c.t_at(replica, kF));
-  }
-}
-
-// Rule: a replica answers a queued ask at F only if it heard from the worker lately; a
-// worker that died before F must not collect a yes (a takeover could then not count its
-// run revoked).  A live worker's word at F (an empty ask) gets the answer.
-TEST_CASE("replicas' go: a replica that has not heard from the worker waits for its word", "[firing][prepare]") {
-  Cluster c(preparing());
-  const OccurrenceId occ = c.start_entry(held_on_n3("unheard"));
-  c.run_until_t(c.t_at("n3", kF) - 1'000);
-  REQUIRE(asks_with_items(c, "n1") == 1);
-  REQUIRE(asks_with_items(c, "n2") == 1);
-  for (const std::string replica : {"n1", "n2"}) {
-    c.view(replica, "n3").silent_since_t = c.now();  // nothing heard from n3 since
-    c.hold("n3", replica, is<GoAsk>());
-  }
-  c.run_until_t(c.t_at("n3", kF) + 200);
-  INFO(c.dump());
-  CHECK(yes_from(c, "n1") == 0);
-  CHECK(yes_from(c, "n2") == 0);
-  CHECK(c.runs_of(occ).empty());
-  // The worker spoke at F (held so far): delivered, the replicas answer.
-  REQUIRE(c.sent("n3", "n1", is<GoAsk>()).size() >= 2);
-  c.unhold();
-  c.run_until_t(c.t_at("n3", kF) + 400);
-  REQUIRE(c.runs_of(occ).size() == 1);
-  CHECK(c.runs_of(occ)[0].start_utc >= kF);
 }
