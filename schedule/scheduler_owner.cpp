@@ -231,6 +231,14 @@ void Scheduler::step_revoking(Occ& o, Attempt& a, bool worker_up, bool window_ov
     abandon_and_redispatch(o, a, window_over, "the worker did not answer the revoke", now);
     return;
   }
+  // A prepared attempt issued before its instant starts only with yes from a majority of
+  // the replicas (the replicas' go): its worker gone, a round above ours finds out whether
+  // that majority can still form, without the worker.
+  if (o.at_most_once && a.prepared && !a.adopted && !worker_up && !window_over &&
+      a.info.issued_utc_ms < o.fire_utc_ms && quorum_reachable(o.volume, *o.entry)) {
+    to_preparing_from_owned(o, *o.entry, now);
+    return;
+  }
   // A prepared attempt whose worker's node has no process left, once our clock read its
   // instant: any process of that node started from now on started past the instant
   // (within the clock bound), so it can only answer accepted or unknown

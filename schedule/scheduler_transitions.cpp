@@ -69,6 +69,20 @@ void Scheduler::to_preparing(Occ& o, const Entry& e, Clock now) {
   send_claims(o, e, now, true);
 }
 
+// Owned -> Preparing: the owner of a prepared at-most-once attempt whose worker is gone
+// before it answered takes o over itself, in a round above its own (docs/firing.md, "The
+// replicas' go"): the attempt starts only with yes from a majority, so with a promise
+// majority that never said yes it can never start, and o runs elsewhere at once; else the
+// attempt comes back adopted and is asked about as before.  Once per attempt: an adopted
+// attempt does not come here again.
+void Scheduler::to_preparing_from_owned(Occ& o, const Entry& e, Clock now) {
+  assert(o.is<firing::Owned>());
+  for (auto& a : o.as<firing::Owned>().attempts) uncount(a);
+  mark(Mark::kOwnerReprepares);
+  o.phase = firing::Tracking{};
+  to_preparing(o, e, now);
+}
+
 void Scheduler::count_owned(FirePath path) {
   switch (path) {
     case FirePath::kQuorum: ++counters_.owned_quorum; break;

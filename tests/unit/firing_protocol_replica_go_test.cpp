@@ -98,3 +98,25 @@ TEST_CASE("replicas' go: after promising a higher round a replica says no", "[fi
   CHECK(yes_from(c, "n2") == 0);
   CHECK(c.runs_of(occ).empty());
 }
+
+// Rule: an owner whose prepared at-most-once attempt's worker died before F — its go sent,
+// so it cannot fence the attempt, and the worker answers no revoke — takes the occurrence
+// over itself in a higher round.  Its promise majority never said yes, so the held run can
+// never start: it counts it revoked and runs the occurrence elsewhere, once.
+TEST_CASE("replicas' go: an owner whose worker died before F fences by promises", "[firing][prepare]") {
+  Cluster c(preparing());
+  const OccurrenceId occ = c.start_entry(held_on_n3("worker-died"));
+  c.run_until_t(c.t_at("n3", kF) - 200);  // accepted and held at n3
+  REQUIRE(c.events(FireEvent::Kind::kAccepted, occ, "n3").size() == 1);
+  c.crash("n3");
+  c.run_until_t(c.t_at("n1", kF) + 500);  // n1's go went out: n3 still looks alive
+  REQUIRE(c.sent("n1", "n3", is<schedule::Go>()).size() >= 1);
+  CHECK(c.runs_of(occ).empty());
+  c.declare_dead("n3");
+  c.run_until_t(c.t_at("n1", kF) + 10'000);
+  INFO(c.dump());
+  REQUIRE(c.runs_of(occ).size() == 1);
+  CHECK(c.runs_of(occ)[0].node != "n3");
+  CHECK(c.sched("n1").counters().prepared_fenced_by_promises + c.sched("n2").counters().prepared_fenced_by_promises == 1);
+  CHECK(c.events(FireEvent::Kind::kLost, occ).empty());
+}
