@@ -518,6 +518,7 @@ class Scheduler {
   void to_withheld_from_tracking(Occ& o, Clock now);
   void to_preparing(Occ& o, const Entry& e, Clock now);
   void to_preparing_from_owned(Occ& o, const Entry& e, Clock now);
+  void leave_owned(Occ& o);
   void to_owned_from_claiming(Occ& o, const Entry& e, FirePath path, Clock now);
   void to_owned_from_idle(Occ& o, const Entry& e, FirePath path, Clock now);
   void to_owned_from_preparing(Occ& o, const Entry& e, Clock now);

@@ -97,7 +97,8 @@ bool Scheduler::replicas_went(const Held& h, const Running& r, Clock now, int64_
     ++counters_.go_asks_sent;
     asking.next_ask_utc_ms = now.utc_ms + options_.claim_retry_ms;
   }
-  look_again_utc_ms = asking.next_ask_utc_ms;
+  // Looked at again when it is time to ask again, or to give up (go_by).
+  look_again_utc_ms = std::min(asking.next_ask_utc_ms, h.go_by_utc_ms);
   asking.key_utc_ms = look_again_utc_ms;
   return false;
 }
@@ -125,15 +126,12 @@ std::optional<int64_t> Scheduler::await_replicas(Held& h, const std::map<uint64_
   h.replicas_went = replicas_went(h, run->second, now, look_again);
   if (h.replicas_went) return std::nullopt;
   if (now.utc_ms >= h.go_by_utc_ms) {
-    asking_.erase(run->second.fire_id);
     ++counters_.prepared_no_replicas_go;
     mark(Mark::kHeldWithoutReplicasGo);
-    drop_held_run(run, "no majority of the replicas said it may start by its go_by", now);
+    drop_held_run(run, "no majority of the replicas said it may start by its go_by", now);  // asking_ too
     return kNever;
   }
-  const int64_t wait = std::min(look_again, h.go_by_utc_ms);
-  asking_[run->second.fire_id].key_utc_ms = wait;
-  return wait;
+  return look_again;
 }
 
 void Scheduler::send_go_asks() {

@@ -76,11 +76,19 @@ void Scheduler::to_preparing(Occ& o, const Entry& e, Clock now) {
 // attempt comes back adopted and is asked about as before.  Once per attempt: an adopted
 // attempt does not come here again.
 void Scheduler::to_preparing_from_owned(Occ& o, const Entry& e, Clock now) {
-  assert(o.is<firing::Owned>());
-  for (auto& a : o.as<firing::Owned>().attempts) uncount(a);
   mark(Mark::kOwnerReprepares);
+  leave_owned(o);
+  to_preparing(o, e, now);  // its round is above ours (my_round)
+}
+
+// Owned, left unfinished (to Tracking or Preparing): our attempts stop counting, and our
+// own vote on an attempt never sent no longer blocks the entry (settle_unsent).
+void Scheduler::leave_owned(Occ& o) {
+  assert(o.is<firing::Owned>());
+  settle_unsent(o);
+  for (auto& a : o.as<firing::Owned>().attempts) uncount(a);
+  o.deadlines.clear();
   o.phase = firing::Tracking{};
-  to_preparing(o, e, now);
 }
 
 void Scheduler::count_owned(FirePath path) {
@@ -191,14 +199,10 @@ void Scheduler::to_tracking_from_preparing(Occ& o, Clock now) {
 // Owned -> Tracking: a replica promised a higher round to another process, which now
 // decides o.  Our attempts stop counting; the record we wrote stays open while we live.
 void Scheduler::to_tracking_from_owned(Occ& o, uint64_t round, Clock now) {
-  assert(o.is<firing::Owned>());
   (void)now;
   mark(Mark::kOwnerSuperseded);
-  settle_unsent(o);
   o.known_round = std::max(o.known_round, round);
-  for (auto& a : o.as<firing::Owned>().attempts) uncount(a);
-  o.deadlines.clear();
-  o.phase = firing::Tracking{};
+  leave_owned(o);
   touch(o);
 }
 
