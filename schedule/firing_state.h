@@ -222,6 +222,7 @@ enum class Deadline : uint8_t {
   kNoWorker,       // no eligible worker was reachable: choose again
   kBackup,         // not the master: decide anyway if the master made no progress by then
   kRetry,          // a run failed definitely: the next one is due after the back-off
+  kInstant,        // preparing ahead: overlap is judged at F, an earlier run of the entry in flight
   kCount
 };
 const char* to_string(Deadline d);

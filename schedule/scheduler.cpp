@@ -58,6 +58,7 @@ const char* firing::to_string(Deadline d) {
     case Deadline::kNoWorker: return "no_worker";
     case Deadline::kBackup: return "backup";
     case Deadline::kRetry: return "retry";
+    case Deadline::kInstant: return "instant";
     case Deadline::kCount: break;
   }
   return "?";

@@ -583,7 +583,16 @@ class Scheduler {
   // node knows from worker records; finishes o skipped_overlap (releasing a claim's grants)
   // and returns true.  Only for entries with overlap = forbid.  Under replace: ends o if a
   // later occurrence replaced it (replaced_stops), else asks the running ones to stop.
+  // Judged at o's instant F: before it (preparing ahead) see overlap_waits.
   bool overlap_stops(Occ& o, const Entry& e, Clock now);
+  // Before F (preparing ahead), whether an earlier run will still be running at F is not
+  // known: an idle o with an earlier occurrence of its entry in flight here waits for F,
+  // undecided (kInstant), and returns true; otherwise o is decided or claims on, judged
+  // at F by the claim's steps and the votes.
+  bool overlap_waits(Occ& o, Clock now);
+  // An earlier occurrence of o's entry is unfinished here, or a worker record of one says
+  // its run started and has not ended.
+  bool earlier_in_flight(const Occ& o) const;
   // overlap = replace, deciding side: asks every earlier occurrence of o's entry that this
   // node sees running to stop (a replace record), once per occurrence.
   void ask_replace(const Occ& o, Clock now);

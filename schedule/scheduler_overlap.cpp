@@ -120,6 +120,8 @@ void Scheduler::settle_forgotten(Occ& o) {
 
 bool Scheduler::overlap_stops(Occ& o, const Entry& e, Clock now) {
   if (replaced_stops(o, now)) return true;
+  if (e.overlap == OverlapPolicy::allow) return false;
+  if (now.utc_ms < o.fire_utc_ms) return overlap_waits(o, now);
   if (e.overlap == OverlapPolicy::replace) ask_replace(o, now);
   if (e.overlap != OverlapPolicy::forbid) return false;
   const std::optional<OccKey> key = known_occ_key(o.volume, o.id);
@@ -140,6 +142,39 @@ bool Scheduler::overlap_stops(Occ& o, const Entry& e, Clock now) {
                   "due while the run of " + format_rfc3339_utc(it->first.scheduled_utc_ms) + " (" + fire_id +
                       ") was running",
                   now);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Preparing ahead (docs/firing.md, "Overlap at the instant"): o is decided prepare_ahead
+// before F, but forbid and replace are about what runs at F.  A run in flight now may end
+// before F, and judged now o would be skipped (forbid) or would stop it (replace) early.
+// So an o that nothing of ours claims yet waits for F, undecided: no claim goes out, so
+// no vote is left to clean up (turning a claim back before F left accepted votes that
+// refused the entry's next claims).  A claim already out goes on: at-most-once, the votes
+// keep two runs apart and the claim's steps from F judge o; at-least-once, an earlier run
+// that starts after o was claimed is one this node could not hear of (best effort).
+bool Scheduler::overlap_waits(Occ& o, Clock now) {
+  if (!o.idle() || !earlier_in_flight(o)) return false;
+  mark(Mark::kOverlapWaitsForInstant);
+  defer(o, now, "an earlier occurrence of the entry is in flight: overlap is judged at the instant");
+  set_deadline(o, Deadline::kInstant, std::max(utc_to_mono(o.fire_utc_ms), now.mono_ms + 1));
+  return true;
+}
+
+bool Scheduler::earlier_in_flight(const Occ& o) const {
+  const std::optional<OccKey> key = known_occ_key(o.volume, o.id);
+  if (!key) return false;
+  for (auto it = occs_.lower_bound(OccKey{key->entry, INT64_MIN}); it != occs_.end() && it->first.entry == key->entry;
+       ++it) {
+    const Occ& p = it->second;
+    if (p.id.scheduled_utc_ms >= o.id.scheduled_utc_ms) break;
+    if (p.volume != o.volume) continue;
+    if (!p.finished()) return true;
+    if (std::any_of(p.worker_records.begin(), p.worker_records.end(),
+                    [](const auto& w) { return ran(w.second.state) && !finished(w.second.state); })) {
       return true;
     }
   }

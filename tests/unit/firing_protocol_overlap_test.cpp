@@ -368,3 +368,37 @@ TEST_CASE("firing overlap: forbid never stops a running run", "[firing][overlap]
   CHECK_FALSE(c.runs_of(occ_of(e, kCreated + 5'000)).front().stop_requested);
   CHECK(c.sched("n1").counters().replace_asked == 0);
 }
+
+// Preparing ahead, overlap is judged at the instant (docs/firing.md, Overlap): the second
+// occurrence, due 2 s after the first and decided 5 s before its instant, finds the first
+// in flight then.  It waits for its instant undecided — no claim goes out before it — and
+// the first run ends before it: the second runs.  Judged when decided, it was skipped.
+TEST_CASE("firing overlap: preparing ahead, an occurrence is judged at its instant, not when decided",
+          "[firing][overlap][prepare]") {
+  const Semantics semantics = GENERATE(Semantics::at_most_once, Semantics::at_least_once);
+  const schedule::OverlapPolicy overlap = GENERATE(schedule::OverlapPolicy::forbid, schedule::OverlapPolicy::replace);
+  INFO("semantics " << schedule::to_string(semantics) << ", replace " << (overlap == schedule::OverlapPolicy::replace));
+  ClusterOptions options;
+  options.scheduler.prepare_ahead_ms = 5'000;
+  Cluster c(options);
+  Entry e = forbid_entry(overlap);
+  e.semantics = semantics;
+  c.make_master("n1");
+  c.put_entry(e);
+  const OccurrenceId first = occ_of(e, kCreated + kPeriodMs);
+  const OccurrenceId second = occ_of(e, kCreated + 2 * kPeriodMs);
+  c.run_until_t(c.t_at("n1", first.scheduled_utc_ms) + 500);
+  REQUIRE(c.runs_of(first).size() == 1);
+  INFO(c.dump());
+  for (const Packet& p : c.sent("n1", "*", is<Claim>())) {
+    if (p.as<Claim>()->occ == second) FAIL("second claimed before its instant");
+  }
+  CHECK(c.sched("n1").counters().skipped_overlap == 0);
+  REQUIRE(c.complete(c.runs_of(first).front().node) == 1);
+  c.run_until_t(c.t_at("n1", second.scheduled_utc_ms) + 1'000);
+  CHECK(c.runs_of(second).size() == 1);
+  CHECK(c.events(FireEvent::Kind::kSkippedOverlap, second).empty());
+  CHECK(c.sched("n1").counters().replace_asked == 0);
+  CHECK_FALSE(c.runs_of(first).front().stop_requested);
+  CHECK(c.duplicate_runs().empty());
+}
