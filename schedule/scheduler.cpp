@@ -97,7 +97,11 @@ void Scheduler::set_topology(Topology topology, Clock now) {
   for (auto& [name, v] : topology_.volumes) v.sets_hash = sets_hash(v);
   volume_quorum_sets_.clear();
   const Entry unbound;  // no binding: every replica is eligible
-  for (const auto& [name, v] : topology_.volumes) volume_quorum_sets_[name] = make_quorum_sets(&v, unbound);
+  for (const auto& [name, v] : topology_.volumes) {
+    volume_quorum_sets_[name] = make_quorum_sets(&v, unbound);
+    auto [since, fresh] = sets_since_.try_emplace(name, v.sets_hash, now.utc_ms);
+    if (!fresh && since->second.first != v.sets_hash) since->second = {v.sets_hash, now.utc_ms};
+  }
   // Entries of volumes this node no longer replicates are dropped from the index.
   std::vector<std::pair<std::string, std::string>> gone;
   for (const EntryRec& rec : entries_) {

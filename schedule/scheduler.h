@@ -122,11 +122,11 @@ struct SchedulerOptions {
   // its own clock reads F and, unless the attempt is a possible duplicate, the clocks of
   // a majority of the eligible replicas (itself included) are known to have passed F.
   // 0: off (claims at F, runs on acceptance).  Every replica of a cluster should use the
-  // same value; a mix is safe, only slower.  Off by default: a fresh or wiped replica
-  // abstains prepare_ahead longer (a new cluster fires no at-most-once work for that
-  // long), and occurrences are decided that long before they are due (docs/firing.md,
-  // "Why preparing is not the default").
-  int64_t prepare_ahead_ms = 0;
+  // same value; a mix is safe, only slower.  5 s by default: a burst of 100,000 is
+  // prepared within it on 2 cores, and it is short enough that what it costs — a wiped
+  // replica abstains that much longer, occurrences are decided that long before they are
+  // due — stays small (docs/firing.md, "Why preparing is on by default").
+  int64_t prepare_ahead_ms = 5'000;
   // A replica that is not the master of a volume decides a due at-most-once occurrence itself when
   // nothing shows progress on it (no owner or worker record) backup_step_ms times its
   // backup rank after the fire time: a master that looks alive but cannot win a claim (a
@@ -768,6 +768,11 @@ class Scheduler {
   std::optional<int64_t> await_replicas(Held& h, const std::map<uint64_t, Running>::iterator& run, Clock now);
   struct Asking;
   std::set<std::string> go_ask_targets(const Asking& asking, const QuorumSets& sets) const;
+  // Some quorum set has no majority left among the replicas that did not answer kNo.
+  static bool go_impossible(const Asking& asking, const QuorumSets& sets);
+  // Whether this process has held the volume's present sets since before `issued_utc_ms`
+  // (2 max_clock_skew before): the premise of fencing an attempt by promises.
+  bool sets_held_since(const std::string& volume, int64_t issued_utc_ms) const;
   void send_go_asks();
   bool revoke_prepared(const std::string& from, const Revoke& r, const WorkerRecord& rec, Clock now);
   void drop_held(uint64_t id);
@@ -806,6 +811,9 @@ class Scheduler {
   SchedulerHost& host_;
   Topology topology_;
   std::map<std::string, QuorumSets> volume_quorum_sets_;  // per volume, for entries without a binding
+  // Per volume: the sets' hash, and since when (UTC, this node's clock) this process has
+  // held those sets — from its start, for the sets it started with (sets_held_since).
+  std::map<std::string, std::pair<uint64_t, int64_t>> sets_since_;
   std::set<std::string> masters_;
   std::map<std::string, uint32_t> backup_ranks_;  // volume -> this node's rank after the master (0: none)
   bool active_ = false;
@@ -908,6 +916,7 @@ class Scheduler {
     int64_t key_utc_ms = 0;
     int64_t next_ask_utc_ms = 0;
     std::set<std::string> yes;
+    std::set<std::string> no;  // answered kNo: they hold no vote of this attempt in the round they promised
   };
   std::unordered_map<std::string, Asking> asking_;
   std::map<std::string, GoAsk> go_asks_;  // queued this turn, per replica

@@ -117,9 +117,12 @@ bool Scheduler::decide_from_owner_records(Occ& o, const Entry& e, Clock now) {
     }
     // At-most-once: an accepted attempt on a live worker still completes.  Otherwise a
     // new master takes over through a higher round, which first resolves whatever the
-    // vanished owner may have dispatched (scheduler_rounds.cpp).
+    // vanished owner may have dispatched (scheduler_rounds.cpp).  The worker is judged as
+    // the owner is (suspect and silent for owner_silence is gone): the owner's own held
+    // runs — preparing ahead, a master is the worker of many — waited for its death to be
+    // declared, ~26 s after a crash (tests/sim/fire_burst_master_crash.toml).
     for (const auto& [fid, w] : o.worker_records) {
-      if (w.state == WorkerState::kAccepted && owner_alive(w.worker)) return true;
+      if (w.state == WorkerState::kAccepted && !owner_gone(w.worker)) return true;
     }
     take_over_or_wait(o, e, now);
     return true;

@@ -235,7 +235,8 @@ void Scheduler::step_revoking(Occ& o, Attempt& a, bool worker_up, bool window_ov
   // the replicas (the replicas' go): its worker gone, a round above ours finds out whether
   // that majority can still form, without the worker.
   if (o.at_most_once && a.prepared && !a.adopted && !worker_up && !window_over &&
-      a.info.issued_utc_ms < o.fire_utc_ms && quorum_reachable(o.volume, *o.entry)) {
+      a.info.issued_utc_ms < o.fire_utc_ms && sets_held_since(o.volume, a.info.issued_utc_ms) &&
+      quorum_reachable(o.volume, *o.entry)) {
     to_preparing_from_owned(o, *o.entry, now);
     return;
   }

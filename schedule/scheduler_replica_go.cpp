@@ -33,6 +33,18 @@ bool Scheduler::went(const Vote& v, int64_t fire_utc_ms) const {
   return v.went || fire_utc_ms <= started_utc_ms_ + 2 * options_.max_clock_skew_ms;
 }
 
+// Only the replicas that accepted an attempt can say yes to it, and they are a majority of
+// the sets its proposer claimed under.  Our promise majority meets every yes-majority only
+// when those are the sets we promise under: across a replica change the new sets need not
+// meet the old ones at all (tests/sim/regress_reconfig_prepared_seed_96.toml: an owner
+// re-prepared under the new sets, whose promises knew nothing of the run the old sets had
+// said yes to, and ran it a second time).  So fencing by promises needs the volume's sets
+// held since before the attempt was issued (by its owner's clock, within the skew bound).
+bool Scheduler::sets_held_since(const std::string& volume, int64_t issued_utc_ms) const {
+  auto it = sets_since_.find(volume);
+  return it != sets_since_.end() && it->second.second + 2 * options_.max_clock_skew_ms < issued_utc_ms;
+}
+
 // --- the replica's side -----------------------------------------------------------------------
 
 GoVerdict Scheduler::go_verdict(const GoAsk::Item& item, Clock now) {
@@ -85,12 +97,16 @@ bool Scheduler::replicas_went(const Held& h, const Running& r, Clock now, int64_
   if (now.utc_ms >= asking.next_ask_utc_ms) {
     GoAsk::Item item{r.volume, r.occ, r.fire_id, h.fire_utc_ms};
     // This node, when it is one of the replicas, answers at once: its vote is here.
-    if (asking.next_ask_utc_ms == 0 && go_verdict(item, now) == GoVerdict::kYes) {
-      ++counters_.go_yes_given;
-      asking.yes.insert(self_.node);
-      if (majority_of_each(asking.yes, *sets)) {
-        asking_.erase(r.fire_id);
-        return true;
+    if (asking.next_ask_utc_ms == 0) {
+      const GoVerdict mine = go_verdict(item, now);
+      if (mine == GoVerdict::kNo) asking.no.insert(self_.node);
+      if (mine == GoVerdict::kYes) {
+        ++counters_.go_yes_given;
+        asking.yes.insert(self_.node);
+        if (majority_of_each(asking.yes, *sets)) {
+          asking_.erase(r.fire_id);
+          return true;
+        }
       }
     }
     for (const auto& n : go_ask_targets(asking, *sets)) go_asks_[n].items.push_back(item);
@@ -106,6 +122,20 @@ bool Scheduler::replicas_went(const Held& h, const Running& r, Clock now, int64_
 // Whom to ask: every replica of the sets that did not say yes, this node aside (it answers
 // for itself).  (Asking just enough for a majority first would often pick one that holds
 // no vote of the attempt - claims go to a majority only - and wait a claim_retry more.)
+// A replica that answers kNo holds no vote of the attempt in the round it promised: it
+// never accepted it (claims go to a majority only, and a replica added by a replica change
+// holds no vote of what was decided before it), or it promised a higher round since (a
+// takeover, which backs no earlier round's attempt again).  Nothing gives it that vote
+// later - an owner proposes a new attempt instead - so when the replicas left cannot make
+// a majority of some set, the run can never start.
+bool Scheduler::go_impossible(const Asking& asking, const QuorumSets& sets) {
+  for (const auto& set : sets) {
+    const auto left = std::count_if(set.begin(), set.end(), [&](const std::string& n) { return asking.no.count(n) == 0; });
+    if (static_cast<size_t>(left) * 2 <= set.size()) return true;
+  }
+  return false;
+}
+
 std::set<std::string> Scheduler::go_ask_targets(const Asking& asking, const QuorumSets& sets) const {
   std::set<std::string> ask;
   for (const auto& set : sets) {
@@ -125,6 +155,16 @@ std::optional<int64_t> Scheduler::await_replicas(Held& h, const std::map<uint64_
   int64_t look_again = kNever;
   h.replicas_went = replicas_went(h, run->second, now, look_again);
   if (h.replicas_went) return std::nullopt;
+  if (auto it = asking_.find(run->second.fire_id);
+      it != asking_.end() && go_impossible(it->second, *held_sets(run->second.volume, h.entry.get()))) {
+    // Dropped at once rather than at go_by: its owner runs o again with a new attempt,
+    // which the replicas in force accept (tests/sim/config_claims_stale_prepared.toml:
+    // runs held across a replica change waited owner_silence for a majority of the new set).
+    ++counters_.prepared_no_replicas_go;
+    mark(Mark::kHeldGoImpossible);
+    drop_held_run(run, "no majority of the replicas holds a vote of it: it can never start", now);
+    return kNever;
+  }
   if (now.utc_ms >= h.go_by_utc_ms) {
     ++counters_.prepared_no_replicas_go;
     mark(Mark::kHeldWithoutReplicasGo);
@@ -142,11 +182,11 @@ void Scheduler::send_go_asks() {
 void Scheduler::on_go_answer(const std::string& from, const GoAnswer& answer, Clock now) {
   bool look = false;
   for (const GoAnswer::Item& item : answer.items) {
-    if (item.verdict != GoVerdict::kYes) continue;
+    if (item.verdict == GoVerdict::kNotYet) continue;
     auto it = asking_.find(item.fire_id);
     if (it == asking_.end()) continue;
     Asking& asking = it->second;
-    if (!asking.yes.insert(from).second) continue;
+    if (!(item.verdict == GoVerdict::kYes ? asking.yes : asking.no).insert(from).second) continue;
     // Looked at again now (start_held counts the answers): moved to the front of held_.
     auto held = held_.extract({asking.key_utc_ms, asking.id});
     if (held.empty()) {

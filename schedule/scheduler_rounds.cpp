@@ -133,6 +133,7 @@ void Scheduler::adopt_values(Occ& o, const firing::Preparing& p, Clock now) {
   // A majority of our promises never said yes to a go ask of o: no prepared at-most-once
   // attempt of an earlier round can start (scheduler_replica_go.cpp).
   const bool none_went = o.at_most_once && majority_of_each(p.never_went, *quorum_sets(o.volume, *o.entry));
+  // ... and only for attempts issued under the sets we promised under (sets_held_since).
   auto adopt = [&](const AttemptInfo& info, bool doubt) {
     Attempt a;
     a.info = info;
@@ -161,7 +162,8 @@ void Scheduler::adopt_values(Occ& o, const firing::Preparing& p, Clock now) {
     // Held for yes from a majority that will never give it: it never starts.  (An acceptance
     // record does not say the run started; without that majority it cannot have.)
     const bool unresolved = a.state == AttemptState::kRevoking || (a.state == AttemptState::kAccepted && a.prepared);
-    if (none_went && a.prepared && a.info.issued_utc_ms < o.fire_utc_ms && unresolved) {
+    if (none_went && a.prepared && a.info.issued_utc_ms < o.fire_utc_ms && unresolved &&
+        sets_held_since(o.volume, a.info.issued_utc_ms)) {
       a.state = AttemptState::kRevoked;
       ++counters_.prepared_fenced_by_promises;
       mark(Mark::kFencedByPromises);

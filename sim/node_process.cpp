@@ -119,6 +119,10 @@ class NodeProcess final : public Process {
     options.gossip_addr = ctx.spec().gossip_addr;
     options.stream_addr = ctx.spec().stream_addr;
     options.initial_config = cluster_config_of(*ctx.cluster);
+    // A node's first process in the run never ran before: it is started as the docs say
+    // to start a new node (`caesium node --first-start`) and votes at once.  A restart —
+    // with its disk or wiped — is not a first start.
+    options.first_start = ctx.incarnation == 0;
     // Every node joins through the first three nodes (other than itself), except at a
     // converged start (the world hands it the view instead; a restart still joins).
     const bool joined_start = ctx.cluster->start_joined && ctx.incarnation == 0;

@@ -188,6 +188,15 @@ struct ClusterOptions {
   int64_t max_steps = 200'000;      // per pump: more means a livelock, and throws
 };
 
+// The shipped options with preparing ahead off: occurrences are claimed at F and a run
+// starts on acceptance.  For the hand-timed tests of deciding at the instant, which time
+// each message against F (deciding ahead is tested with prepare_ahead stated).
+inline ClusterOptions at_instant() {
+  ClusterOptions o;
+  o.scheduler.prepare_ahead_ms = 0;
+  return o;
+}
+
 class Cluster {
  public:
   explicit Cluster(ClusterOptions options = {});

@@ -38,7 +38,7 @@ OccurrenceId two_masters_claim(Cluster& c, const std::string& name,
 // durably: the vote is on its disk before the grant reply leaves.  A later claimant is
 // answered "held", naming the holder; a restart that keeps the disk keeps the vote.
 TEST_CASE("firing protocol: a replica grants round 0 once, durably, and names the holder after", "[firing][claims]") {
-  Cluster c;
+  Cluster c(at_instant());
   // Each sees the other only through relays, so both thrifty claims ask n3.
   const OccurrenceId occ = two_masters_claim(c, "once", {{"n1", "n2"}, {"n2", "n1"}}, "n3");
   REQUIRE(c.in_flight("n1", "n3", claims(ClaimKind::kClaim)).size() == 1);
@@ -160,7 +160,7 @@ TEST_CASE("firing protocol: a claim under an older config with other replica set
 // normally on later ones.
 TEST_CASE("firing protocol: a wiped replica abstains up to its amnesia horizon and votes after it",
           "[firing][claims][amnesia]") {
-  Cluster c;
+  Cluster c(at_instant());
   c.make_master("n1");
   c.run_for(5'000);
   c.restart("n3", Disk::kWipe);
@@ -193,7 +193,7 @@ TEST_CASE("firing protocol: a wiped replica abstains up to its amnesia horizon a
 // release their grants and claim again after a backoff (not after claim_give_up), and
 // the occurrence runs once.
 TEST_CASE("firing protocol: a 2-2 split vote is released by both claimants and runs once", "[firing][claims]") {
-  ClusterOptions o;
+  ClusterOptions o = at_instant();
   o.nodes = 4;
   Cluster c(o);
   // Neither claim can be thrifty (too few direct peers): each asks all four.
@@ -223,7 +223,7 @@ TEST_CASE("firing protocol: a 2-2 split vote is released by both claimants and r
 // reachable but never answers, after claim_give_up, and then on a worker that answered.
 TEST_CASE("firing protocol: at-least-once without a quorum fires degraded, flagged", "[firing][claims]") {
   const bool one_way = GENERATE(false, true);
-  Cluster c;
+  Cluster c(at_instant());
   c.make_master("n1");
   if (one_way) {
     c.cut("n1", "n2");  // the view still says reachable: one-way links

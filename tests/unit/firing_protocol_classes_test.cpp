@@ -142,7 +142,7 @@ TEST_CASE("firing classes: a restarted node decides on what it reconciled as a w
 // acknowledged the delete, no claim of the entry is dispatched.
 TEST_CASE("firing classes: a delete acknowledged by a majority stops claims of the entry", "[firing][classes]") {
   for (const int64_t release_after_ms : {int64_t{1'000}, int64_t{3'000}}) {
-    Cluster c;
+    Cluster c(at_instant());
     const Entry e = one_shot("deleted", kF, Semantics::at_most_once);
     c.make_master("n1");
     c.put_entry(e);

@@ -86,7 +86,7 @@ TEST_CASE("firing decide: a closed owner record of another node is adopted, not 
 // dispatches a new one.  The owner's late dispatch is refused; o runs once.
 TEST_CASE("firing decide: a live owner without progress is taken over after a bounded deferral", "[firing][decide]") {
   MarksOn marks;
-  Cluster c;
+  Cluster c(at_instant());
   const Entry e = on_n3("owner-stalled");
   const OccurrenceId occ = occ_of(e, kF);
   c.make_master("n1");
@@ -118,7 +118,7 @@ TEST_CASE("firing decide: a live owner without progress is taken over after a bo
 TEST_CASE("firing decide: a live holder of grants without progress is escalated to a higher round",
           "[firing][decide]") {
   MarksOn marks;
-  Cluster c;
+  Cluster c(at_instant());
   const Entry e = on_n3("holder-stalled");
   const OccurrenceId occ = occ_of(e, kF);
   c.make_master("n1");

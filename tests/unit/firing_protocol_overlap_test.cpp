@@ -190,7 +190,7 @@ TEST_CASE("firing overlap: the vote rule is what stops a second run the decider 
 // (tests/sim/regress_controls_seed_1962.toml).
 TEST_CASE("firing overlap: an owner's own vote on an attempt it never sent does not block the entry",
           "[firing][overlap]") {
-  Cluster c;
+  Cluster c(at_instant());
   Entry e = every("settle", 60'000, 3, Semantics::at_most_once);
   e.created_utc_ms = kCreated;
   e.overlap = schedule::OverlapPolicy::forbid;

@@ -31,7 +31,7 @@ std::vector<Packet> dispatches(const Cluster& c, const std::string& from = "*") 
 // Rule: a worker's acceptance is durable before the owner hears of it (the dispatch
 // reply) and before the handler starts.
 TEST_CASE("firing protocol: a worker accepts durably before it replies and runs", "[firing][owner]") {
-  Cluster c;
+  Cluster c(at_instant());
   const Entry e = on_n3("durable-accept", Semantics::at_most_once);
   const OccurrenceId occ = c.start_entry(e);
   c.hold("n1", "n3", is<Dispatch>());
@@ -185,7 +185,7 @@ TEST_CASE("firing protocol: complete_time redispatches a slow at-least-once run,
 // reported lost, never run.
 TEST_CASE("firing protocol: a wiped worker ignores an old at-most-once dispatch and answers its revoke unknown",
           "[firing][owner][amnesia]") {
-  Cluster c;
+  Cluster c(at_instant());
   Entry e = on_n3("wiped-worker", Semantics::at_most_once);
   e.accept_timeout_ms = 3'000;
   const OccurrenceId occ = c.start_entry(e);

@@ -47,7 +47,7 @@ std::string owner_vanishes_after_dispatch(Cluster& c, const Entry& e) {
 // it never arrived) before it dispatches a new attempt; the occurrence runs once, and
 // the old dispatch, arriving late, is refused.
 TEST_CASE("firing protocol: a takeover revokes the vanished owner's attempt before a new one", "[firing][takeover]") {
-  Cluster c;
+  Cluster c(at_instant());
   const Entry e = on_n3("takeover-revoke");
   const OccurrenceId occ = occ_of(e, kF);
   const std::string fid = owner_vanishes_after_dispatch(c, e);
@@ -124,7 +124,7 @@ TEST_CASE("firing protocol: a takeover that finds the attempt running or finishe
 // round-0 votes with their own attempt.  A takeover whose promises name both values
 // resolves (revokes) both before it proposes a new attempt; the occurrence runs once.
 TEST_CASE("firing protocol: a takeover resolves both values accepted in round 0 before running", "[firing][takeover]") {
-  Cluster c;
+  Cluster c(at_instant());
   const Entry e = on_n3("two-values");
   const OccurrenceId occ = occ_of(e, kF);
   c.set_master("n1", true);
@@ -175,7 +175,7 @@ TEST_CASE("firing protocol: a takeover resolves both values accepted in round 0 
 // replica promised a higher round to another process stops: it dispatches nothing more,
 // and the occurrence runs once (the new owner's attempt).
 TEST_CASE("firing protocol: an owner superseded by a higher round stops", "[firing][takeover]") {
-  Cluster c;
+  Cluster c(at_instant());
   const Entry e = on_n3("superseded");
   const OccurrenceId occ = c.start_entry(e);
   c.cut("n1", "n3", is<Dispatch>());  // n1's attempt is lost; its revoke later is not

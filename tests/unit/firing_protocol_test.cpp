@@ -29,7 +29,7 @@ std::set<std::string> claim_targets(const Cluster& c, const std::string& from) {
 // before its fire time on the worker's clock, and is not flagged a possible duplicate.
 TEST_CASE("firing protocol: the healthy quorum path runs an occurrence once, on time", "[firing]") {
   const Semantics semantics = GENERATE(Semantics::at_most_once, Semantics::at_least_once);
-  Cluster c;
+  Cluster c(at_instant());
   c.make_master("n1");
   const Entry e = one_shot("healthy", kF, semantics);
   c.put_entry(e);
@@ -103,7 +103,7 @@ TEST_CASE("firing protocol: a thrifty claim asks just enough peers", "[firing]")
 // and duplicate_runs() reports it.  The same scenario with the protocol intact runs once.
 TEST_CASE("firing protocol: the harness catches a broken grant-once rule", "[firing][safety]") {
   const bool broken = GENERATE(true, false);
-  ClusterOptions o;
+  ClusterOptions o = at_instant();
   o.scheduler.test_grant_every_claim = broken;
   Cluster c(o);
   c.set_master("n1", true);

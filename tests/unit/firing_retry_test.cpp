@@ -156,7 +156,7 @@ TEST_CASE("firing retry: a takeover during the back-off continues the chain", "[
 // though the worker record of the failed run before it never reached it: the next run it
 // dispatches keeps that number (tests/sim/regress_retries_seed_1057.toml).
 TEST_CASE("firing retry: a takeover that learns a retry attempt from the votes keeps its run number", "[firing][retry]") {
-  Cluster c;
+  Cluster c(at_instant());
   const Entry e = retrying("retry-votes", Semantics::at_most_once, 2, 1'000);
   const OccurrenceId occ = c.start_entry(e);
   c.run_until_t(c.t_at("n1", kF) + 500);
