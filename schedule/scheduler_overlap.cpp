@@ -148,7 +148,7 @@ bool Scheduler::overlap_stops(Occ& o, const Entry& e, Clock now) {
   return false;
 }
 
-// Preparing ahead (docs/firing.md, "Overlap at the instant"): o is decided prepare_ahead
+// Preparing ahead (docs/firing.md, Overlap, "At the instant"): o is decided prepare_ahead
 // before F, but forbid and replace are about what runs at F.  A run in flight now may end
 // before F, and judged now o would be skipped (forbid) or would stop it (replace) early.
 // So an o that nothing of ours claims yet waits for F, undecided: no claim goes out, so

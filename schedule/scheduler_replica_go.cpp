@@ -9,7 +9,9 @@
 //   worker:  once its clock reads F, asks every other eligible replica "may fire id a
 //            start?" while its owner's go travels (one GoAsk per replica per loop turn),
 //            again every claim_retry, answering for itself when it is a replica; starts the
-//            run only with yes from a majority of every quorum set and its owner's go.
+//            run only with yes from a majority of every quorum set and its owner's go;
+//            drops it (recorded revoked) once the replicas that answered no leave some set
+//            no majority that could say yes, or at its go_by.
 //   replica: answers yes only for the attempt its vote accepted in the round it promised,
 //            once its own clock reads F, and remembers it said yes (Vote::went).
 //   takeover: a promise says whether its replica ever said yes for o (ClaimReply::went).
@@ -119,9 +121,6 @@ bool Scheduler::replicas_went(const Held& h, const Running& r, Clock now, int64_
   return false;
 }
 
-// Whom to ask: every replica of the sets that did not say yes, this node aside (it answers
-// for itself).  (Asking just enough for a majority first would often pick one that holds
-// no vote of the attempt - claims go to a majority only - and wait a claim_retry more.)
 // A replica that answers kNo holds no vote of the attempt in the round it promised: it
 // never accepted it (claims go to a majority only, and a replica added by a replica change
 // holds no vote of what was decided before it), or it promised a higher round since (a
@@ -136,6 +135,9 @@ bool Scheduler::go_impossible(const Asking& asking, const QuorumSets& sets) {
   return false;
 }
 
+// Whom to ask: every replica of the sets that did not say yes, this node aside (it answers
+// for itself).  (Asking just enough for a majority first would often pick one that holds
+// no vote of the attempt - claims go to a majority only - and wait a claim_retry more.)
 std::set<std::string> Scheduler::go_ask_targets(const Asking& asking, const QuorumSets& sets) const {
   std::set<std::string> ask;
   for (const auto& set : sets) {
@@ -158,7 +160,7 @@ std::optional<int64_t> Scheduler::await_replicas(Held& h, const std::map<uint64_
   if (auto it = asking_.find(run->second.fire_id);
       it != asking_.end() && go_impossible(it->second, *held_sets(run->second.volume, h.entry.get()))) {
     // Dropped at once rather than at go_by: its owner runs o again with a new attempt,
-    // which the replicas in force accept (tests/sim/config_claims_stale_prepared.toml:
+    // which the replicas in force accept (tests/sim/config_change_held_runs.toml:
     // runs held across a replica change waited owner_silence for a majority of the new set).
     ++counters_.prepared_no_replicas_go;
     mark(Mark::kHeldGoImpossible);

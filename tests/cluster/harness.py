@@ -232,13 +232,13 @@ revoke_retry = "300ms"
 max_clock_skew = "250ms"
 """
 
-# The suite with preparing ahead: CAESIUM_TEST_PREPARE_AHEAD_MS=5000 ctest --preset release -L
-# cluster runs every scenario with that [scheduler] prepare_ahead (docs/firing.md, Preparing
-# ahead).  Decisions are then taken that much before each instant, so a scenario's window
-# "after the fault settled" starts that much later too.
+# Every scenario runs with this [scheduler] prepare_ahead, written into each node's config:
+# the shipped default, 0 (schedule/scheduler.h), unless CAESIUM_TEST_PREPARE_AHEAD_MS says
+# otherwise (5000: preparing ahead 5 s; docs/firing.md, Preparing ahead).  Decisions are
+# taken that much before each instant, so a scenario's window "after the fault settled"
+# starts that much later too.
 PREPARE_AHEAD_MS = int(os.environ.get("CAESIUM_TEST_PREPARE_AHEAD_MS", "0"))
-if PREPARE_AHEAD_MS > 0:
-    DEFAULT_TUNING += 'prepare_ahead = "%dms"\n' % PREPARE_AHEAD_MS
+DEFAULT_TUNING += 'prepare_ahead = "%dms"\n' % PREPARE_AHEAD_MS
 
 
 def entry_toml(name, cron, semantics, entity="t", volume="main", handler="record", **fields):
