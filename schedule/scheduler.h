@@ -706,6 +706,8 @@ class Scheduler {
   bool quorum_reachable(const std::string& volume, const Entry& e) const;
   bool has_majority(const std::set<std::string>& votes, const std::string& volume, const Entry& e) const;
   static bool majority_of_each(const std::set<std::string>& votes, const QuorumSets& sets);  // false for no sets
+  // Some set has no majority left once the nodes in `out` are taken away.
+  static bool no_majority_left(const std::set<std::string>& out, const QuorumSets& sets);
   // The ballot's refusals leave some quorum set short of a majority; with
   // `unreachable_lost`, counting the replicas that have not answered and that we cannot
   // reach as refusals too.
@@ -767,8 +769,6 @@ class Scheduler {
   std::optional<int64_t> await_replicas(Held& h, const std::map<uint64_t, Running>::iterator& run, Clock now);
   struct Asking;
   std::set<std::string> go_ask_targets(const Asking& asking, const QuorumSets& sets) const;
-  // Some quorum set has no majority left among the replicas that did not answer kNo.
-  static bool go_impossible(const Asking& asking, const QuorumSets& sets);
   // Whether this process has held the volume's present sets since before `issued_utc_ms`
   // (2 max_clock_skew before): the premise of fencing an attempt by promises.
   bool sets_held_since(const std::string& volume, int64_t issued_utc_ms) const;

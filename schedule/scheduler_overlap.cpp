@@ -28,6 +28,11 @@ namespace {
 bool worker_says_ended(const WorkerRecord& w) {
   return finished(w.state) || w.state == WorkerState::kRefused || w.state == WorkerState::kRevoked;
 }
+// A worker record of p says its run started and has not ended.
+bool run_open(const firing::Occ& p) {
+  return std::any_of(p.worker_records.begin(), p.worker_records.end(),
+                     [](const auto& w) { return ran(w.second.state) && !finished(w.second.state); });
+}
 }  // namespace
 
 bool Scheduler::vote_ended(const std::string& volume, const OccurrenceId& occ, const Vote& vote) {
@@ -172,11 +177,7 @@ bool Scheduler::earlier_in_flight(const Occ& o) const {
     const Occ& p = it->second;
     if (p.id.scheduled_utc_ms >= o.id.scheduled_utc_ms) break;
     if (p.volume != o.volume) continue;
-    if (!p.finished()) return true;
-    if (std::any_of(p.worker_records.begin(), p.worker_records.end(),
-                    [](const auto& w) { return ran(w.second.state) && !finished(w.second.state); })) {
-      return true;
-    }
+    if (!p.finished() || run_open(p)) return true;
   }
   return false;
 }
@@ -202,9 +203,7 @@ void Scheduler::ask_replace(const Occ& o, Clock now) {
     Occ& p = it->second;
     if (p.id.scheduled_utc_ms >= o.id.scheduled_utc_ms) break;
     if (p.volume != o.volume || p.replaced_by_utc_ms >= o.id.scheduled_utc_ms) continue;
-    const bool running = std::any_of(p.worker_records.begin(), p.worker_records.end(),
-                                     [](const auto& w) { return ran(w.second.state) && !finished(w.second.state); });
-    if (!running) continue;
+    if (!run_open(p)) continue;
     mark(Mark::kReplaceAsked);
     ++counters_.replace_asked;
     // Written through the store: the record reaches p's workers and deciders, now or

@@ -96,6 +96,13 @@ bool Scheduler::quorum_reachable(const std::string& volume, const Entry& e) cons
   return has_majority(reach, volume, e);
 }
 
+bool Scheduler::no_majority_left(const std::set<std::string>& out, const QuorumSets& sets) {
+  for (const auto& set : sets) {
+    if ((set.size() - count_in(out, set)) * 2 <= set.size()) return true;
+  }
+  return false;
+}
+
 bool Scheduler::majority_impossible(const Occ& o, const firing::Ballot& b, const Entry& e,
                                     bool unreachable_lost) const {
   const auto quorum = quorum_sets(o.volume, e);

@@ -121,20 +121,6 @@ bool Scheduler::replicas_went(const Held& h, const Running& r, Clock now, int64_
   return false;
 }
 
-// A replica that answers kNo holds no vote of the attempt in the round it promised: it
-// never accepted it (claims go to a majority only, and a replica added by a replica change
-// holds no vote of what was decided before it), or it promised a higher round since (a
-// takeover, which backs no earlier round's attempt again).  Nothing gives it that vote
-// later - an owner proposes a new attempt instead - so when the replicas left cannot make
-// a majority of some set, the run can never start.
-bool Scheduler::go_impossible(const Asking& asking, const QuorumSets& sets) {
-  for (const auto& set : sets) {
-    const auto left = std::count_if(set.begin(), set.end(), [&](const std::string& n) { return asking.no.count(n) == 0; });
-    if (static_cast<size_t>(left) * 2 <= set.size()) return true;
-  }
-  return false;
-}
-
 // Whom to ask: every replica of the sets that did not say yes, this node aside (it answers
 // for itself).  (Asking just enough for a majority first would often pick one that holds
 // no vote of the attempt - claims go to a majority only - and wait a claim_retry more.)
@@ -157,11 +143,16 @@ std::optional<int64_t> Scheduler::await_replicas(Held& h, const std::map<uint64_
   int64_t look_again = kNever;
   h.replicas_went = replicas_went(h, run->second, now, look_again);
   if (h.replicas_went) return std::nullopt;
+  // A replica that answers kNo holds no vote of the attempt in the round it promised: it
+  // never accepted it (claims go to a majority only, and a replica added by a replica
+  // change holds no vote of what was decided before it), or it promised a higher round
+  // since.  Nothing gives it that vote later - an owner proposes a new attempt instead - so
+  // once those left cannot make a majority of some set, the run can never start: dropped
+  // at once rather than at go_by, its owner runs o again under the sets in force
+  // (tests/sim/config_change_held_runs.toml: held across a replica change, such runs
+  // waited owner_silence).
   if (auto it = asking_.find(run->second.fire_id);
-      it != asking_.end() && go_impossible(it->second, *held_sets(run->second.volume, h.entry.get()))) {
-    // Dropped at once rather than at go_by: its owner runs o again with a new attempt,
-    // which the replicas in force accept (tests/sim/config_change_held_runs.toml:
-    // runs held across a replica change waited owner_silence for a majority of the new set).
+      it != asking_.end() && no_majority_left(it->second.no, *held_sets(run->second.volume, h.entry.get()))) {
     ++counters_.prepared_no_replicas_go;
     mark(Mark::kHeldGoImpossible);
     drop_held_run(run, "no majority of the replicas holds a vote of it: it can never start", now);
