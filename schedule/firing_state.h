@@ -188,7 +188,9 @@ struct Owned {
   uint32_t retry_announced = 0;  // failed runs for which a retry was announced (kRetryScheduled)
   // The entry changed in a way that governs o while it had prepared attempts (a delete, a
   // pause, an edit written before its instant): they are revoked, and any new attempt
-  // follows a fresh look at the definition (Scheduler::supersede_owned).
+  // follows a fresh look at the definition (Scheduler::supersede_owned).  Also set when a
+  // replica refused an attempt as superseded: the new attempt waits for the newer record
+  // (Scheduler::superseded_before_attempt).
   bool superseded = false;
   std::vector<Attempt> attempts;
 };

@@ -638,6 +638,7 @@ class Scheduler {
   void supersede_owned(Occ& o, const std::optional<Version>& now_version, bool stops);
   bool revoke_superseded(Occ& o, Attempt& a, Clock now);
   bool redecide_superseded(Occ& o, Clock now);
+  bool superseded_before_attempt(Occ& o, Clock now);
   void adopt_held_for_takeover(Occ& o, Clock now);
   void dispatch_attempt(Occ& o, Clock now, const std::set<std::string>& exclude);
   void send_dispatch(Occ& o, Attempt& a, Clock now);

@@ -310,7 +310,7 @@ void Scheduler::dispatch_attempt(Occ& o, Clock now, const std::set<std::string>&
   // A process that is stopping sends no new attempt: whoever owns o after it does
   // (its leave is announced, so the takeover comes soon).
   if (leaving_) return;
-  if (o.as<firing::Owned>().superseded && redecide_superseded(o, now)) return;
+  if (superseded_before_attempt(o, now)) return;
   const Entry& e = *o.entry;
   // A run failed and the entry retries it: the next run waits out its back-off, whatever
   // calls for a new attempt (the retry itself, a revoke or refusal before it ran, a
@@ -394,6 +394,29 @@ std::optional<std::string> Scheduler::next_worker(Occ& o, const Entry& e, const 
   // No reachable eligible worker now; look again shortly (or when a peer changes).
   if (!worker) set_deadline(o, Deadline::kNoWorker, now.mono_ms + options_.claim_retry_ms);
   return worker;
+}
+
+// A new attempt goes out under the definition that stands here.  Before any run of o
+// started, a change of the entry that governs o and reached this node after o was decided
+// (an edit written no later than o's instant, a delete, a pause) has o decided again
+// under it first, as one that arrives while a prepared attempt is out does
+// (supersede_owned).  A worker's or a replica's answer may say first that a newer
+// definition governs o (own.superseded without it here: on_accept_reply): o waits for
+// its record, asked for (SchedulerHost::behind) — it is never skipped on the word of an
+// answer, since the newer definition may still schedule o (an edit that keeps its instant:
+// each node of a cluster writes the config's static entries at its first start, so the
+// nodes hold different versions of them for their first moments).  Returns whether o
+// needs nothing now (skipped, or waiting for the record).
+bool Scheduler::superseded_before_attempt(Occ& o, Clock now) {
+  firing::Owned& own = o.as<firing::Owned>();
+  const bool here = superseded_here(o.volume, o.id.entry_key, o.entry_version, o.fire_utc_ms);
+  if (!own.superseded && !(here && !o.worker_ran())) return false;
+  if (!here) {
+    set_deadline(o, Deadline::kNoWorker, now.mono_ms + options_.claim_retry_ms);
+    return true;
+  }
+  own.superseded = true;
+  return redecide_superseded(o, now);
 }
 
 void Scheduler::send_dispatch(Occ& o, Attempt& a, Clock now) {

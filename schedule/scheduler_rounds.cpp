@@ -222,11 +222,16 @@ void Scheduler::on_accept_reply(Occ& o, const std::string& from, const ClaimRepl
   Attempt& a = own->attempts.back();
   if (a.state != AttemptState::kProposing) return;
   if (r.outcome == ClaimOutcome::kSuperseded) {
-    // The entry was edited or deleted before the new attempt was accepted: it never runs.
+    // The replica holds a newer definition that governs o (an edit or a delete written
+    // before o's instant): this attempt, never dispatched, never runs, and o is decided
+    // again under that definition once its record is here (superseded_before_attempt).
     ++counters_.superseded_claims_sent;
     mark(Mark::kClaimSuperseded);
     host_.behind(o.volume, from);
-    to_finished(o, Outcome::kSkipped, "its entry was changed or deleted before a new attempt was accepted", now);
+    a.state = AttemptState::kRefused;
+    uncount(a);
+    own->superseded = true;
+    touch(o);
     return;
   }
   if (r.outcome == ClaimOutcome::kRan) {

@@ -209,3 +209,42 @@ TEST_CASE("firing protocol: a wiped worker ignores an old at-most-once dispatch 
   CHECK(c.events(FireEvent::Kind::kLost, occ, "n1").size() == 1);
   CHECK(c.runs_of(occ).empty());
 }
+
+// Rule: a new attempt goes out under the definition that stands on the owner, and an
+// answer that a newer one governs o (a worker's or a replica's `superseded`) makes the
+// owner decide o again under that one once its record is here — o is skipped only when
+// the newer definition no longer schedules it.  Here an edit that keeps o's instant
+// reaches the worker and the replicas before the owner: n3 refuses the dispatch, n2 and
+// n3 refuse the owner's next attempt, the record arrives, and o runs once, as edited.
+// (Each node of the real-process suite writes the config's static entries at its first
+// start, so the nodes hold different versions of them for the first moments.)
+TEST_CASE("firing protocol: an edit the worker and the replicas hold before the owner runs o under it",
+          "[firing][owner]") {
+  for (const int64_t prepare_ahead : {int64_t{0}, int64_t{5'000}}) {
+    for (const Semantics semantics : {Semantics::at_least_once, Semantics::at_most_once}) {
+      INFO("prepare_ahead " << prepare_ahead << " ms, " << schedule::to_string(semantics));
+      ClusterOptions options;
+      options.scheduler.prepare_ahead_ms = prepare_ahead;
+      Cluster c(options);
+      const Entry e = on_n3("edited-elsewhere-first", semantics);
+      const OccurrenceId occ = c.start_entry(e);
+      c.hold("n1", "n3", is<Dispatch>());
+      c.run_until_t(c.t_at("n1", kF - prepare_ahead) + 100);
+      REQUIRE(c.in_flight("n1", "n3", is<Dispatch>()).size() >= 1);  // o is owned and dispatched
+      Entry edited = e;
+      edited.payload = "edited";
+      c.put_entry_on(edited, {"n2", "n3"});  // its push to n1 is on its way
+      c.unhold();
+      c.run_until_t(c.t_at("n1", kF) + 1'000);
+      INFO(c.dump());
+      CHECK(c.runs_of(occ).empty());
+      CHECK(c.events(FireEvent::Kind::kSkipped, occ).empty());
+      c.resync("n1");
+      c.run_until_t(c.t_at("n1", kF) + 20'000);
+      const auto runs = c.runs_of(occ);
+      REQUIRE(runs.size() == 1);
+      CHECK(runs[0].inv.payload == "edited");
+      CHECK(c.events(FireEvent::Kind::kSkipped, occ).empty());
+    }
+  }
+}
