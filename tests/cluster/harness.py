@@ -233,11 +233,11 @@ max_clock_skew = "250ms"
 """
 
 # Every scenario runs with this [scheduler] prepare_ahead, written into each node's config:
-# the shipped default, 0 (schedule/scheduler.h), unless CAESIUM_TEST_PREPARE_AHEAD_MS says
-# otherwise (5000: preparing ahead 5 s; docs/firing.md, Preparing ahead).  Decisions are
+# the shipped default, 5 s (schedule/scheduler.h), unless CAESIUM_TEST_PREPARE_AHEAD_MS says
+# otherwise (0: deciding at each instant; docs/firing.md, Preparing ahead).  Decisions are
 # taken that much before each instant, so a scenario's window "after the fault settled"
 # starts that much later too.
-PREPARE_AHEAD_MS = int(os.environ.get("CAESIUM_TEST_PREPARE_AHEAD_MS", "0"))
+PREPARE_AHEAD_MS = int(os.environ.get("CAESIUM_TEST_PREPARE_AHEAD_MS", "5000"))
 DEFAULT_TUNING += 'prepare_ahead = "%dms"\n' % PREPARE_AHEAD_MS
 
 
