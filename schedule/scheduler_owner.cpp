@@ -401,17 +401,20 @@ std::optional<std::string> Scheduler::next_worker(Occ& o, const Entry& e, const 
 // (an edit written no later than o's instant, a delete, a pause) has o decided again
 // under it first, as one that arrives while a prepared attempt is out does
 // (supersede_owned).  A worker's or a replica's answer may say first that a newer
-// definition governs o (own.superseded without it here: on_accept_reply): o waits for
-// its record, asked for (SchedulerHost::behind) — it is never skipped on the word of an
-// answer, since the newer definition may still schedule o (an edit that keeps its instant:
-// each node of a cluster writes the config's static entries at its first start, so the
-// nodes hold different versions of them for their first moments).  Returns whether o
-// needs nothing now (skipped, or waiting for the record).
+// definition governs o (own.superseded with no newer record here: on_accept_reply): o
+// waits for a newer record, asked for (SchedulerHost::behind), within the misfire window —
+// it is never skipped on the word of an answer, since the newer definition may still
+// schedule o (an edit that keeps its instant: each node of a cluster writes the config's
+// static entries at its first start, so the nodes hold different versions of them for
+// their first moments).  Whatever newer record comes (the one the replica held, or a later
+// one that replaced it), o is decided again under it.  Returns whether o needs nothing
+// now (skipped, or waiting for the record).
 bool Scheduler::superseded_before_attempt(Occ& o, Clock now) {
   firing::Owned& own = o.as<firing::Owned>();
-  const bool here = superseded_here(o.volume, o.id.entry_key, o.entry_version, o.fire_utc_ms);
-  if (!own.superseded && !(here && !o.worker_ran())) return false;
-  if (!here) {
+  const bool governs_here = superseded_here(o.volume, o.id.entry_key, o.entry_version, o.fire_utc_ms);
+  if (!own.superseded && !(governs_here && !o.worker_ran())) return false;
+  const std::optional<Version> here = host_.entry_version(o.volume, o.id.entry_key);
+  if (!here || !(o.entry_version < *here)) {
     set_deadline(o, Deadline::kNoWorker, now.mono_ms + options_.claim_retry_ms);
     return true;
   }

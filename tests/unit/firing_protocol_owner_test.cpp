@@ -248,3 +248,30 @@ TEST_CASE("firing protocol: an edit the worker and the replicas hold before the 
     }
   }
 }
+
+// The same with a delete: the replicas' `superseded` answers hold o until the tombstone is
+// here, and then o is skipped — never run under the deleted definition.
+TEST_CASE("firing protocol: a delete the worker and the replicas hold before the owner skips o", "[firing][owner]") {
+  for (const int64_t prepare_ahead : {int64_t{0}, int64_t{5'000}}) {
+    for (const Semantics semantics : {Semantics::at_least_once, Semantics::at_most_once}) {
+      INFO("prepare_ahead " << prepare_ahead << " ms, " << schedule::to_string(semantics));
+      ClusterOptions options;
+      options.scheduler.prepare_ahead_ms = prepare_ahead;
+      Cluster c(options);
+      const Entry e = on_n3("deleted-elsewhere-first", semantics);
+      const OccurrenceId occ = c.start_entry(e);
+      c.hold("n1", "n3", is<Dispatch>());
+      c.run_until_t(c.t_at("n1", kF - prepare_ahead) + 100);
+      REQUIRE(c.in_flight("n1", "n3", is<Dispatch>()).size() >= 1);
+      c.delete_entry_on(schedule::entry_key(e), {"n2", "n3"});
+      c.unhold();
+      c.run_until_t(c.t_at("n1", kF) + 1'000);
+      INFO(c.dump());
+      CHECK(c.events(FireEvent::Kind::kSkipped, occ).empty());  // waiting for the tombstone
+      c.resync("n1");
+      c.run_until_t(c.t_at("n1", kF) + 20'000);
+      CHECK(c.runs_of(occ).empty());
+      CHECK(c.events(FireEvent::Kind::kSkipped, occ, "n1").size() == 1);
+    }
+  }
+}
