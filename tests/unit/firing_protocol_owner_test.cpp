@@ -3,6 +3,8 @@
 // master: firing_protocol_takeover_test.cpp.
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include "tests/unit/firing_harness.h"
 
 using namespace caesium;
@@ -213,65 +215,64 @@ TEST_CASE("firing protocol: a wiped worker ignores an old at-most-once dispatch 
 // Rule: a new attempt goes out under the definition that stands on the owner, and an
 // answer that a newer one governs o (a worker's or a replica's `superseded`) makes the
 // owner decide o again under that one once its record is here — o is skipped only when
-// the newer definition no longer schedules it.  Here an edit that keeps o's instant
-// reaches the worker and the replicas before the owner: n3 refuses the dispatch, n2 and
-// n3 refuse the owner's next attempt, the record arrives, and o runs once, as edited.
-// (Each node of the real-process suite writes the config's static entries at its first
-// start, so the nodes hold different versions of them for the first moments.)
-TEST_CASE("firing protocol: an edit the worker and the replicas hold before the owner runs o under it",
-          "[firing][owner]") {
+// the newer definition no longer schedules it.  (Each node of the real-process suite
+// writes the config's static entries at its first start, so the nodes hold different
+// versions of them for the first moments.)  For 0 and 5 s of preparing and both
+// semantics: o is owned by n1 and its dispatch to n3 on its way when `change` reaches n2
+// and n3 only; n3 refuses the dispatch, n2 and n3 refuse n1's next attempt, and 1 s after
+// F nothing ran and nothing was skipped.  Then the record reaches n1 (resync) and `check`
+// judges what happened by F + 20 s.
+namespace {
+void change_reaches_the_others_first(const std::string& name, const std::function<void(Cluster&, const Entry&)>& change,
+                                     const std::function<void(Cluster&, const OccurrenceId&)>& check) {
   for (const int64_t prepare_ahead : {int64_t{0}, int64_t{5'000}}) {
     for (const Semantics semantics : {Semantics::at_least_once, Semantics::at_most_once}) {
       INFO("prepare_ahead " << prepare_ahead << " ms, " << schedule::to_string(semantics));
       ClusterOptions options;
       options.scheduler.prepare_ahead_ms = prepare_ahead;
       Cluster c(options);
-      const Entry e = on_n3("edited-elsewhere-first", semantics);
+      const Entry e = on_n3(name, semantics);
       const OccurrenceId occ = c.start_entry(e);
       c.hold("n1", "n3", is<Dispatch>());
       c.run_until_t(c.t_at("n1", kF - prepare_ahead) + 100);
       REQUIRE(c.in_flight("n1", "n3", is<Dispatch>()).size() >= 1);  // o is owned and dispatched
-      Entry edited = e;
-      edited.payload = "edited";
-      c.put_entry_on(edited, {"n2", "n3"});  // its push to n1 is on its way
+      change(c, e);
       c.unhold();
       c.run_until_t(c.t_at("n1", kF) + 1'000);
       INFO(c.dump());
       CHECK(c.runs_of(occ).empty());
-      CHECK(c.events(FireEvent::Kind::kSkipped, occ).empty());
+      CHECK(c.events(FireEvent::Kind::kSkipped, occ).empty());  // waiting for the record
       c.resync("n1");
       c.run_until_t(c.t_at("n1", kF) + 20'000);
-      const auto runs = c.runs_of(occ);
-      REQUIRE(runs.size() == 1);
-      CHECK(runs[0].inv.payload == "edited");
-      CHECK(c.events(FireEvent::Kind::kSkipped, occ).empty());
+      check(c, occ);
     }
   }
 }
+}  // namespace
 
-// The same with a delete: the replicas' `superseded` answers hold o until the tombstone is
-// here, and then o is skipped — never run under the deleted definition.
+TEST_CASE("firing protocol: an edit the worker and the replicas hold before the owner runs o under it",
+          "[firing][owner]") {
+  change_reaches_the_others_first(
+      "edited-elsewhere-first",
+      [](Cluster& c, const Entry& e) {
+        Entry edited = e;  // the same instant, another payload
+        edited.payload = "edited";
+        c.put_entry_on(edited, {"n2", "n3"});
+      },
+      [](Cluster& c, const OccurrenceId& occ) {
+        const auto runs = c.runs_of(occ);
+        REQUIRE(runs.size() == 1);
+        CHECK(runs[0].inv.payload == "edited");
+        CHECK(c.events(FireEvent::Kind::kSkipped, occ).empty());
+      });
+}
+
 TEST_CASE("firing protocol: a delete the worker and the replicas hold before the owner skips o", "[firing][owner]") {
-  for (const int64_t prepare_ahead : {int64_t{0}, int64_t{5'000}}) {
-    for (const Semantics semantics : {Semantics::at_least_once, Semantics::at_most_once}) {
-      INFO("prepare_ahead " << prepare_ahead << " ms, " << schedule::to_string(semantics));
-      ClusterOptions options;
-      options.scheduler.prepare_ahead_ms = prepare_ahead;
-      Cluster c(options);
-      const Entry e = on_n3("deleted-elsewhere-first", semantics);
-      const OccurrenceId occ = c.start_entry(e);
-      c.hold("n1", "n3", is<Dispatch>());
-      c.run_until_t(c.t_at("n1", kF - prepare_ahead) + 100);
-      REQUIRE(c.in_flight("n1", "n3", is<Dispatch>()).size() >= 1);
-      c.delete_entry_on(schedule::entry_key(e), {"n2", "n3"});
-      c.unhold();
-      c.run_until_t(c.t_at("n1", kF) + 1'000);
-      INFO(c.dump());
-      CHECK(c.events(FireEvent::Kind::kSkipped, occ).empty());  // waiting for the tombstone
-      c.resync("n1");
-      c.run_until_t(c.t_at("n1", kF) + 20'000);
-      CHECK(c.runs_of(occ).empty());
-      CHECK(c.events(FireEvent::Kind::kSkipped, occ, "n1").size() == 1);
-    }
-  }
+  change_reaches_the_others_first(
+      "deleted-elsewhere-first",
+      [](Cluster& c, const Entry& e) { c.delete_entry_on(schedule::entry_key(e), {"n2", "n3"}); },
+      [](Cluster& c, const OccurrenceId& occ) {
+        CHECK(c.runs_of(occ).empty());
+        CHECK(c.events(FireEvent::Kind::kSkipped, occ, "n1").size() == 1);
+      });
 }
