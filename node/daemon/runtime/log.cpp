@@ -104,7 +104,7 @@ EventLine describe_fire(const schedule::FireEvent& f) {
       append_detail(m, f.detail);
       break;
     case K::kSkipped:
-      m = "skipped by the misfire policy";
+      m = "skipped";  // the detail says why: the misfire policy, or a change of the entry
       append_detail(m, f.detail);
       break;
     case K::kSkippedOverlap:
