@@ -411,14 +411,20 @@ std::optional<std::string> Scheduler::next_worker(Occ& o, const Entry& e, const 
 // now (skipped, or waiting for the record).
 bool Scheduler::superseded_before_attempt(Occ& o, Clock now) {
   firing::Owned& own = o.as<firing::Owned>();
-  const bool governs_here = superseded_here(o.volume, o.id.entry_key, o.entry_version, o.fire_utc_ms);
-  if (!own.superseded && !(governs_here && !o.worker_ran())) return false;
+  // One read of the record's version on the usual path (nothing newer here).
   const std::optional<Version> here = host_.entry_version(o.volume, o.id.entry_key);
-  if (!here || !(o.entry_version < *here)) {
+  const bool newer_here = here && o.entry_version < *here;
+  if (!own.superseded) {
+    if (!newer_here || o.worker_ran() ||
+        !superseded_here(o.volume, o.id.entry_key, o.entry_version, o.fire_utc_ms)) {
+      return false;
+    }
+    own.superseded = true;
+  }
+  if (!newer_here) {
     set_deadline(o, Deadline::kNoWorker, now.mono_ms + options_.claim_retry_ms);
     return true;
   }
-  own.superseded = true;
   return redecide_superseded(o, now);
 }
 
