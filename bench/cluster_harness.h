@@ -15,10 +15,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -137,7 +139,53 @@ class Cluster {
       : binary_(std::move(binary)), dir_(std::move(dir)), prepare_ahead_ms_(prepare_ahead_ms) {}
   ~Cluster() { stop(); }
 
+  // A node that cannot bind a port picked for it (another process, or a peer's outgoing
+  // connection, took it between the pick and the bind) exits at start: the cluster is then
+  // started again on newly picked ports, up to three times.
   bool start(std::string& error) {
+    for (int attempt = 1;; ++attempt) {
+      bool bind_failed = false;
+      if (start_once(error, bind_failed)) return true;
+      if (!bind_failed || attempt == 3) return false;
+      stop();
+      nodes_.clear();
+      std::error_code ignored;
+      std::filesystem::remove_all(dir_, ignored);
+      std::fprintf(stderr, "cluster: %s; starting again on other ports\n", error.c_str());
+    }
+  }
+
+  void stop() {
+    for (auto& n : nodes_) {
+      if (n.pid > 0) ::kill(n.pid, SIGTERM);
+    }
+    const double deadline = mono_s() + 10;
+    for (auto& n : nodes_) {
+      while (n.pid > 0) {
+        int status = 0;
+        if (::waitpid(n.pid, &status, WNOHANG) == n.pid) {
+          n.pid = -1;
+        } else if (mono_s() > deadline) {
+          ::kill(n.pid, SIGKILL);
+          ::waitpid(n.pid, &status, 0);
+          n.pid = -1;
+        } else {
+          sleep_ms(20);
+        }
+      }
+    }
+  }
+
+  const std::vector<BenchNode>& nodes() const { return nodes_; }
+
+  bool get(const BenchNode& n, const std::string& path, std::string& body) const {
+    HttpConn c;
+    if (!c.connect_to(n.api) || !c.send_all(http_request("GET", path, "", kToken))) return false;
+    return c.read_response(body) == 200;
+  }
+
+ private:
+  bool start_once(std::string& error, bool& bind_failed) {
     std::filesystem::create_directories(dir_);
     if (run_and_wait({binary_, "keygen", "--out", dir_ + "/cluster.key"}, dir_ + "/keygen.log") != 0) {
       error = "caesium keygen failed (see " + dir_ + "/keygen.log)";
@@ -173,6 +221,9 @@ class Cluster {
         if (::waitpid(n.pid, &status, WNOHANG) == n.pid) {
           n.pid = -1;
           error = n.id + " exited at start; its log: " + n.log;
+          std::ifstream log(n.log);
+          const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+          bind_failed = text.find("address already in use") != std::string::npos;
           return false;
         }
       }
@@ -182,36 +233,6 @@ class Cluster {
     return false;
   }
 
-  void stop() {
-    for (auto& n : nodes_) {
-      if (n.pid > 0) ::kill(n.pid, SIGTERM);
-    }
-    const double deadline = mono_s() + 10;
-    for (auto& n : nodes_) {
-      while (n.pid > 0) {
-        int status = 0;
-        if (::waitpid(n.pid, &status, WNOHANG) == n.pid) {
-          n.pid = -1;
-        } else if (mono_s() > deadline) {
-          ::kill(n.pid, SIGKILL);
-          ::waitpid(n.pid, &status, 0);
-          n.pid = -1;
-        } else {
-          sleep_ms(20);
-        }
-      }
-    }
-  }
-
-  const std::vector<BenchNode>& nodes() const { return nodes_; }
-
-  bool get(const BenchNode& n, const std::string& path, std::string& body) const {
-    HttpConn c;
-    if (!c.connect_to(n.api) || !c.send_all(http_request("GET", path, "", kToken))) return false;
-    return c.read_response(body) == 200;
-  }
-
- private:
   void write_config(const BenchNode& n) const {
     std::ostringstream seeds;
     for (const auto& m : nodes_) {

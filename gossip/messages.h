@@ -44,8 +44,10 @@ struct Capacity {
 // the version that introduced it.
 //   1  the first release
 //   2  digest push-pull (PushPull::digest_only)
-inline constexpr uint32_t kProtocolVersion = 2;
+//   3  claim batches (node/wire/caesium.capnp, ClaimBatch and ClaimReplyBatch)
+inline constexpr uint32_t kProtocolVersion = 3;
 inline constexpr uint32_t kDigestPushPullVersion = 2;
+inline constexpr uint32_t kClaimBatchVersion = 3;
 inline constexpr size_t kMaxUnfilledListed = 8;
 
 // What a member advertises about itself.  Changing it needs a new incarnation.

@@ -469,7 +469,8 @@ void Node::send(const std::string& node, schedule::FireMessage msg, bool after_d
   queue_core(node, std::move(m), after_durable);
 }
 
-void Node::seal_and_queue(node::Channel channel, const std::string& to_addr, wire::Body body, Clock now) {
+void Node::seal_and_queue(node::Channel channel, const std::string& to_addr, wire::Body body, Clock now,
+                          bool batch_claims) {
   wire::Envelope env;
   env.sender = options_.id;
   env.sender_addr = options_.gossip_addr;
@@ -481,7 +482,7 @@ void Node::seal_and_queue(node::Channel channel, const std::string& to_addr, wir
   Transmit t;
   t.channel = channel;
   t.to_addr = to_addr;
-  t.bytes = cipher_->seal(fc, wire::encode(env));
+  t.bytes = cipher_->seal(fc, wire::encode(env, batch_claims));
   if (channel == Channel::kDatagram) {
     ++counters_.datagrams_out;
     counters_.datagram_bytes_out += t.bytes.size();
@@ -507,6 +508,9 @@ void Node::flush_datagrams_and_streams(Clock now) {
       counters_.misrouted += msgs.size();
       continue;
     }
+    // Claims and their answers go as batches to a peer that reads them (docs/firing.md,
+    // Batches).
+    const bool batch_claims = meta->protocol_version >= gossip::kClaimBatchVersion;
     // Split into frames of bounded size; a message is estimated by a cheap upper bound
     // of its encoding so most frames need no re-encoding.
     std::vector<wire::CoreMessage> frame;
@@ -521,14 +525,16 @@ void Node::flush_datagrams_and_streams(Clock now) {
         est += d->payload.size();
       }
       if (!frame.empty() && frame_bytes + est > options_.max_stream_frame_bytes) {
-        seal_and_queue(Channel::kStream, meta->stream_addr, wire::Body{std::move(frame)}, now);
+        seal_and_queue(Channel::kStream, meta->stream_addr, wire::Body{std::move(frame)}, now, batch_claims);
         frame.clear();
         frame_bytes = 0;
       }
       frame.push_back(std::move(m));
       frame_bytes += est;
     }
-    if (!frame.empty()) seal_and_queue(Channel::kStream, meta->stream_addr, wire::Body{std::move(frame)}, now);
+    if (!frame.empty()) {
+      seal_and_queue(Channel::kStream, meta->stream_addr, wire::Body{std::move(frame)}, now, batch_claims);
+    }
   }
 }
 

@@ -464,7 +464,9 @@ class Node final : private schedule::SchedulerHost {
   void pump(Clock now);
   void queue_core(const std::string& to, wire::CoreMessage msg, bool after_durable);
   void flush_datagrams_and_streams(Clock now);
-  void seal_and_queue(node::Channel channel, const std::string& to_addr, wire::Body body, Clock now);
+  // batch_claims: wire::encode's (the receiver reads claim batches).
+  void seal_and_queue(node::Channel channel, const std::string& to_addr, wire::Body body, Clock now,
+                      bool batch_claims = false);
   bool open_frame(std::string_view bytes, node::Channel channel, wire::Envelope& out, Clock now);
   void warn_clock_ahead(const std::string& peer, int64_t ahead_ms);
   void storage_put(std::string key, std::string value);

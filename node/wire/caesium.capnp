@@ -114,6 +114,8 @@ struct CoreMessage {
     go @14 :Go;
     goAsk @15 :GoAsk;
     goAnswer @16 :GoAnswer;
+    claimBatch @17 :ClaimBatch;            # from senders at gossip protocol version 3
+    claimReplyBatch @18 :ClaimReplyBatch;  # likewise
   }
 }
 
@@ -193,6 +195,25 @@ struct ClaimReply {
   accepted @12 :AttemptInfo;
   lease @13 :UInt64;
   went @14 :Bool;              # kPrepare: this replica said yes to a go ask of o (ClaimReply::went)
+}
+
+# Consecutive claims of one claimant for one volume under one config, sent as one message
+# (a master's claims of a loop turn to one replica): the fields they share are written once
+# and left unset in each item.  A receiver reads a batch as the claims it carries, in order,
+# each answered on its own (docs/firing.md, Batches).  Sent only to peers that advertise
+# gossip protocol version 3 or later.
+struct ClaimBatch {
+  volume @0 :Text;
+  claimant @1 :ProcessId;
+  configEpoch @2 :UInt64;
+  setsHash @3 :UInt64;
+  claims @4 :List(Claim);
+}
+
+# Consecutive answers for one volume (a replica's answers to one claimant's batch).
+struct ClaimReplyBatch {
+  volume @0 :Text;
+  replies @1 :List(ClaimReply);
 }
 
 struct Release { volume @0 :Text; occ @1 :OccurrenceId; claimant @2 :ProcessId; }

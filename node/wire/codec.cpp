@@ -374,6 +374,46 @@ schedule::AttemptInfo get(cp::AttemptInfo::Reader r) {
   return {r.getAttempt(), str(r.getFireId()), str(r.getWorker()), r.getIssuedUtcMs(), std::max<uint32_t>(r.getRun(), 1)};
 }
 
+// A claim, with or without the fields a ClaimBatch writes once for all its items.
+void put(cp::Claim::Builder x, const schedule::Claim& m, bool shared) {
+  if (shared) {
+    x.setVolume(text(m.volume));
+    put(x.initClaimant(), m.claimant);
+    x.setConfigEpoch(m.config_epoch);
+    x.setSetsHash(m.sets_hash);
+  }
+  put(x.initOcc(), m.occ);
+  x.setWorker(text(m.worker));
+  x.setFireUtcMs(m.fire_utc_ms);
+  x.setKind(static_cast<cp::ClaimKind>(m.kind));
+  x.setRound(m.round);
+  put(x.initAttempt(), m.attempt);
+  x.setEntryPhysicalMs(m.entry_version.physical_ms);
+  x.setEntryLogical(m.entry_version.logical);
+  x.setEntryOrigin(text(m.entry_version.origin));
+  x.setLease(m.lease);
+  x.setForbidOverlap(m.forbid_overlap);
+}
+
+// A claim reply, with or without its volume (which a ClaimReplyBatch writes once).
+void put(cp::ClaimReply::Builder x, const schedule::ClaimReply& m, bool volume) {
+  if (volume) x.setVolume(text(m.volume));
+  put(x.initOcc(), m.occ);
+  x.setOutcome(static_cast<cp::ClaimOutcome>(m.outcome));
+  put(x.initHolder(), m.holder);
+  x.setRetryAfterMs(m.retry_after_ms);
+  x.setHolderAlive(m.holder_alive);
+  x.setKind(static_cast<cp::ClaimKind>(m.kind));
+  x.setRound(m.round);
+  x.setPromisedRound(m.promised_round);
+  x.setHasAccepted(m.has_accepted);
+  x.setAcceptedRound(m.accepted_round);
+  put(x.initAcceptedBy(), m.accepted_by);
+  put(x.initAccepted(), m.accepted);
+  x.setLease(m.lease);
+  x.setWent(m.went);
+}
+
 void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
   std::visit(
       [&](const auto& m) {
@@ -381,39 +421,9 @@ void put(cp::CoreMessage::Builder b, const CoreMessage& msg) {
         if constexpr (std::is_same_v<T, UnknownMessage>) {
           b.setUnknown();  // not reached: encode() leaves unknown messages out
         } else if constexpr (std::is_same_v<T, schedule::Claim>) {
-          auto x = b.initClaim();
-          x.setVolume(text(m.volume));
-          put(x.initOcc(), m.occ);
-          put(x.initClaimant(), m.claimant);
-          x.setWorker(text(m.worker));
-          x.setFireUtcMs(m.fire_utc_ms);
-          x.setKind(static_cast<cp::ClaimKind>(m.kind));
-          x.setRound(m.round);
-          put(x.initAttempt(), m.attempt);
-          x.setConfigEpoch(m.config_epoch);
-          x.setSetsHash(m.sets_hash);
-          x.setEntryPhysicalMs(m.entry_version.physical_ms);
-          x.setEntryLogical(m.entry_version.logical);
-          x.setEntryOrigin(text(m.entry_version.origin));
-          x.setLease(m.lease);
-          x.setForbidOverlap(m.forbid_overlap);
+          put(b.initClaim(), m, true);
         } else if constexpr (std::is_same_v<T, schedule::ClaimReply>) {
-          auto x = b.initClaimReply();
-          x.setVolume(text(m.volume));
-          put(x.initOcc(), m.occ);
-          x.setOutcome(static_cast<cp::ClaimOutcome>(m.outcome));
-          put(x.initHolder(), m.holder);
-          x.setRetryAfterMs(m.retry_after_ms);
-          x.setHolderAlive(m.holder_alive);
-          x.setKind(static_cast<cp::ClaimKind>(m.kind));
-          x.setRound(m.round);
-          x.setPromisedRound(m.promised_round);
-          x.setHasAccepted(m.has_accepted);
-          x.setAcceptedRound(m.accepted_round);
-          put(x.initAcceptedBy(), m.accepted_by);
-          put(x.initAccepted(), m.accepted);
-          x.setLease(m.lease);
-          x.setWent(m.went);
+          put(b.initClaimReply(), m, true);
         } else if constexpr (std::is_same_v<T, schedule::Release>) {
           auto x = b.initRelease();
           x.setVolume(text(m.volume));
@@ -531,51 +541,62 @@ Result<E> get_enum(uint16_t raw, uint16_t max, const char* what) {
   return static_cast<E>(raw);
 }
 
+// A claim as written (a batch item's shared fields are filled in by its batch).
+Result<schedule::Claim> get(cp::Claim::Reader x) {
+  auto kind = get_enum<schedule::ClaimKind>(static_cast<uint16_t>(x.getKind()), 3, "claim kind");
+  if (!kind) return kind.error();
+  schedule::Claim c;
+  c.volume = str(x.getVolume());
+  c.occ = get(x.getOcc());
+  c.claimant = get(x.getClaimant());
+  c.worker = str(x.getWorker());
+  c.fire_utc_ms = x.getFireUtcMs();
+  c.kind = *kind;
+  c.round = x.getRound();
+  c.attempt = get(x.getAttempt());
+  c.config_epoch = x.getConfigEpoch();
+  c.sets_hash = x.getSetsHash();
+  c.entry_version = schedule::Version{x.getEntryPhysicalMs(), x.getEntryLogical(), str(x.getEntryOrigin())};
+  c.lease = x.getLease();
+  c.forbid_overlap = x.getForbidOverlap();
+  return c;
+}
+
+Result<schedule::ClaimReply> get(cp::ClaimReply::Reader x) {
+  auto outcome = get_enum<schedule::ClaimOutcome>(static_cast<uint16_t>(x.getOutcome()), 7, "claim outcome");
+  if (!outcome) return outcome.error();
+  auto kind = get_enum<schedule::ClaimKind>(static_cast<uint16_t>(x.getKind()), 3, "claim kind");
+  if (!kind) return kind.error();
+  schedule::ClaimReply reply;
+  reply.volume = str(x.getVolume());
+  reply.occ = get(x.getOcc());
+  reply.outcome = *outcome;
+  reply.holder = get(x.getHolder());
+  reply.retry_after_ms = x.getRetryAfterMs();
+  reply.holder_alive = x.getHolderAlive();
+  reply.kind = *kind;
+  reply.round = x.getRound();
+  reply.promised_round = x.getPromisedRound();
+  reply.has_accepted = x.getHasAccepted();
+  reply.accepted_round = x.getAcceptedRound();
+  reply.accepted_by = get(x.getAcceptedBy());
+  reply.accepted = get(x.getAccepted());
+  reply.lease = x.getLease();
+  reply.went = x.getWent();
+  return reply;
+}
+
 Result<CoreMessage> get(cp::CoreMessage::Reader r) {
   switch (r.which()) {
     case cp::CoreMessage::CLAIM: {
-      auto x = r.getClaim();
-      auto kind = get_enum<schedule::ClaimKind>(static_cast<uint16_t>(x.getKind()), 3, "claim kind");
-      if (!kind) return kind.error();
-      schedule::Claim c;
-      c.volume = str(x.getVolume());
-      c.occ = get(x.getOcc());
-      c.claimant = get(x.getClaimant());
-      c.worker = str(x.getWorker());
-      c.fire_utc_ms = x.getFireUtcMs();
-      c.kind = *kind;
-      c.round = x.getRound();
-      c.attempt = get(x.getAttempt());
-      c.config_epoch = x.getConfigEpoch();
-      c.sets_hash = x.getSetsHash();
-      c.entry_version = schedule::Version{x.getEntryPhysicalMs(), x.getEntryLogical(), str(x.getEntryOrigin())};
-      c.lease = x.getLease();
-      c.forbid_overlap = x.getForbidOverlap();
-      return CoreMessage{std::move(c)};
+      auto c = get(r.getClaim());
+      if (!c) return c.error();
+      return CoreMessage{std::move(*c)};
     }
     case cp::CoreMessage::CLAIM_REPLY: {
-      auto x = r.getClaimReply();
-      auto outcome = get_enum<schedule::ClaimOutcome>(static_cast<uint16_t>(x.getOutcome()), 7, "claim outcome");
-      if (!outcome) return outcome.error();
-      auto kind = get_enum<schedule::ClaimKind>(static_cast<uint16_t>(x.getKind()), 3, "claim kind");
-      if (!kind) return kind.error();
-      schedule::ClaimReply reply;
-      reply.volume = str(x.getVolume());
-      reply.occ = get(x.getOcc());
-      reply.outcome = *outcome;
-      reply.holder = get(x.getHolder());
-      reply.retry_after_ms = x.getRetryAfterMs();
-      reply.holder_alive = x.getHolderAlive();
-      reply.kind = *kind;
-      reply.round = x.getRound();
-      reply.promised_round = x.getPromisedRound();
-      reply.has_accepted = x.getHasAccepted();
-      reply.accepted_round = x.getAcceptedRound();
-      reply.accepted_by = get(x.getAcceptedBy());
-      reply.accepted = get(x.getAccepted());
-      reply.lease = x.getLease();
-      reply.went = x.getWent();
-      return CoreMessage{std::move(reply)};
+      auto reply = get(r.getClaimReply());
+      if (!reply) return reply.error();
+      return CoreMessage{std::move(*reply)};
     }
     case cp::CoreMessage::RELEASE: {
       auto x = r.getRelease();
@@ -692,10 +713,110 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
 
 }  // namespace
 
+namespace {
+
+// One element of an encoded batch: a message, or (batch_claims) a run of consecutive
+// claims of one claimant for one volume under one config, or of consecutive claim replies
+// for one volume, written as one ClaimBatch / ClaimReplyBatch.
+struct Run {
+  size_t begin = 0;
+  size_t end = 0;  // exclusive; end - begin >= 2 only for a claim or reply run
+};
+
+bool same_batch(const CoreMessage& a, const CoreMessage& b) {
+  if (const auto* x = std::get_if<schedule::Claim>(&a)) {
+    const auto* y = std::get_if<schedule::Claim>(&b);
+    return y != nullptr && x->volume == y->volume && x->claimant == y->claimant &&
+           x->config_epoch == y->config_epoch && x->sets_hash == y->sets_hash;
+  }
+  if (const auto* x = std::get_if<schedule::ClaimReply>(&a)) {
+    const auto* y = std::get_if<schedule::ClaimReply>(&b);
+    return y != nullptr && x->volume == y->volume;
+  }
+  return false;
+}
+
+std::vector<Run> batch_runs(const std::vector<CoreMessage>& msgs, bool batch_claims) {
+  std::vector<Run> runs;
+  for (size_t i = 0; i < msgs.size();) {
+    if (std::holds_alternative<UnknownMessage>(msgs[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    while (batch_claims && j < msgs.size() && same_batch(msgs[i], msgs[j])) ++j;
+    runs.push_back({i, j});
+    i = j;
+  }
+  return runs;
+}
+
+void put_run(cp::CoreMessage::Builder b, const std::vector<CoreMessage>& msgs, const Run& run) {
+  const auto n = static_cast<unsigned>(run.end - run.begin);
+  if (n == 1) {
+    put(b, msgs[run.begin]);
+  } else if (const auto* first = std::get_if<schedule::Claim>(&msgs[run.begin])) {
+    auto x = b.initClaimBatch();
+    x.setVolume(text(first->volume));
+    put(x.initClaimant(), first->claimant);
+    x.setConfigEpoch(first->config_epoch);
+    x.setSetsHash(first->sets_hash);
+    auto claims = x.initClaims(n);
+    for (unsigned i = 0; i < n; ++i) put(claims[i], std::get<schedule::Claim>(msgs[run.begin + i]), false);
+  } else {
+    auto x = b.initClaimReplyBatch();
+    x.setVolume(text(std::get<schedule::ClaimReply>(msgs[run.begin]).volume));
+    auto replies = x.initReplies(n);
+    for (unsigned i = 0; i < n; ++i) put(replies[i], std::get<schedule::ClaimReply>(msgs[run.begin + i]), false);
+  }
+}
+
+// The messages of one element of a received batch, appended to `out` (a ClaimBatch or
+// ClaimReplyBatch is read as the claims or replies it carries, each with the batch's shared
+// fields).  A message of a kind this version does not know is counted, not appended.
+Status get_into(cp::CoreMessage::Reader m, std::vector<CoreMessage>& out, uint32_t& unknown) {
+  if (m.which() == cp::CoreMessage::CLAIM_BATCH) {
+    auto x = m.getClaimBatch();
+    const std::string volume = str(x.getVolume());
+    const schedule::ProcessId claimant = get(x.getClaimant());
+    for (auto item : counted(x.getClaims())) {
+      auto c = get(item);
+      if (!c) return c.error();
+      c->volume = volume;
+      c->claimant = claimant;
+      c->config_epoch = x.getConfigEpoch();
+      c->sets_hash = x.getSetsHash();
+      out.emplace_back(std::move(*c));
+    }
+    return {};
+  }
+  if (m.which() == cp::CoreMessage::CLAIM_REPLY_BATCH) {
+    auto x = m.getClaimReplyBatch();
+    const std::string volume = str(x.getVolume());
+    for (auto item : counted(x.getReplies())) {
+      auto reply = get(item);
+      if (!reply) return reply.error();
+      reply->volume = volume;
+      out.emplace_back(std::move(*reply));
+    }
+    return {};
+  }
+  auto msg = get(m);
+  if (!msg) return msg.error();
+  if (std::holds_alternative<UnknownMessage>(*msg)) {
+    ++unknown;
+  } else {
+    out.push_back(std::move(*msg));
+  }
+  return {};
+}
+
+}  // namespace
+
 // Words of per-thread scratch space for building and reading messages (32 KiB).
 constexpr size_t kScratchWords = 4096;
 
-std::string encode(const Envelope& e) {
+std::string encode(const Envelope& e, bool batch_claims) {
   // The first segment is a per-thread scratch area, big enough for almost every message
   // (no allocation per message: a heap segment of this size made malloc consolidate its
   // free lists on every call under load); large batches grow as Cap'n Proto sees fit.
@@ -722,13 +843,9 @@ std::string encode(const Envelope& e) {
         } else {
           // A message this version does not know cannot be written again: it is left
           // out (a receiver would only count it and drop it).
-          const auto known = static_cast<unsigned>(
-              std::count_if(b.begin(), b.end(), [](const CoreMessage& m) { return !std::holds_alternative<UnknownMessage>(m); }));
-          auto list = body.initBatch(known);
-          unsigned at = 0;
-          for (const CoreMessage& m : b) {
-            if (!std::holds_alternative<UnknownMessage>(m)) put(list[at++], m);
-          }
+          const std::vector<Run> runs = batch_runs(b, batch_claims);
+          auto list = body.initBatch(static_cast<unsigned>(runs.size()));
+          for (unsigned at = 0; at < runs.size(); ++at) put_run(list[at], b, runs[at]);
         }
       },
       e.body);
@@ -766,13 +883,7 @@ static Result<Envelope> decode_root(cp::Envelope::Reader root) {
       auto list = counted(body.getBatch());
       batch.reserve(list.size());
       for (auto m : list) {
-        auto msg = get(m);
-        if (!msg) return msg.error();
-        if (std::holds_alternative<UnknownMessage>(*msg)) {
-          ++e.unknown_messages;
-        } else {
-          batch.push_back(std::move(*msg));
-        }
+        if (Status st = get_into(m, batch, e.unknown_messages); !st.ok()) return st.error();
       }
       e.body = std::move(batch);
       break;

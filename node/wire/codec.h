@@ -99,7 +99,11 @@ struct Envelope {
 // Limits applied when decoding untrusted bytes.
 inline constexpr size_t kMaxEncodedBytes = 16 * 1024 * 1024;
 
-std::string encode(const Envelope& envelope);
+// batch_claims: write each run of consecutive claims of one claimant for one volume and
+// config (of consecutive claim replies for one volume) as one ClaimBatch (ClaimReplyBatch),
+// for a receiver at gossip::kClaimBatchVersion or later.  decode() reads both forms as the
+// same messages.
+std::string encode(const Envelope& envelope, bool batch_claims = false);
 Result<Envelope> decode(std::string_view bytes);
 
 }  // namespace caesium::wire

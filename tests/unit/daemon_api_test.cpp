@@ -125,6 +125,7 @@ TEST_CASE("api status: members, volumes with master and replica flag, epoch") {
   REQUIRE(s["members"].size() >= 1);
   CHECK(s["members"][0]["id"] == "n1");
   CHECK(s["members"][0]["state"] == "alive");
+  CHECK(s["members"][0]["protocol_version"] == gossip::kProtocolVersion);  // what mixed-version peers use
   REQUIRE(s["volumes"].size() == 3);
   CHECK(s["volumes"][0]["name"] == "far");
   CHECK(s["volumes"][0]["replica"] == false);

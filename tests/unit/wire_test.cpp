@@ -78,8 +78,9 @@ schedule::Record random_record(Rng& rng) {
   return r;
 }
 
-CoreMessage random_core(Rng& rng) {
-  switch (rng.below(16)) {
+// A random core message of the kind numbered `kind` below (0: a claim, 1: a claim reply).
+CoreMessage random_core_of(Rng& rng, uint64_t kind) {
+  switch (kind) {
     case 9: {
       StorePush p;
       p.volume = random_text(rng, 8);
@@ -206,6 +207,8 @@ CoreMessage random_core(Rng& rng) {
   }
 }
 
+CoreMessage random_core(Rng& rng) { return random_core_of(rng, rng.below(16)); }
+
 Envelope random_envelope(Rng& rng) {
   Envelope e;
   e.sender = random_text(rng, 16);
@@ -273,13 +276,106 @@ TEST_CASE("every message type round-trips through the codec", "[wire]") {
   }
 }
 
+namespace {
+
+// A batch of core messages with runs of claims of one claimant for one volume and config,
+// and runs of claim replies for one volume, between other messages.
+std::vector<CoreMessage> claim_runs(Rng& rng) {
+  std::vector<CoreMessage> batch;
+  for (uint64_t r = 1 + rng.below(4); r > 0; --r) {
+    CoreMessage first = random_core(rng);
+    if (rng.chance(0.4)) first = random_core_of(rng, 0);
+    if (rng.chance(0.3)) first = random_core_of(rng, 1);
+    batch.push_back(first);
+    for (uint64_t i = rng.below(6); i > 0; --i) {
+      CoreMessage next = random_core_of(rng, first.index() == 1 ? 0 : 1);
+      if (auto* c = std::get_if<schedule::Claim>(&next); c && std::holds_alternative<schedule::Claim>(first)) {
+        const auto& f = std::get<schedule::Claim>(first);
+        c->volume = f.volume;
+        c->claimant = f.claimant;
+        c->config_epoch = f.config_epoch;
+        if (rng.chance(0.9)) c->sets_hash = f.sets_hash;  // else: a different config, another batch
+      } else if (auto* x = std::get_if<schedule::ClaimReply>(&next); x && std::holds_alternative<schedule::ClaimReply>(first)) {
+        x->volume = std::get<schedule::ClaimReply>(first).volume;
+      }
+      batch.push_back(std::move(next));
+    }
+  }
+  return batch;
+}
+
+}  // namespace
+
+TEST_CASE("claim batches decode as the claims and replies they carry, in order", "[wire]") {
+  const uint64_t seed = test_seed();
+  INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
+  Rng rng(seed);
+  size_t smaller = 0;
+  for (int i = 0; i < 1000; ++i) {
+    Envelope e;
+    e.sender = "n1";
+    e.body = claim_runs(rng);
+    const std::string one_by_one = encode(e);
+    const std::string batched = encode(e, true);
+    auto back = decode(batched);
+    REQUIRE(back.ok());
+    REQUIRE(*back == e);
+    auto plain = decode(one_by_one);
+    REQUIRE(plain.ok());
+    REQUIRE(*plain == e);
+    if (batched.size() < one_by_one.size()) ++smaller;
+  }
+  CHECK(smaller > 500);  // most cases hold a run of two or more sharing their fields
+}
+
+TEST_CASE("a master's claims of a loop turn to one replica take fewer bytes as one batch", "[wire]") {
+  Envelope e;
+  e.sender = "n1";
+  std::vector<CoreMessage> claims;
+  std::vector<CoreMessage> replies;
+  for (int i = 0; i < 200; ++i) {
+    schedule::Claim c;
+    c.volume = "orders-eu-west";
+    c.occ = {"tenant-42/caesium/schedule/invoice-" + std::to_string(i), 1'790'000'000'000 + i * 10};
+    c.claimant = {"node-eu-west-1a", 0x1234'5678'9abc'def0};
+    c.worker = "node-eu-west-1b";
+    c.fire_utc_ms = c.occ.scheduled_utc_ms;
+    c.attempt = {1, "f-" + std::to_string(i), c.worker, c.fire_utc_ms - 5000, 1};
+    c.config_epoch = 7;
+    c.sets_hash = 0xfeed'beef;
+    c.entry_version = {1'789'000'000'000 + i, 0, "node-eu-west-1c"};
+    c.lease = 99;
+    claims.emplace_back(c);
+    schedule::ClaimReply r;
+    r.volume = c.volume;
+    r.occ = c.occ;
+    r.holder = c.claimant;
+    r.lease = c.lease;
+    replies.emplace_back(r);
+  }
+  // Claims share their volume, claimant and config; replies their volume only.  Percent of
+  // the one-by-one size a batch takes at most (measured 76% and 89%).
+  for (auto [batch, percent] : {std::pair{&claims, 80}, std::pair{&replies, 92}}) {
+    e.body = *batch;
+    const size_t one_by_one = encode(e).size();
+    const size_t batched = encode(e, true).size();
+    INFO("one by one " << one_by_one << " bytes, batched " << batched);
+    CHECK(batched * 100 < one_by_one * static_cast<size_t>(percent));
+    auto back = decode(encode(e, true));
+    REQUIRE(back.ok());
+    CHECK(*back == e);
+  }
+}
+
 TEST_CASE("hostile bytes never crash the decoder", "[wire]") {
   const uint64_t seed = test_seed();
   INFO("seed " << seed << " (replay: CAESIUM_SEED=" << seed << ")");
   Rng rng(seed);
   size_t rejected = 0;
   for (int i = 0; i < 3000; ++i) {
-    const std::string good = encode(random_envelope(rng));
+    Envelope base = random_envelope(rng);
+    if (rng.chance(0.3)) base.body = claim_runs(rng);
+    const std::string good = encode(base, rng.chance(0.5));
     std::string bad = good;
     switch (rng.below(4)) {
       case 0: bad = random_string(rng, 200); break;

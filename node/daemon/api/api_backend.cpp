@@ -90,6 +90,7 @@ json status_json(const node::Node& node) {
                        {"priority", meta.priority},
                        {"tags", meta.tags},
                        {"config_epoch", meta.config_epoch},
+                       {"protocol_version", meta.protocol_version},
                        {"unfilled_volumes", meta.unfilled_volumes},
                        {"clock_ahead_ms", ahead ? json(*ahead) : json(nullptr)},
                        {"load", {{"running", meta.load.running}, {"queued", meta.load.queued},
