@@ -145,8 +145,36 @@ struct Tracking {};
 // At-most-once, no quorum of the eligible replicas reachable in our view: not fired yet.
 struct Withheld {};
 
+// One round-0 claim in flight, counted in its scheduler's total while it lives: held by
+// Claiming, so whatever ends the phase — a transition, the occurrence forgotten — ends the
+// count too (Scheduler::claims_in_flight_; docs/firing.md, Flow control).
+class InFlight {
+ public:
+  InFlight() = default;
+  explicit InFlight(size_t* count) : count_(count) { ++*count_; }
+  InFlight(InFlight&& other) noexcept : count_(std::exchange(other.count_, nullptr)) {}
+  InFlight& operator=(InFlight&& other) noexcept {
+    if (this != &other) {
+      release();
+      count_ = std::exchange(other.count_, nullptr);
+    }
+    return *this;
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+  ~InFlight() { release(); }
+
+ private:
+  void release() {
+    if (count_ != nullptr) --*count_;
+    count_ = nullptr;
+  }
+  size_t* count_ = nullptr;
+};
+
 // Round 0: "grant o to me and accept my first attempt".
 struct Claiming {
+  InFlight in_flight;
   Ballot ballot;
   AttemptInfo attempt;  // accepted together with the claim; dispatched as is once we own o
   // The round-0 claim went to just enough replicas for a majority; a refusal, a "not
@@ -288,6 +316,11 @@ struct Occ {
   bool timer_armed = false;
   int64_t timer_mono_ms = kNever;
   bool queued = false;  // in the worklist
+  // Flow control (Scheduler::claim_admitted): decided while the claims in flight were at
+  // their bound, o waits in Scheduler::claim_waiters_; let through, it may claim in the
+  // step that follows without waiting again.
+  bool waits_for_claim = false;
+  bool claim_let_through = false;
 
   template <class P>
   bool is() const {

@@ -364,6 +364,7 @@ void Scheduler::touch_volume(const std::string& volume) {
 void Scheduler::drain(Clock now) {
   // A step that changes the phase marks its occurrence again; a cycle of transitions
   // without progress would never end, so the steps of one drain are bounded.
+  if (!claim_waiters_.empty()) admit_claims();
   size_t steps = 0;
   const size_t bound = 64 * (worklist_.size() + 1);
   while (!worklist_.empty()) {
@@ -375,6 +376,7 @@ void Scheduler::drain(Clock now) {
     o.queued = false;
     step(o, now);
     o.fired = 0;
+    o.claim_let_through = false;  // good for the step it was let through for only
     sync_timer(o);
     if (options_.check_invariants) check_occ(o);
     CAESIUM_ASSERT(++steps <= bound);

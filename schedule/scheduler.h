@@ -131,7 +131,9 @@ struct SchedulerOptions {
   // nothing shows progress on it (no owner or worker record) backup_step_ms times its
   // backup rank after the fire time: a master that looks alive but cannot win a claim (a
   // gray failure: its messages to some replicas are lost) would otherwise leave a
-  // connected majority waiting for it (docs/firing.md, Backup deciders).
+  // connected majority waiting for it (docs/firing.md, Backup deciders).  Not while another
+  // process won a claim in the volume within the last backup_step and nobody decided the
+  // occurrence yet: that master is behind (a burst past capacity), not stuck.
   int64_t backup_step_ms = 5'000;
   // A claim's grants (and a new attempt's acceptances) count for a dispatch only within
   // this long of when the claimant began asking for them; a replica holds back its
@@ -140,6 +142,12 @@ struct SchedulerOptions {
   // acknowledged a delete, no claim granted before it can still be dispatched
   // (docs/firing.md, Deletes and edits).
   int64_t claim_lease_ms = 2'000;
+  // Flow control: the most round-0 claims this process has in flight at once; an
+  // occurrence decided while that many are open waits, in the order decided, for one to
+  // end (docs/firing.md, Flow control).  Past the cluster's capacity a burst then queues
+  // on the master instead of in the replicas' streams, where answers older than the claim
+  // lease would not count and would be asked for again.  0: no bound.
+  int64_t max_claims_in_flight = 4'096;
   // Check the protocol's invariants after every input (the simulator and debug builds;
   // costs a look at every occurrence an input touched).
   bool check_invariants = false;
@@ -542,6 +550,11 @@ class Scheduler {
   bool decide_from_owner_records(Occ& o, const Entry& e, Clock now);
   bool decide_from_holder(Occ& o, const Entry& e, Clock now);
   void decide_fresh(Occ& o, const Entry& e, Clock now);
+  // Flow control: o may start a round-0 claim now (fewer than max_claims_in_flight open
+  // and nobody waiting before it, or let through by admit_claims); otherwise it waits in
+  // claim_waiters_.  admit_claims lets waiters through, in order, as claims end.
+  bool claim_admitted(Occ& o);
+  void admit_claims();
   // At-most-once, its owner or claimant vanished: prepare a higher round when a quorum is
   // reachable; otherwise wait for one (a peer change or the window end brings us back).
   void take_over_or_wait(Occ& o, const Entry& e, Clock now);
@@ -817,6 +830,9 @@ class Scheduler {
   std::map<std::string, std::pair<uint64_t, int64_t>> sets_since_;
   std::set<std::string> masters_;
   std::map<std::string, uint32_t> backup_ranks_;  // volume -> this node's rank after the master (0: none)
+  // volume -> the latest decided_utc_ms of an owner record another process wrote after winning
+  // a claim (FirePath::kQuorum): a decider of the volume is getting somewhere (Scheduler::deciding).
+  std::map<std::string, int64_t> decider_progress_utc_;
   bool active_ = false;
   bool leaving_ = false;  // leave(): held runs dropped, prepared dispatches refused
   int64_t active_since_mono_ms_ = 0;  // set_active(true): backups count from here at the earliest
@@ -834,6 +850,10 @@ class Scheduler {
   std::vector<InternedEntry> interned_;
   std::vector<uint32_t> free_interned_;  // ids with refs == 0, reused latest first
   SlotIndex interned_ids_;  // finds an id of interned_ by (volume, entry key)
+  // Round-0 claims in flight (firing::InFlight counts them; declared before occs_, which
+  // holds them, so it outlives them) and the occurrences waiting for one to end, in order.
+  size_t claims_in_flight_ = 0;
+  std::deque<uint64_t> claim_waiters_;  // Occ::serial
   std::map<OccKey, Occ> occs_;
   std::unordered_map<uint64_t, Occ*> occ_by_serial_;  // occs_' values stay put until forgotten
   uint64_t next_serial_ = 1;

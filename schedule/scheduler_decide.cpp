@@ -54,6 +54,20 @@ bool Scheduler::deciding(Occ& o, Clock now) {
     set_deadline(o, Deadline::kBackup, at);
     return false;
   }
+  // A decider that is behind is not one that is stuck.  Past the cluster's capacity the
+  // master queues the burst on itself (flow control) and reaches o late; backups stepping
+  // in then would only add rival claims and rounds to the load.  So while nobody decided o
+  // yet (no owner record) and another process of this volume won a claim within the last
+  // backup_step, the backup holds off.  A master that cannot win a claim — the gray failure
+  // backups are for — writes no such record.
+  if (o.owner_records.empty()) {
+    auto progress = decider_progress_utc_.find(o.volume);
+    if (progress != decider_progress_utc_.end() && progress->second > now.utc_ms - options_.backup_step_ms) {
+      mark(Mark::kBackupWaitsForBusyMaster);
+      set_deadline(o, Deadline::kBackup, std::max(now.mono_ms + 1, utc_to_mono(progress->second + options_.backup_step_ms)));
+      return false;
+    }
+  }
   mark(Mark::kBackupDecides);
   o.backup = true;
   clear_deadline(o, Deadline::kBackup);
@@ -189,6 +203,7 @@ void Scheduler::decide_fresh(Occ& o, const Entry& e, Clock now) {
   }
   if (overlap_stops(o, e, now)) return;
   if (quorum_reachable(o.volume, e)) {
+    if (!claim_admitted(o)) return;
     to_claiming(o, e, now);
   } else if (!o.at_most_once) {
     to_owned_from_idle(o, e, FirePath::kDegraded, now);
@@ -196,6 +211,44 @@ void Scheduler::decide_fresh(Occ& o, const Entry& e, Clock now) {
     if (o.is<firing::Tracking>()) to_withheld_from_tracking(o, now);
     // Until quorum returns (a peer change) or the window closes.
     set_deadline(o, Deadline::kWindow, utc_to_mono(due_utc_ms(o) + e.misfire_window_ms) + 1);
+  }
+}
+
+// Past the cluster's capacity, claims sent faster than the replicas answer queue in the
+// streams; answered after the claim lease, they do not count and are asked again, and the
+// burst's own retries multiply its traffic.  So at most max_claims_in_flight round-0
+// claims are open at once and the rest wait here, in the order decided: the claims then
+// move at the pace the answers come back (docs/firing.md, Flow control).  Waiting changes
+// no vote: a waiting occurrence is decided again when let through, from the start.
+bool Scheduler::claim_admitted(Occ& o) {
+  if (o.claim_let_through) {
+    o.claim_let_through = false;
+    return true;
+  }
+  const auto bound = static_cast<size_t>(options_.max_claims_in_flight);
+  if (bound == 0 || (claims_in_flight_ < bound && claim_waiters_.empty())) return true;
+  if (!o.waits_for_claim) {
+    mark(Mark::kClaimWaitsForSlot);
+    o.waits_for_claim = true;
+    claim_waiters_.push_back(o.serial);
+  }
+  return false;
+}
+
+void Scheduler::admit_claims() {
+  size_t let_through = 0;
+  const auto bound = static_cast<size_t>(options_.max_claims_in_flight);
+  while (!claim_waiters_.empty() && (bound == 0 || claims_in_flight_ + let_through < bound)) {
+    const uint64_t serial = claim_waiters_.front();
+    claim_waiters_.pop_front();
+    auto it = occ_by_serial_.find(serial);
+    if (it == occ_by_serial_.end() || !it->second->waits_for_claim) continue;  // forgotten, or gone on
+    Occ& o = *it->second;
+    o.waits_for_claim = false;
+    if (!o.idle()) continue;  // decided otherwise meanwhile (another's record, say)
+    o.claim_let_through = true;
+    ++let_through;
+    touch(o);
   }
 }
 

@@ -55,6 +55,7 @@ Result<NodeProcessOptions> read_options(const toml::table& table, const std::str
     s.occurrence_retention_ms = r.duration("occurrence_retention").value_or(s.occurrence_retention_ms);
     s.prepare_ahead_ms = r.duration("prepare_ahead").value_or(s.prepare_ahead_ms);
     s.backup_step_ms = r.duration("backup_step").value_or(s.backup_step_ms);
+    s.max_claims_in_flight = r.integer("max_claims_in_flight", 0, 10'000'000).value_or(s.max_claims_in_flight);
     // The firing core's invariants after every input (SchedulerOptions::check_invariants):
     // on in the simulator unless a scenario turns them off (a benchmark).
     s.check_invariants = r.boolean("check_invariants").value_or(true);

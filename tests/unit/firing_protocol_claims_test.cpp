@@ -2,6 +2,8 @@
 // through the hand-timed harness (tests/unit/firing_harness.h).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "tests/unit/firing_harness.h"
 
 using namespace caesium;
@@ -326,4 +328,44 @@ TEST_CASE("firing protocol: misfire policies skip, fire_once and fire_all on lat
       CHECK(ran == std::vector<int64_t>{t0 + 2'000, t0 + 4'000, t0 + 6'000, t0 + 8'000, t0 + 10'000});
       break;
   }
+}
+
+// Rule (flow control): a master has at most max_claims_in_flight round-0 claims open; the
+// occurrences it decides past that wait, in the order decided, and each claims once an
+// earlier claim ends.  Every one runs, once, and no vote is asked twice for it.
+TEST_CASE("firing protocol: a master keeps at most max_claims_in_flight claims open, the rest wait in order",
+          "[firing][claims]") {
+  const Semantics semantics = GENERATE(Semantics::at_most_once, Semantics::at_least_once);
+  ClusterOptions options = at_instant();
+  options.scheduler.max_claims_in_flight = 2;
+  Cluster c(options);
+  c.make_master("n1");
+  std::vector<OccurrenceId> occs;
+  for (int i = 0; i < 10; ++i) {
+    const Entry e = one_shot("flow-" + std::to_string(i), kF + i, semantics);
+    c.put_entry(e);
+    occs.push_back(occ_of(e, kF + i));
+  }
+  // Claimed occurrences, in the order their first claim left n1.
+  auto claimed = [&] {
+    std::vector<OccurrenceId> order;
+    for (const auto& p : c.sent("n1", "*", claims(ClaimKind::kClaim))) {
+      const OccurrenceId& occ = p.as<Claim>()->occ;
+      if (std::find(order.begin(), order.end(), occ) == order.end()) order.push_back(occ);
+    }
+    return order;
+  };
+
+  // Every occurrence is due within 10 ms; no claim is answered within the first 1 ms.
+  c.advance_until_t(c.t_at("n1", kF + 9));
+  INFO(c.dump());
+  CHECK(claimed().size() == 2);
+  CHECK(c.sched("n1").counters().owned_quorum == 0);
+
+  c.run_for(10'000);
+  CHECK(claimed() == occs);  // in the order decided (here: of their fire times)
+  for (const auto& occ : occs) CHECK(c.runs_of(occ).size() == 1);
+  CHECK(c.sched("n1").counters().owned_quorum == occs.size());
+  // Thrifty claims, none asked twice: n1's own vote and one peer's, per occurrence.
+  CHECK(c.sent("n1", "*", claims(ClaimKind::kClaim)).size() == 2 * occs.size());
 }

@@ -162,6 +162,7 @@ void read_scheduler(TomlReader& top, schedule::SchedulerOptions& s) {
   set_if(r->duration("prepare_ahead"), s.prepare_ahead_ms);
   set_if(r->duration("backup_step", 100), s.backup_step_ms);
   set_if(r->duration("claim_lease", 100), s.claim_lease_ms);
+  set_if(r->integer("max_claims_in_flight", 0, 10'000'000), s.max_claims_in_flight);
   r->finish();
   if (s.prepare_ahead_ms > 10 * kMsPerMinute) {
     r->fail("prepare_ahead", "at most 10m: a burst is prepared in seconds, and every prepared run is held in memory");
