@@ -147,7 +147,7 @@ struct Withheld {};
 
 // One round-0 claim in flight, counted in its scheduler's total while it lives: held by
 // Claiming, so whatever ends the phase — a transition, the occurrence forgotten — ends the
-// count too (Scheduler::claims_in_flight_; docs/firing.md, Flow control).
+// count too (Scheduler::ClaimFlow::in_flight; docs/firing.md, Flow control).
 class InFlight {
  public:
   InFlight() = default;
@@ -317,7 +317,7 @@ struct Occ {
   int64_t timer_mono_ms = kNever;
   bool queued = false;  // in the worklist
   // Flow control (Scheduler::claim_admitted): decided while the claims in flight were at
-  // their bound, o waits in Scheduler::claim_waiters_; let through, it may claim in the
+  // their bound, o waits in its volume's Scheduler::ClaimFlow; let through, it may claim in the
   // step that follows without waiting again.
   bool waits_for_claim = false;
   bool claim_let_through = false;

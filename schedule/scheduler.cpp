@@ -364,7 +364,7 @@ void Scheduler::touch_volume(const std::string& volume) {
 void Scheduler::drain(Clock now) {
   // A step that changes the phase marks its occurrence again; a cycle of transitions
   // without progress would never end, so the steps of one drain are bounded.
-  if (!claim_waiters_.empty()) admit_claims();
+  if (claims_waiting_) admit_claims();
   size_t steps = 0;
   const size_t bound = 64 * (worklist_.size() + 1);
   while (!worklist_.empty()) {

@@ -142,9 +142,9 @@ struct SchedulerOptions {
   // acknowledged a delete, no claim granted before it can still be dispatched
   // (docs/firing.md, Deletes and edits).
   int64_t claim_lease_ms = 2'000;
-  // Flow control: the most round-0 claims this process has in flight at once; an
-  // occurrence decided while that many are open waits, in the order decided, for one to
-  // end (docs/firing.md, Flow control).  Past the cluster's capacity a burst then queues
+  // Flow control: the most round-0 claims this process has in flight at once in one
+  // volume; an occurrence decided while that many are open waits, in the order decided,
+  // for one to end (docs/firing.md, Flow control).  Past the cluster's capacity a burst then queues
   // on the master instead of in the replicas' streams, where answers older than the claim
   // lease would not count and would be asked for again.  0: no bound.
   int64_t max_claims_in_flight = 4'096;
@@ -550,9 +550,10 @@ class Scheduler {
   bool decide_from_owner_records(Occ& o, const Entry& e, Clock now);
   bool decide_from_holder(Occ& o, const Entry& e, Clock now);
   void decide_fresh(Occ& o, const Entry& e, Clock now);
-  // Flow control: o may start a round-0 claim now (fewer than max_claims_in_flight open
-  // and nobody waiting before it, or let through by admit_claims); otherwise it waits in
-  // claim_waiters_.  admit_claims lets waiters through, in order, as claims end.
+  // Flow control: o may start a round-0 claim now (fewer than max_claims_in_flight open in
+  // its volume and nobody waiting before it, or let through by admit_claims); otherwise it
+  // waits in its volume's ClaimFlow.  admit_claims lets waiters through, in order, as
+  // claims end.
   bool claim_admitted(Occ& o);
   void admit_claims();
   // At-most-once, its owner or claimant vanished: prepare a higher round when a quorum is
@@ -850,10 +851,17 @@ class Scheduler {
   std::vector<InternedEntry> interned_;
   std::vector<uint32_t> free_interned_;  // ids with refs == 0, reused latest first
   SlotIndex interned_ids_;  // finds an id of interned_ by (volume, entry key)
-  // Round-0 claims in flight (firing::InFlight counts them; declared before occs_, which
-  // holds them, so it outlives them) and the occurrences waiting for one to end, in order.
-  size_t claims_in_flight_ = 0;
-  std::deque<uint64_t> claim_waiters_;  // Occ::serial
+  // Per volume: round-0 claims in flight (firing::InFlight counts them) and the occurrences
+  // waiting for one to end, in order.  Per volume, so that claims stuck behind replicas
+  // that do not answer hold up only the occurrences that need those replicas.  Declared
+  // before occs_, which holds the counters' InFlight tokens, so it outlives them; entries
+  // are never erased (their addresses stay valid).
+  struct ClaimFlow {
+    size_t in_flight = 0;
+    std::deque<uint64_t> waiters;  // Occ::serial
+  };
+  std::map<std::string, ClaimFlow> claim_flow_;
+  bool claims_waiting_ = false;  // some ClaimFlow::waiters is not empty
   std::map<OccKey, Occ> occs_;
   std::unordered_map<uint64_t, Occ*> occ_by_serial_;  // occs_' values stay put until forgotten
   uint64_t next_serial_ = 1;

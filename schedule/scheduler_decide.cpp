@@ -226,29 +226,36 @@ bool Scheduler::claim_admitted(Occ& o) {
     return true;
   }
   const auto bound = static_cast<size_t>(options_.max_claims_in_flight);
-  if (bound == 0 || (claims_in_flight_ < bound && claim_waiters_.empty())) return true;
+  if (bound == 0) return true;
+  ClaimFlow& flow = claim_flow_[o.volume];
+  if (flow.in_flight < bound && flow.waiters.empty()) return true;
   if (!o.waits_for_claim) {
     mark(Mark::kClaimWaitsForSlot);
     o.waits_for_claim = true;
-    claim_waiters_.push_back(o.serial);
+    flow.waiters.push_back(o.serial);
+    claims_waiting_ = true;
   }
   return false;
 }
 
 void Scheduler::admit_claims() {
-  size_t let_through = 0;
   const auto bound = static_cast<size_t>(options_.max_claims_in_flight);
-  while (!claim_waiters_.empty() && (bound == 0 || claims_in_flight_ + let_through < bound)) {
-    const uint64_t serial = claim_waiters_.front();
-    claim_waiters_.pop_front();
-    auto it = occ_by_serial_.find(serial);
-    if (it == occ_by_serial_.end() || !it->second->waits_for_claim) continue;  // forgotten, or gone on
-    Occ& o = *it->second;
-    o.waits_for_claim = false;
-    if (!o.idle()) continue;  // decided otherwise meanwhile (another's record, say)
-    o.claim_let_through = true;
-    ++let_through;
-    touch(o);
+  claims_waiting_ = false;
+  for (auto& [volume, flow] : claim_flow_) {
+    size_t let_through = 0;
+    while (!flow.waiters.empty() && (bound == 0 || flow.in_flight + let_through < bound)) {
+      const uint64_t serial = flow.waiters.front();
+      flow.waiters.pop_front();
+      auto it = occ_by_serial_.find(serial);
+      if (it == occ_by_serial_.end() || !it->second->waits_for_claim) continue;  // forgotten, or gone on
+      Occ& o = *it->second;
+      o.waits_for_claim = false;
+      if (!o.idle()) continue;  // decided otherwise meanwhile (another's record, say)
+      o.claim_let_through = true;
+      ++let_through;
+      touch(o);
+    }
+    claims_waiting_ = claims_waiting_ || !flow.waiters.empty();
   }
 }
 

@@ -36,7 +36,7 @@ void Scheduler::to_claiming(Occ& o, const Entry& e, Clock now) {
   ++o.claim_rounds;
   o.my_round = 0;
   firing::Claiming c;
-  c.in_flight = firing::InFlight(&claims_in_flight_);
+  c.in_flight = firing::InFlight(&claim_flow_[o.volume].in_flight);
   c.ballot.clear(now.mono_ms);
   const uint32_t n = next_attempt_number(o);
   c.attempt = AttemptInfo{n, make_fire_id(o.volume, o.id, self_, n), choose_worker(o, e, {}, now).value_or(""),
