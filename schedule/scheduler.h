@@ -131,9 +131,7 @@ struct SchedulerOptions {
   // nothing shows progress on it (no owner or worker record) backup_step_ms times its
   // backup rank after the fire time: a master that looks alive but cannot win a claim (a
   // gray failure: its messages to some replicas are lost) would otherwise leave a
-  // connected majority waiting for it (docs/firing.md, Backup deciders).  Not while another
-  // process won a claim in the volume within the last backup_step and nobody decided the
-  // occurrence yet: that master is behind (a burst past capacity), not stuck.
+  // connected majority waiting for it (docs/firing.md, Backup deciders).
   int64_t backup_step_ms = 5'000;
   // A claim's grants (and a new attempt's acceptances) count for a dispatch only within
   // this long of when the claimant began asking for them; a replica holds back its
@@ -831,9 +829,6 @@ class Scheduler {
   std::map<std::string, std::pair<uint64_t, int64_t>> sets_since_;
   std::set<std::string> masters_;
   std::map<std::string, uint32_t> backup_ranks_;  // volume -> this node's rank after the master (0: none)
-  // volume -> the latest decided_utc_ms of an owner record another process wrote after winning
-  // a claim (FirePath::kQuorum): a decider of the volume is getting somewhere (Scheduler::deciding).
-  std::map<std::string, int64_t> decider_progress_utc_;
   bool active_ = false;
   bool leaving_ = false;  // leave(): held runs dropped, prepared dispatches refused
   int64_t active_since_mono_ms_ = 0;  // set_active(true): backups count from here at the earliest

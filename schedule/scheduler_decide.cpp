@@ -54,20 +54,6 @@ bool Scheduler::deciding(Occ& o, Clock now) {
     set_deadline(o, Deadline::kBackup, at);
     return false;
   }
-  // A decider that is behind is not one that is stuck.  Past the cluster's capacity the
-  // master queues the burst on itself (flow control) and reaches o late; backups stepping
-  // in then would only add rival claims and rounds to the load.  So while nobody decided o
-  // yet (no owner record) and another process of this volume won a claim within the last
-  // backup_step, the backup holds off.  A master that cannot win a claim — the gray failure
-  // backups are for — writes no such record.
-  if (o.owner_records.empty()) {
-    auto progress = decider_progress_utc_.find(o.volume);
-    if (progress != decider_progress_utc_.end() && progress->second > now.utc_ms - options_.backup_step_ms) {
-      mark(Mark::kBackupWaitsForBusyMaster);
-      set_deadline(o, Deadline::kBackup, std::max(now.mono_ms + 1, utc_to_mono(progress->second + options_.backup_step_ms)));
-      return false;
-    }
-  }
   mark(Mark::kBackupDecides);
   o.backup = true;
   clear_deadline(o, Deadline::kBackup);

@@ -22,10 +22,6 @@ void Scheduler::on_owner_record(const std::string& volume, const ParsedOccKey& k
   }
   // Records of occurrences past retention are not worth tracking.
   if (k.occ.scheduled_utc_ms < now.utc_ms - options_.occurrence_retention_ms) return;
-  if (rec->owner != self_ && rec->path == FirePath::kQuorum) {
-    int64_t& progress = decider_progress_utc_[volume];
-    progress = std::max(progress, rec->decided_utc_ms);
-  }
   Occ& o = existing ? *existing : track(volume, k.occ, now);
   o.owner_records[k.suffix] = std::move(rec).value();
   if (!o.is<firing::Owned>() && !o.finished()) touch(o);
