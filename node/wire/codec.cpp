@@ -711,10 +711,6 @@ Result<CoreMessage> get(cp::CoreMessage::Reader r) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // One element of an encoded batch: a message, or (batch_claims) a run of consecutive
 // claims of one claimant for one volume under one config, or of consecutive claim replies
 // for one volume, written as one ClaimBatch / ClaimReplyBatch.
