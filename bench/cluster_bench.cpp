@@ -59,6 +59,7 @@
 #include "bench/cluster_harness.h"
 #include "bench/registry.h"
 #include "bench/timer_floor.h"
+#include "node/cli/allocator.h"
 
 namespace caesium::bench {
 namespace {
@@ -228,6 +229,9 @@ int run_cluster(const Args& args) {
   const int64_t prepare_ahead_ms = effective_prepare_ahead(prepare_ahead_given);
   const std::string which = args.get("semantics", "both");
   const std::string binary = args.get("bin", default_binary());
+  // The nodes' allocator (their binary's `caesium version`) and the baseline's (this one's).
+  const std::string node_allocator = binary_allocator(binary);
+  const std::string floor_allocator = cli::allocator_name();
   const std::string base = args.get("dir", fs::temp_directory_path().string());
   const std::string anchor = args.get("anchor", "");
   const std::string anchor_dir = args.get("anchor-dir", CAESIUM_BENCH_ANCHORS_DIR);
@@ -292,6 +296,7 @@ int run_cluster(const Args& args) {
     j["window_ms"] = window_ms;
     j["nodes"] = 3;
     j["prepare_ahead_ms"] = prepare_ahead_ms;
+    j["allocator"] = {{"nodes", node_allocator}, {"baseline", floor_allocator}};
     j["anchor"] = with_anchor ? peer.raw : nlohmann::json(nullptr);  // null: no peer measured in this run
     if (with_floor) {
       j["baseline"] = {{"system", "one process, durable firing records, no replicas (timer-floor)"},
@@ -323,9 +328,9 @@ int run_cluster(const Args& args) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("cluster: 3 nodes on loopback, %lld one-shot entries due within %lld ms, handler log (noop + a line), "
-                "prepare_ahead %lld ms\n\n",
+                "prepare_ahead %lld ms; allocator: nodes %s, baseline %s\n\n",
                 static_cast<long long>(entries), static_cast<long long>(window_ms),
-                static_cast<long long>(prepare_ahead_ms));
+                static_cast<long long>(prepare_ahead_ms), node_allocator.c_str(), floor_allocator.c_str());
     std::printf("%-14s %9s %6s %7s %9s %9s %9s %11s %12s\n", "semantics", "occ/s", "dups", "misses", "late p50",
                 "late p99", "late max", "API puts/s", "MiB/1M ent.");
     for (const auto& f : all) {

@@ -240,6 +240,21 @@ std::string default_binary() {
 }
 
 
+std::string binary_allocator(const std::string& binary) {
+  const std::string command = "'" + binary + "' version 2>/dev/null";
+  FILE* p = ::popen(command.c_str(), "r");
+  if (p == nullptr) return "unknown";
+  std::string out;
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  ::pclose(p);
+  const std::string marker = "allocator: ";
+  const size_t at = out.find(marker);
+  if (at == std::string::npos) return "unknown";
+  const size_t end = out.find('\n', at);
+  return out.substr(at + marker.size(), end == std::string::npos ? std::string::npos : end - at - marker.size());
+}
+
 std::vector<std::string> semantics_of(const std::string& which) {
   std::vector<std::string> out;
   if (which == "both" || which == "at_least_once") out.push_back("at_least_once");

@@ -311,6 +311,8 @@ int64_t rss_sum(const Cluster& c, const std::string& field = "VmRSS");
 std::vector<std::string> semantics_of(const std::string& which);
 // The caesium binary beside this program's build, or "caesium" from the PATH.
 std::string default_binary();
+// The allocator `binary version` names ("mimalloc 2.0.9", "glibc malloc"), or "unknown".
+std::string binary_allocator(const std::string& binary);
 // Runs bench/anchors/<name>/run.sh with `args` (already quoted) and parses the one JSON
 // object it prints on its last line.
 bool run_anchor_runner(const std::string& dir, const std::string& name, const std::string& args, nlohmann::json& out,

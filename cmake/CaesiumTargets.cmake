@@ -51,3 +51,12 @@ function(caesium_library name)
   caesium_warnings(${name})
   caesium_pch(${name})
 endfunction()
+
+# A binary's allocator: mimalloc when CAESIUM_MIMALLOC is on (node/cli/allocator.h names
+# it; only the main files of the binaries include that header).
+function(caesium_allocator target)
+  if(CAESIUM_MIMALLOC)
+    target_link_libraries(${target} PRIVATE mimalloc)
+    target_compile_definitions(${target} PRIVATE CAESIUM_MIMALLOC=1)
+  endif()
+endfunction()

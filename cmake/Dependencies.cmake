@@ -13,6 +13,9 @@ find_package(tomlplusplus REQUIRED)
 find_package(date REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)  # header-only; Debian's is 2.1
+if(CAESIUM_MIMALLOC)
+  find_package(mimalloc 2 CONFIG REQUIRED)  # libmimalloc-dev: target `mimalloc`
+endif()
 if(CAESIUM_TESTS)
   find_package(Catch2 2 REQUIRED)
   include(Catch)

@@ -22,7 +22,7 @@ std::unique_ptr<CLI::App> caesium_app(Io& io, int& exit_code) {
   add_sim_command(*app, io, exit_code);
   CLI::App* version = app->add_subcommand("version", "print the version");
   version->callback([&io, &exit_code] {
-    io.out << kVersion << "\n";
+    io.out << kVersion << "\n" << "allocator: " << io.allocator << "\n";
     exit_code = 0;
   });
   CLI::App* help = app->add_subcommand("help", "print this help (as --help does)");

@@ -38,6 +38,9 @@ struct Io {
   // glibc tunables (node, sim).  Tests leave it empty, and nothing runs again.
   int argc = 0;
   char** argv = nullptr;
+  // The binary's allocator (node/cli/allocator.h): `caesium version` names it, and the
+  // glibc tunables that `node` and `sim` run themselves again with apply only to glibc's.
+  std::string allocator = "glibc malloc";
 };
 
 // Each adds its command(s) to `root`; the callback of the command that runs stores its

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "node/cli/allocator.h"
 #include "node/cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
                             .count();
                       },
                       argc,
-                      argv};
+                      argv,
+                      caesium::cli::allocator_name()};
   return caesium::cli::run_caesium(std::vector<std::string>(argv + 1, argv + argc), io);
 }

@@ -27,7 +27,8 @@ namespace {
 // consolidating fast bins whenever a larger block was asked for): ~20% of the nodes' CPU
 // in `caesium-bench cluster`.  A cache of 16,000 per size serves them from the cache:
 // ~10-20% less CPU per occurrence in interleaved A/B runs, no more resident memory
-// (docs/operations.md, *Memory allocator*).
+// (docs/operations.md, *Memory allocator*).  A binary linked with mimalloc (the default
+// build, CAESIUM_MIMALLOC) does not use glibc's malloc, and does not run itself again.
 constexpr const char* kNodeTunables = "glibc.malloc.tcache_count=16000";
 
 struct NodeOptions {
@@ -38,7 +39,7 @@ struct NodeOptions {
 
 int run_node(const NodeOptions& o, Io& io) {
   using namespace caesium::daemon;
-  if (io.argv != nullptr) rerun_with_glibc_tunables(kNodeTunables, io.argc - 1, io.argv + 1);
+  if (io.argv != nullptr && io.allocator == "glibc malloc") rerun_with_glibc_tunables(kNodeTunables, io.argc - 1, io.argv + 1);
   RuntimeOptions options;
   options.install_signal_handlers = true;
   options.first_start = o.first_start;

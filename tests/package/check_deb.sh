@@ -2,7 +2,8 @@
 # Builds the .deb from a configured and built tree, installs it with dpkg -i on this
 # machine, and checks what an operator would get:
 #   - Depends names the Debian packages of the linked libraries (dpkg-shlibdeps);
-#   - /usr/bin/caesium --version answers the project's version;
+#   - /usr/bin/caesium --version answers the project's version, and `caesium version` names
+#     mimalloc as its allocator;
 #   - the unit passes `systemd-analyze verify` and has the settings docs/install.md
 #     promises (dedicated user, StateDirectory, Restart=on-failure, a stop timeout, reload);
 #   - the caesium user exists;
@@ -49,7 +50,7 @@ deb="$(ls "$work"/pkg/caesium_*.deb)"
 echo "$deb"
 depends="$(dpkg-deb -f "$deb" Depends)"
 echo "Depends: $depends"
-for lib in libc6 libstdc++6 libuv1 libsodium23 liblmdb0 libcurl4 libssl3 passwd; do
+for lib in libc6 libstdc++6 libuv1 libsodium23 liblmdb0 libcurl4 libssl3 libmimalloc2.0 passwd; do
   grep -q "\b$lib\b" <<<"$depends" || fail "Depends lacks $lib"
 done
 dpkg-deb -c "$deb" >"$work/contents"
@@ -61,6 +62,9 @@ version="$(sed -n 's/^project(caesium VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt
 got="$(/usr/bin/caesium --version)"
 echo "/usr/bin/caesium --version: $got"
 grep -q "$version" <<<"$got" || fail "--version says '$got', not $version"
+allocator="$(/usr/bin/caesium version | sed -n 's/^allocator: //p')"
+echo "/usr/bin/caesium version: allocator $allocator"
+grep -q "^mimalloc " <<<"$allocator" || fail "the packaged binary runs on '$allocator', not mimalloc"
 getent passwd caesium >/dev/null || fail "no caesium user"
 [ -f /etc/caesium/node.toml ] || fail "no /etc/caesium/node.toml"
 [ -f /usr/share/doc/caesium/README.install ] || fail "no install note"

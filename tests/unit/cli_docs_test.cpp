@@ -151,3 +151,12 @@ TEST_CASE("the docs check bites: a missing option or command is seen", "[cli][do
   CHECK(docs.at("cron next") == std::set<std::string>{"-n", "--count"});
   CHECK(docs.at("put") != parser.at("put"));
 }
+
+TEST_CASE("caesium version names the version and the binary's allocator", "[cli]") {
+  caesium::test::FakeCli cli;
+  const caesium::test::CliRun r = cli.run({"version"});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("caesium 0.") == 0);
+  // The in-process Io of the tests says glibc's; the binary's main.cpp names its own.
+  CHECK(r.out.find("\nallocator: glibc malloc\n") != std::string::npos);
+}
