@@ -299,7 +299,9 @@ int64_t Scheduler::ack_hold_until_mono(const std::string& volume, const std::str
   for (auto it = occs_.lower_bound(OccKey{*id, INT64_MIN}); it != occs_.end() && it->first.entry == *id; ++it) {
     const Occ& o = it->second;
     hold = std::max(hold, prepared_hold_mono(it->first, o, written_mono_ms));
-    if (o.granted_mono_ms == 0 || o.finished() || o.granted_mono_ms + ack_hold_ms() <= hold) continue;
+    // Finished here or not: the write being acknowledged may be what finished o on this
+    // node (a delete skips it), while the grant still counts at its claimant.
+    if (o.granted_mono_ms == 0 || o.granted_mono_ms + ack_hold_ms() <= hold) continue;
     auto v = votes_.find(it->first);
     if (v != votes_.end() && v->second.has_accepted && o.worker_records.count(v->second.accepted.fire_id) > 0) continue;
     hold = o.granted_mono_ms + ack_hold_ms();
@@ -317,7 +319,12 @@ int64_t Scheduler::ack_hold_until_mono(const std::string& volume, const std::str
 // meets every majority that accepted the attempt — stops the run (docs/firing.md,
 // Preparing ahead).
 int64_t Scheduler::prepared_hold_mono(const OccKey& key, const Occ& o, int64_t written_mono_ms) const {
-  if (options_.prepare_ahead_ms == 0 || o.finished() || o.granted_mono_ms > written_mono_ms) return 0;
+  // Whether o is finished on this node does not matter: the vote does.  The write itself
+  // finishes o here (a delete skips it) before this replica acknowledges it, and the
+  // attempt this vote accepted still starts at its worker (swarm seed 7277: the replica
+  // that took a delete had accepted the prepared attempt, skipped o, and acknowledged at
+  // once; with a replica that never accepted it that made a majority before F).
+  if (options_.prepare_ahead_ms == 0 || o.granted_mono_ms > written_mono_ms) return 0;
   const auto v = votes_.find(key);
   if (v == votes_.end() || !v->second.has_accepted || v->second.ended) return 0;
   if (auto w = o.worker_records.find(v->second.accepted.fire_id); w != o.worker_records.end()) {

@@ -201,6 +201,8 @@ class World {
   // Node index by id; -1 when unknown.
   int64_t index_of(const std::string& id) const;
   bool is_up(uint32_t node) const { return nodes_[node].up; }
+  // When the node's current process started (a restart starts a new one).  REQUIRES: up.
+  int64_t up_since_ms(uint32_t node) const { return nodes_[node].up_since_ms; }
   bool is_slow(uint32_t node) const;
   uint32_t generation(uint32_t node) const { return nodes_[node].generation; }
   node::Clock clock_of(uint32_t node) const;

@@ -40,7 +40,10 @@ bool reaches_majority(const World& world, uint32_t node, const std::vector<std::
     const int64_t ri = world.index_of(r);
     if (ri < 0) continue;
     const auto rn = static_cast<uint32_t>(ri);
-    if (rn == node || (world.is_up(rn) && world.links().can_send(node, rn) && world.links().can_send(rn, node))) ++reach;
+    if (rn == node || (world.is_up(rn) && world.now_ms() - world.up_since_ms(rn) >= kViewSettleMs &&
+                       world.links().can_send(node, rn) && world.links().can_send(rn, node))) {
+      ++reach;
+    }
   }
   return reach * 2 > eligible.size();
 }

@@ -50,12 +50,16 @@ std::vector<std::string> eligible_replicas(const World& world, const schedule::E
                                            const std::vector<std::string>& replicas);
 
 // Whether `node` reaches a majority of `eligible` now: itself, and the others up with
-// links open both ways (ground truth).
+// links open both ways (ground truth), each process up for kViewSettleMs at least — a
+// replica that (re)started just now could not have answered a claim the decider gave up
+// on a moment ago (swarm seed 7831: an at-least-once owner fired degraded, after
+// claim_give_up, the instant the replica holding a delete came back from a restart).
 bool reaches_majority(const World& world, uint32_t node, const std::vector<std::string>& eligible);
 
 // A node's view, and its stream connections (their reconnect backoff), need this long to
 // learn of a change of links — a heal most of all: a decision within it of the last change
-// is judged as if the links had not changed yet.
+// is judged as if the links had not changed yet.  Likewise for a peer's process that
+// started within it.
 inline constexpr int64_t kViewSettleMs = 10'000;
 
 // Whether the node deciding about `entry` of `volume` could ask a majority now: a majority
