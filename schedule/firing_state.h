@@ -202,6 +202,10 @@ struct Preparing {
   // Promisers that never said yes to a go ask of o (ClaimReply::went false): with a
   // majority of them, no prepared attempt of an earlier round can ever start.
   std::set<std::string> never_went;
+  // How long o had been deferred to a stalled owner record when this round began
+  // (Occ::owner_deferred_since_mono_ms): a round that meets a rival's and backs off keeps
+  // it, so the next round waits out the backoff alone, not another owner_stall.
+  int64_t owner_deferred_since_mono_ms = 0;
 };
 
 // This process owns o: it drives attempts until one runs.

@@ -724,8 +724,11 @@ class Scheduler {
   static bool no_majority_left(const std::set<std::string>& out, const QuorumSets& sets);
   // The ballot's refusals leave some quorum set short of a majority; with
   // `unreachable_lost`, counting the replicas that have not answered and that we cannot
-  // reach as refusals too.
-  bool majority_impossible(const Occ& o, const firing::Ballot& b, const Entry& e, bool unreachable_lost = false) const;
+  // reach as refusals too; with `silent_lost`, every replica that has not answered.
+  // An at-most-once owner record closed lost whose every attempt this node knows never ran.
+  bool lost_unrun(const Occ& o, const OwnerRecord& r) const;
+  bool majority_impossible(const Occ& o, const firing::Ballot& b, const Entry& e, bool unreachable_lost = false,
+                           bool silent_lost = false) const;
   // Our grants are at least half of some quorum set: nobody else can hold a majority.
   bool holds_half(const Occ& o, const firing::Ballot& b, const Entry& e) const;
   static bool alive_in(const PeerView& p, const ProcessId& owner);  // reachable, same boot

@@ -72,8 +72,25 @@ bool Scheduler::progress_seen(const Occ& o) const {
   // A worker record of an attempt that never runs (refused, or revoked: a held run its
   // owner's go never reached) shows nothing at work.
   if (o.worker_ran()) return true;
-  return std::any_of(o.owner_records.begin(), o.owner_records.end(),
-                     [](const auto& r) { return r.second.outcome != OwnerOutcome::kOpen; });
+  return std::any_of(o.owner_records.begin(), o.owner_records.end(), [&](const auto& r) {
+    return r.second.outcome != OwnerOutcome::kOpen && !lost_unrun(o, r.second);
+  });
+}
+
+// An at-most-once owner record closed "lost" — its owner could not tell whether its
+// attempt ran — while this node holds the worker's record of every attempt it names,
+// each saying it never ran (refused, or revoked: a held run dropped for want of a go).
+// The owner guessed from its side of a cut (its worker out of its view); the records
+// settle it: o did not run, and a takeover round runs it (swarm seed 6074: the owner, cut
+// off with no replica, reported o lost while the worker, on the majority's side, had
+// dropped the run; the majority adopted "lost" and never ran it).  The round resolves
+// the attempts as any takeover does, so a record that reaches us later changes nothing.
+bool Scheduler::lost_unrun(const Occ& o, const OwnerRecord& r) const {
+  if (!o.at_most_once || r.outcome != OwnerOutcome::kLost) return false;
+  return std::all_of(r.attempts.begin(), r.attempts.end(), [&](const AttemptInfo& a) {
+    auto w = o.worker_records.find(a.fire_id);
+    return w != o.worker_records.end() && !ran(w->second.state);
+  });
 }
 
 void Scheduler::defer(Occ& o, Clock now, const std::string& why) {
@@ -86,6 +103,11 @@ void Scheduler::defer(Occ& o, Clock now, const std::string& why) {
 bool Scheduler::decide_from_owner_records(Occ& o, const Entry& e, Clock now) {
   for (const auto& [node, r] : o.owner_records) {
     if (r.owner == self_) continue;
+    if (lost_unrun(o, r)) {
+      mark(Mark::kLostRecordUnrunTakeover);
+      take_over_or_wait(o, e, now);
+      return true;
+    }
     if (r.outcome != OwnerOutcome::kOpen) {
       to_finished_by_record(o, r.outcome, now);
       return true;
@@ -252,6 +274,14 @@ void Scheduler::take_over_or_wait(Occ& o, const Entry& e, Clock now) {
     const bool maybe_ran = !o.owner_records.empty() || o.holder.has_value();
     to_finished(o, maybe_ran ? Outcome::kLost : Outcome::kMissed,
                 "its owner vanished or stalled and no new master could take it over within the misfire window", now);
+    return;
+  }
+  // A round that met a rival's waits out its backoff (spread by node and round) whatever
+  // wakes o meanwhile: an event both rivals see at once — the owner's liveness flapping in
+  // every view — would start them again in step, each refusing the other, round after
+  // round (tests/sim/regress_plain_seed_8277.toml).
+  if (o.deadlines[Deadline::kBackoff] != kNever && o.deadlines[Deadline::kBackoff] > now.mono_ms) {
+    mark(Mark::kTakeoverWaitsBackoff);
     return;
   }
   if (quorum_reachable(o.volume, e)) {

@@ -103,14 +103,15 @@ bool Scheduler::no_majority_left(const std::set<std::string>& out, const QuorumS
   return false;
 }
 
-bool Scheduler::majority_impossible(const Occ& o, const firing::Ballot& b, const Entry& e,
-                                    bool unreachable_lost) const {
+bool Scheduler::majority_impossible(const Occ& o, const firing::Ballot& b, const Entry& e, bool unreachable_lost,
+                                    bool silent_lost) const {
   const auto quorum = quorum_sets(o.volume, e);
   for (const auto& set : *quorum) {
     size_t possible = set.size() - count_in(b.refused, set);
-    if (unreachable_lost) {
+    if (unreachable_lost || silent_lost) {
       for (const auto& n : set) {
-        if (!b.refused.count(n) && !b.answered.count(n) && n != self_.node && !host_.peer(n).reachable) --possible;
+        if (b.refused.count(n) || b.answered.count(n) || n == self_.node) continue;
+        if (silent_lost || !host_.peer(n).reachable) --possible;
       }
     }
     if (possible * 2 <= set.size()) return true;

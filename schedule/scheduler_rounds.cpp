@@ -51,12 +51,25 @@ void Scheduler::prepare_step(Occ& o, Clock now) {
   // replica until the misfire window closes, a connected majority idle
   // (tests/sim/regress_plain_seed_19078.toml).  A prepare with no refusal waits: nobody
   // competes for the replicas it can reach.
+  // Nor for one that looks reachable and stays silent toward us: a gray process whose
+  // messages to us are lost (a one-way link) while gossip relays that it is alive.  A
+  // refusal that stood for claim_give_up with the silent ones still needed is a duel all
+  // the same (tests/sim/regress_plain_seed_8277.toml: the two other replicas of an owner
+  // that could no longer send to them each prepared round 1, each refused the other, and
+  // waited for the owner's answer until the link healed a minute later).
   // Spread by node and by round: two processes preparing in step fall apart.
   const bool lost = majority_impossible(o, p.ballot, e);
+  const bool refused_long = !p.ballot.refused.empty() && p.ballot.refused_since_mono_ms != 0 &&
+                            now.mono_ms - p.ballot.refused_since_mono_ms >= options_.claim_give_up_ms;
   const bool duel = !lost && !p.ballot.refused.empty() && majority_impossible(o, p.ballot, e, /*unreachable_lost=*/true);
-  if (lost || duel) {
+  const bool silent_duel = !lost && !duel && refused_long &&
+                           majority_impossible(o, p.ballot, e, /*unreachable_lost=*/true, /*silent_lost=*/true);
+  if (lost || duel || silent_duel) {
     if (duel) mark(Mark::kPrepareDuelBackedOff);
+    if (silent_duel) mark(Mark::kPrepareSilentDuelBackedOff);
     const int64_t backoff = options_.claim_retry_ms * (1 + static_cast<int64_t>(hash64(self_.node, p.round) % 4));
+    // Met a rival's round: the owner it took over from stays stalled, as far as we know.
+    if (duel || silent_duel) o.owner_deferred_since_mono_ms = p.owner_deferred_since_mono_ms;
     to_tracking_from_preparing(o, now);  // p is gone from here on
     set_deadline(o, Deadline::kBackoff, now.mono_ms + backoff);
     return;

@@ -61,8 +61,9 @@ void Scheduler::to_preparing(Occ& o, const Entry& e, Clock now) {
   assert(o.entry != nullptr);
   mark(Mark::kTakeoverPrepare);
   o.deadlines.clear();
-  o.owner_deferred_since_mono_ms = 0;  // a takeover began: deferring to an owner record is over
   firing::Preparing p;
+  p.owner_deferred_since_mono_ms = o.owner_deferred_since_mono_ms;
+  o.owner_deferred_since_mono_ms = 0;  // a takeover began: deferring to an owner record is over
   p.ballot.clear(now.mono_ms);
   p.round = std::max(o.my_round, o.known_round) + 1;
   o.my_round = p.round;
