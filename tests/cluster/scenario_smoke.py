@@ -5,8 +5,10 @@ smoke            three nodes on loopback, an at-least-once and an at-most-once e
                  is early, any second run of an occurrence is flagged, and SIGTERM stops
                  every node with status 0.  SIGHUP on n1: a config that no longer
                  loads is reported and ignored; a good one switches it to debug logging.
-                 Each node ran itself again with its glibc tunable (same pid), and the
-                 handlers it starts see the environment it was started with.
+                 Each node runs on the binary's allocator: mimalloc (the default build)
+                 mapped into it, or under glibc's the node ran itself again with its glibc
+                 tunable (same pid); the handlers it starts see the environment it was
+                 started with.
 example          the README's main command: examples/run-cluster.sh (copied to a
                  temporary directory, ports moved to free ones) runs the example cluster
                  for 12 s; it must exit 0 and report completed occurrences.
@@ -60,16 +62,36 @@ def smoke(run):
     c.stop()
 
 
+def binary_allocator(binary):
+    """The allocator `caesium version` names (node/cli/allocator.h)."""
+    out = subprocess.run([binary, "version"], capture_output=True, text=True, timeout=10).stdout
+    m = re.search(r"^allocator: (.*)$", out, re.M)
+    if not m:
+        raise TestFailure("`%s version` names no allocator: %r" % (binary, out))
+    return m.group(1)
+
+
 def tunables(run, c):
-    """`caesium node` runs itself again (same pid) with its glibc tunable added, and puts
-    the environment back, so handlers inherit the operator's GLIBC_TUNABLES, not ours."""
+    """A binary linked with mimalloc runs on it, and leaves GLIBC_TUNABLES alone.  Under
+    glibc's allocator `caesium node` runs itself again (same pid) with its glibc tunable
+    added.  Either way the environment is put back, so handlers inherit the operator's
+    GLIBC_TUNABLES, not ours."""
     ours = os.environ.get("GLIBC_TUNABLES")
     names_it = ours is not None and any(t.split("=")[0] == NODE_TUNABLE.split("=")[0] for t in ours.split(":"))
+    allocator = binary_allocator(run.binary)
+    mimalloc = allocator.startswith("mimalloc")
     for n in c.nodes.values():
         with open("/proc/%d/environ" % n.proc.pid, "rb") as f:
             started = [v.decode(errors="replace") for v in f.read().split(b"\0")]
         value = next((v[len("GLIBC_TUNABLES="):] for v in started if v.startswith("GLIBC_TUNABLES=")), None)
-        if names_it:
+        if mimalloc:
+            with open("/proc/%d/maps" % n.proc.pid) as f:
+                if "libmimalloc" not in f.read():
+                    raise TestFailure("%s: the binary names %s, but no libmimalloc is mapped" % (n.id, allocator))
+            if value != ours:
+                raise TestFailure("%s: GLIBC_TUNABLES %r was changed to %r (mimalloc: nothing to tune)" % (
+                    n.id, ours, value))
+        elif names_it:
             if value != ours:
                 raise TestFailure("%s: GLIBC_TUNABLES %r was changed to %r" % (n.id, ours, value))
         elif value is None or NODE_TUNABLE not in value.split(":"):
@@ -87,7 +109,8 @@ def tunables(run, c):
         if env.get("GLIBC_TUNABLES") != ours or any(k.startswith("CAESIUM_GLIBC_TUNABLES") for k in env):
             raise TestFailure("%s: handler saw GLIBC_TUNABLES=%r (started with %r), markers %r" % (
                 p, env.get("GLIBC_TUNABLES"), ours, [k for k in env if k.startswith("CAESIUM_GLIBC")]))
-    run.note("nodes run with %s; handlers see the environment they were started with" % NODE_TUNABLE)
+    run.note("nodes run on %s%s; handlers see the environment they were started with" % (
+        allocator, "" if mimalloc else " with " + NODE_TUNABLE))
 
 
 def sighup(run, c):
