@@ -81,7 +81,7 @@ bool Scheduler::progress_seen(const Occ& o) const {
 // attempt ran — while this node holds the worker's record of every attempt it names,
 // each saying it never ran (refused, or revoked: a held run dropped for want of a go).
 // The owner guessed from its side of a cut (its worker out of its view); the records
-// settle it: o did not run, and a takeover round runs it (swarm seed 6074: the owner, cut
+// settle it: o did not run, and a takeover round runs it (tests/sim/regress_plain_seed_6074.toml: the owner, cut
 // off with no replica, reported o lost while the worker, on the majority's side, had
 // dropped the run; the majority adopted "lost" and never ran it).  The round resolves
 // the attempts as any takeover does, so a record that reaches us later changes nothing.

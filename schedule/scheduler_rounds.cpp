@@ -59,11 +59,11 @@ void Scheduler::prepare_step(Occ& o, Clock now) {
   // waited for the owner's answer until the link healed a minute later).
   // Spread by node and by round: two processes preparing in step fall apart.
   const bool lost = majority_impossible(o, p.ballot, e);
-  const bool refused_long = !p.ballot.refused.empty() && p.ballot.refused_since_mono_ms != 0 &&
-                            now.mono_ms - p.ballot.refused_since_mono_ms >= options_.claim_give_up_ms;
+  const bool refused_long =
+      !p.ballot.refused.empty() && now.mono_ms - p.ballot.refused_since_mono_ms >= options_.claim_give_up_ms;
   const bool duel = !lost && !p.ballot.refused.empty() && majority_impossible(o, p.ballot, e, /*unreachable_lost=*/true);
   const bool silent_duel = !lost && !duel && refused_long &&
-                           majority_impossible(o, p.ballot, e, /*unreachable_lost=*/true, /*silent_lost=*/true);
+                           majority_impossible(o, p.ballot, e, /*unreachable_lost=*/false, /*silent_lost=*/true);
   if (lost || duel || silent_duel) {
     if (duel) mark(Mark::kPrepareDuelBackedOff);
     if (silent_duel) mark(Mark::kPrepareSilentDuelBackedOff);

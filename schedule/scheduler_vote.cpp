@@ -321,7 +321,7 @@ int64_t Scheduler::ack_hold_until_mono(const std::string& volume, const std::str
 int64_t Scheduler::prepared_hold_mono(const OccKey& key, const Occ& o, int64_t written_mono_ms) const {
   // Whether o is finished on this node does not matter: the vote does.  The write itself
   // finishes o here (a delete skips it) before this replica acknowledges it, and the
-  // attempt this vote accepted still starts at its worker (swarm seed 7277: the replica
+  // attempt this vote accepted still starts at its worker (tests/sim/regress_plain_seed_7277.toml: the replica
   // that took a delete had accepted the prepared attempt, skipped o, and acknowledged at
   // once; with a replica that never accepted it that made a majority before F).
   if (options_.prepare_ahead_ms == 0 || o.granted_mono_ms > written_mono_ms) return 0;
